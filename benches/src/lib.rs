@@ -1,0 +1,1 @@
+//! Criterion benchmarks of dlbridge: `cargo bench -p dlbridge-benches`.

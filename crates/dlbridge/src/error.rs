@@ -1,0 +1,323 @@
+//! The one error type of the crate: every rejection names the field and the value.
+
+use std::fmt;
+
+use crate::{DataType, Device, Flags, Version};
+
+/// The largest `ndim` accepted from a producer or for an export.
+///
+/// NumPy allows 64 dimensions; this limit is far above any real tensor and keeps a hostile
+/// `ndim` from making validation walk gigabytes of "shape".
+pub const MAX_NDIM: i32 = 1024;
+
+/// Everything that can go wrong when importing, viewing or exporting a tensor.
+///
+/// Each message names the offending field and its value, e.g.
+/// `DLTensor.shape[1] = -3: extents must not be negative`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A NULL pointer was passed where a managed tensor was expected.
+    NullPointer {
+        /// The C type that was expected.
+        what: &'static str,
+    },
+    /// `version.major` is not 1: the deleter was called and no other field was read.
+    UnsupportedVersion {
+        /// The version the producer wrote.
+        version: Version,
+    },
+    /// `ndim` is negative or above [`MAX_NDIM`].
+    InvalidNdim {
+        /// The value of `DLTensor.ndim`.
+        ndim: i64,
+    },
+    /// `shape` is NULL although `ndim > 0`.
+    NullShape {
+        /// The value of `DLTensor.ndim`.
+        ndim: i32,
+    },
+    /// An extent is negative.
+    NegativeExtent {
+        /// The dimension.
+        dim: usize,
+        /// Its extent.
+        extent: i64,
+    },
+    /// The product of the extents does not fit in 64 bits.
+    ElementCountOverflow {
+        /// The dimension at which the product overflowed.
+        dim: usize,
+        /// Its extent.
+        extent: i64,
+    },
+    /// The number of bytes the tensor spans does not fit in `isize`.
+    ByteSizeOverflow {
+        /// Number of elements.
+        elements: u64,
+        /// Element type.
+        dtype: DataType,
+    },
+    /// `strides` is NULL with `ndim > 0` in a tensor of version 1.2 or later, which the
+    /// standard forbids (before 1.2 NULL meant compact row-major and is accepted).
+    NullStrides {
+        /// The value of `DLTensor.ndim`.
+        ndim: i32,
+        /// The version the producer wrote.
+        version: Version,
+    },
+    /// A stride makes the offset of some element overflow.
+    StrideOverflow {
+        /// The dimension.
+        dim: usize,
+        /// Its stride.
+        stride: i64,
+    },
+    /// The data type breaks a rule of the header (zero bits or lanes, a width its code does
+    /// not allow).
+    InvalidDataType {
+        /// The data type as sent.
+        dtype: DataType,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// `IS_SUBBYTE_TYPE_PADDED` is set on a data type whose lanes are a byte or wider.
+    PaddedFlagOnWholeByteType {
+        /// The data type as sent.
+        dtype: DataType,
+    },
+    /// `data` is NULL although the tensor has elements.
+    NullData {
+        /// Number of elements.
+        elements: u64,
+    },
+    /// `data + byte_offset` (or the address of some element) leaves the address space.
+    AddressOverflow {
+        /// The value of `DLTensor.data`.
+        data: usize,
+        /// The value of `DLTensor.byte_offset`.
+        byte_offset: u64,
+    },
+    /// Typed access to memory the CPU cannot read.
+    NotHostReadable {
+        /// The tensor's device.
+        device: Device,
+    },
+    /// The element type asked for is not the tensor's data type.
+    DataTypeMismatch {
+        /// The data type of the Rust element type.
+        requested: DataType,
+        /// The tensor's data type.
+        actual: DataType,
+    },
+    /// A slice was asked for but the tensor is not contiguous in the required order.
+    NotContiguous {
+        /// `"C"` (row-major) or `"C or F"`.
+        order: &'static str,
+        /// The tensor's shape.
+        shape: Vec<i64>,
+        /// The tensor's strides.
+        strides: Vec<i64>,
+    },
+    /// Mutable access to a tensor flagged read-only.
+    ReadOnly {
+        /// The tensor's flags.
+        flags: Flags,
+    },
+    /// Mutable access to a layout in which two indices reach the same element.
+    OverlappingLayout {
+        /// The tensor's shape.
+        shape: Vec<i64>,
+        /// The tensor's strides.
+        strides: Vec<i64>,
+    },
+    /// The first element's address is not aligned for the element type.
+    Misaligned {
+        /// The address of the first element.
+        address: usize,
+        /// The alignment the element type needs.
+        align: usize,
+    },
+    /// A `bool` element holds a byte other than 0 or 1.
+    InvalidBool {
+        /// Memory offset of the element, in elements, from the first one.
+        offset: isize,
+        /// The byte found.
+        value: u8,
+    },
+    /// An export's strides do not have one entry per dimension.
+    StridesLength {
+        /// Number of dimensions of the shape.
+        ndim: usize,
+        /// Number of strides given.
+        strides: usize,
+    },
+    /// An export's shape does not describe the buffer's elements exactly.
+    ShapeMismatch {
+        /// Elements described by the shape.
+        elements: u64,
+        /// Elements in the buffer.
+        buffer_len: usize,
+    },
+    /// An export's shape and strides reach outside the buffer.
+    OutOfBounds {
+        /// Lowest element offset reached.
+        min_offset: i64,
+        /// Highest element offset reached.
+        max_offset: i64,
+        /// Elements in the buffer.
+        buffer_len: usize,
+    },
+    /// A value does not fit the ABI's integer type (an extent above `i64::MAX`).
+    ValueOutOfRange {
+        /// The field.
+        field: &'static str,
+        /// The value.
+        value: u128,
+    },
+    /// A read-only tensor cannot be exported as a legacy `DLManagedTensor`, which has no flags.
+    ReadOnlyLegacyExport,
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn dims(values: &[i64]) -> String {
+    let parts: Vec<String> = values.iter().map(i64::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+fn dtype_fields(dtype: &DataType) -> String {
+    format!(
+        "{dtype} (code={}, bits={}, lanes={})",
+        dtype.code.0, dtype.bits, dtype.lanes
+    )
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NullPointer { what } => write!(f, "received a NULL {what} pointer"),
+            Error::UnsupportedVersion { version } => write!(
+                f,
+                "DLManagedTensorVersioned.version = {version}: only major version 1 is \
+                 supported; the deleter was called and no other field was read"
+            ),
+            Error::InvalidNdim { ndim } => {
+                write!(f, "DLTensor.ndim = {ndim}: must be between 0 and {MAX_NDIM}")
+            }
+            Error::NullShape { ndim } => {
+                write!(f, "DLTensor.shape is NULL but DLTensor.ndim = {ndim}")
+            }
+            Error::NegativeExtent { dim, extent } => {
+                write!(f, "DLTensor.shape[{dim}] = {extent}: extents must not be negative")
+            }
+            Error::ElementCountOverflow { dim, extent } => write!(
+                f,
+                "DLTensor.shape[{dim}] = {extent}: the element count overflows 64 bits"
+            ),
+            Error::ByteSizeOverflow { elements, dtype } => write!(
+                f,
+                "{elements} elements of DLTensor.dtype = {dtype} span more bytes than fit in \
+                 an isize"
+            ),
+            Error::NullStrides { ndim, version } => write!(
+                f,
+                "DLTensor.strides is NULL with DLTensor.ndim = {ndim} in a version {version} \
+                 tensor; from DLPack 1.2 on strides are required"
+            ),
+            Error::StrideOverflow { dim, stride } => write!(
+                f,
+                "DLTensor.strides[{dim}] = {stride}: the offset of the last element overflows"
+            ),
+            Error::InvalidDataType { dtype, reason } => {
+                write!(f, "DLTensor.dtype = {}: {reason}", dtype_fields(dtype))
+            }
+            Error::PaddedFlagOnWholeByteType { dtype } => write!(
+                f,
+                "flags has IS_SUBBYTE_TYPE_PADDED but DLTensor.dtype = {} is not a sub-byte \
+                 type",
+                dtype_fields(dtype)
+            ),
+            Error::NullData { elements } => write!(
+                f,
+                "DLTensor.data is NULL but the tensor has {elements} elements"
+            ),
+            Error::AddressOverflow { data, byte_offset } => write!(
+                f,
+                "DLTensor.data = {data:#x} with DLTensor.byte_offset = {byte_offset}: the \
+                 tensor's addresses overflow"
+            ),
+            Error::NotHostReadable { device } => write!(
+                f,
+                "DLTensor.device = {device}: the CPU cannot read this memory; typed access \
+                 needs CPU, CUDAHost, ROCMHost or CUDAManaged memory"
+            ),
+            Error::DataTypeMismatch { requested, actual } => write!(
+                f,
+                "DLTensor.dtype = {actual}, but elements of type {requested} were requested"
+            ),
+            Error::NotContiguous {
+                order,
+                shape,
+                strides,
+            } => write!(
+                f,
+                "DLTensor.strides = {} with shape {} is not {order}-contiguous; use strided \
+                 element access instead of a slice",
+                dims(strides),
+                dims(shape)
+            ),
+            Error::ReadOnly { flags } => write!(
+                f,
+                "flags = {flags}: the tensor is read-only and cannot be written"
+            ),
+            Error::OverlappingLayout { shape, strides } => write!(
+                f,
+                "DLTensor.strides = {} with shape {} let two indices reach the same element; \
+                 mutable access refused",
+                dims(strides),
+                dims(shape)
+            ),
+            Error::Misaligned { address, align } => write!(
+                f,
+                "DLTensor.data + byte_offset = {address:#x} is not aligned to the {align} \
+                 bytes its element type needs"
+            ),
+            Error::InvalidBool { offset, value } => write!(
+                f,
+                "bool element at offset {offset} holds the byte {value:#04x}, which is \
+                 neither 0 nor 1"
+            ),
+            Error::StridesLength { ndim, strides } => write!(
+                f,
+                "strides has {strides} entries but the shape has {ndim} dimensions"
+            ),
+            Error::ShapeMismatch {
+                elements,
+                buffer_len,
+            } => write!(
+                f,
+                "shape describes {elements} elements but the buffer holds {buffer_len}"
+            ),
+            Error::OutOfBounds {
+                min_offset,
+                max_offset,
+                buffer_len,
+            } => write!(
+                f,
+                "shape and strides reach element offsets {min_offset} to {max_offset}, outside \
+                 a buffer of {buffer_len} elements"
+            ),
+            Error::ValueOutOfRange { field, value } => {
+                write!(f, "{field} = {value} does not fit the DLPack ABI")
+            }
+            Error::ReadOnlyLegacyExport => f.write_str(
+                "a read-only tensor cannot be exported as a legacy DLManagedTensor, which has \
+                 no flags to say so; export it as DLManagedTensorVersioned",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,218 @@
+//! Shape and stride arithmetic, following what producers really send.
+//!
+//! Strides are in elements and may be negative. A dimension of extent 1 may carry any stride
+//! (producers disagree on its value), and a tensor with a zero extent is contiguous whatever
+//! its strides say.
+
+use crate::{Error, Result};
+
+/// The number of elements of `shape`, rejecting negative extents and overflow.
+///
+/// ```
+/// assert_eq!(dlbridge::layout::element_count(&[2, 3, 4]), Ok(24));
+/// assert_eq!(dlbridge::layout::element_count(&[]), Ok(1));
+/// assert!(dlbridge::layout::element_count(&[2, -1]).is_err());
+/// ```
+pub fn element_count(shape: &[i64]) -> Result<u64> {
+    let mut count: Option<u64> = Some(1);
+    let mut overflow = None;
+    for (dim, &extent) in shape.iter().enumerate() {
+        if extent < 0 {
+            return Err(Error::NegativeExtent { dim, extent });
+        }
+        count = count.and_then(|c| c.checked_mul(extent as u64));
+        if count.is_none() && overflow.is_none() {
+            overflow = Some(Error::ElementCountOverflow { dim, extent });
+        }
+    }
+    // A zero extent makes the tensor empty even after an overflowing prefix ([2^40, 2^40, 0]).
+    match (count, overflow) {
+        (Some(count), _) => Ok(count),
+        (None, _) if shape.contains(&0) => Ok(0),
+        (None, overflow) => Err(overflow.expect("an overflow was recorded")),
+    }
+}
+
+/// The compact row-major (C order) strides of `shape`, written into `strides`.
+///
+/// Extents must be non-negative and their product must not overflow (see [`element_count`]).
+///
+/// ```
+/// let mut strides = [0; 3];
+/// dlbridge::layout::fill_row_major_strides(&[2, 3, 4], &mut strides);
+/// assert_eq!(strides, [12, 4, 1]);
+/// ```
+pub fn fill_row_major_strides(shape: &[i64], strides: &mut [i64]) {
+    debug_assert_eq!(shape.len(), strides.len());
+    let mut step: i64 = 1;
+    for (stride, &extent) in strides.iter_mut().zip(shape).rev() {
+        *stride = step;
+        step = step.saturating_mul(extent.max(1));
+    }
+}
+
+/// Whether `shape`/`strides` describe a compact row-major (C order) layout. Extent-1
+/// dimensions are skipped; a tensor with a zero extent is contiguous.
+///
+/// ```
+/// use dlbridge::layout::is_c_contiguous;
+/// assert!(is_c_contiguous(&[2, 3], &[3, 1]));
+/// assert!(is_c_contiguous(&[2, 1, 3], &[3, 99, 1])); // extent 1: any stride
+/// assert!(is_c_contiguous(&[0, 3], &[7, 7]));       // empty: always
+/// assert!(!is_c_contiguous(&[2, 3], &[1, 2]));
+/// ```
+pub fn is_c_contiguous(shape: &[i64], strides: &[i64]) -> bool {
+    is_compact(shape.iter().zip(strides).rev(), shape)
+}
+
+/// Whether `shape`/`strides` describe a compact column-major (Fortran order) layout, with the
+/// same tolerances as [`is_c_contiguous`].
+///
+/// ```
+/// assert!(dlbridge::layout::is_f_contiguous(&[2, 3], &[1, 2]));
+/// ```
+pub fn is_f_contiguous(shape: &[i64], strides: &[i64]) -> bool {
+    is_compact(shape.iter().zip(strides), shape)
+}
+
+fn is_compact<'a>(dims: impl Iterator<Item = (&'a i64, &'a i64)>, shape: &[i64]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut expected: i64 = 1;
+    for (&extent, &stride) in dims {
+        if extent == 1 {
+            continue;
+        }
+        if stride != expected {
+            return false;
+        }
+        match expected.checked_mul(extent) {
+            Some(next) => expected = next,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The lowest and highest element offsets (relative to the first element, in elements) that
+/// the layout reaches. Only meaningful for a non-empty tensor.
+///
+/// ```
+/// assert_eq!(dlbridge::layout::offset_range(&[3, 2], &[-2, 1]), Ok((-4, 1)));
+/// ```
+pub fn offset_range(shape: &[i64], strides: &[i64]) -> Result<(i64, i64)> {
+    let (mut low, mut high) = (0i64, 0i64);
+    for (dim, (&extent, &stride)) in shape.iter().zip(strides).enumerate() {
+        let reach = (extent - 1)
+            .checked_mul(stride)
+            .ok_or(Error::StrideOverflow { dim, stride })?;
+        let sum = if reach < 0 {
+            low.checked_add(reach).map(|l| (l, high))
+        } else {
+            high.checked_add(reach).map(|h| (low, h))
+        };
+        (low, high) = sum.ok_or(Error::StrideOverflow { dim, stride })?;
+    }
+    Ok((low, high))
+}
+
+/// Whether no two indices of the layout reach the same element (needed before handing out
+/// mutable access). Conservative: a layout that interleaves dimensions in an unusual way may
+/// be reported as overlapping although it is not; compact, transposed, sliced and reversed
+/// layouts are always recognised.
+///
+/// ```
+/// use dlbridge::layout::is_overlap_free;
+/// assert!(is_overlap_free(&[2, 3], &[1, 2]));
+/// assert!(is_overlap_free(&[4], &[-2]));
+/// assert!(!is_overlap_free(&[2, 3], &[0, 1])); // broadcast: stride 0
+/// assert!(!is_overlap_free(&[3, 3], &[1, 1]));
+/// ```
+pub fn is_overlap_free(shape: &[i64], strides: &[i64]) -> bool {
+    if shape.contains(&0) {
+        return true;
+    }
+    let mut dims: Vec<(u64, u64)> = shape
+        .iter()
+        .zip(strides)
+        .filter(|(&extent, _)| extent > 1)
+        .map(|(&extent, &stride)| (stride.unsigned_abs(), extent as u64))
+        .collect();
+    dims.sort_unstable();
+    // Each dimension's step must clear everything the smaller steps can reach.
+    let mut reach: u64 = 0;
+    for (step, extent) in dims {
+        if step <= reach {
+            return false;
+        }
+        match (extent - 1)
+            .checked_mul(step)
+            .and_then(|r| r.checked_add(reach))
+        {
+            Some(next) => reach = next,
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn element_count_rejects_negative_and_overflow_naming_the_dimension() {
+        assert_eq!(
+            element_count(&[2, -3]),
+            Err(Error::NegativeExtent { dim: 1, extent: -3 })
+        );
+        assert_eq!(
+            element_count(&[i64::MAX, 4]),
+            Err(Error::ElementCountOverflow { dim: 1, extent: 4 })
+        );
+        assert_eq!(element_count(&[5, 0, 7]), Ok(0));
+        assert_eq!(element_count(&[i64::MAX, i64::MAX, 0]), Ok(0));
+    }
+
+    #[test]
+    fn row_major_strides_skip_nothing_and_treat_zero_extents_as_one() {
+        let mut strides = [0; 4];
+        fill_row_major_strides(&[2, 0, 3, 1], &mut strides);
+        assert_eq!(strides, [3, 3, 1, 1]);
+    }
+
+    #[test]
+    fn contiguity_tolerates_what_producers_send() {
+        // NumPy/PyTorch style extent-1 quirks.
+        assert!(is_c_contiguous(&[1, 4], &[1, 1]));
+        assert!(is_c_contiguous(&[1, 4], &[4, 1]));
+        assert!(is_c_contiguous(&[4, 1], &[1, 1]));
+        assert!(is_f_contiguous(&[4, 1], &[1, 4]));
+        assert!(is_c_contiguous(&[], &[]));
+        assert!(is_f_contiguous(&[], &[]));
+        assert!(!is_c_contiguous(&[4], &[-1]));
+        assert!(!is_c_contiguous(&[2, 2], &[1, 2]));
+        assert!(is_f_contiguous(&[2, 2], &[1, 2]));
+    }
+
+    #[test]
+    fn offset_range_reports_overflow_at_the_dimension() {
+        assert_eq!(
+            offset_range(&[3, 2], &[i64::MAX, 1]),
+            Err(Error::StrideOverflow {
+                dim: 0,
+                stride: i64::MAX
+            })
+        );
+        assert_eq!(offset_range(&[1, 1], &[i64::MAX, i64::MIN]), Ok((0, 0)));
+    }
+
+    #[test]
+    fn overlap_detection() {
+        assert!(is_overlap_free(&[2, 1, 3], &[3, 0, 1]));
+        assert!(is_overlap_free(&[3, 4], &[-4, -1]));
+        assert!(!is_overlap_free(&[2, 2], &[1, 1]));
+        assert!(is_overlap_free(&[2, 2], &[1, 3]));
+    }
+}

@@ -1,0 +1,57 @@
+//! # dlbridge: DLPack for Rust
+//!
+//! [DLPack](https://dmlc.github.io/dlpack/latest/) is the in-memory tensor standard that
+//! NumPy, PyTorch, JAX, TensorFlow, CuPy and others use to share tensors without copying.
+//! This crate is its core for Rust, with no Python dependency:
+//!
+//! - [`ffi`]: the complete C ABI of `dlpack.h` 1.3, checked against the real header;
+//! - vocabulary types: [`Version`], [`Device`]/[`DeviceType`], [`DataType`]/[`DataTypeCode`],
+//!   [`Flags`], all newtypes over the C integers, so unknown values from a producer are safe;
+//! - [`ManagedTensor`]: ownership of a tensor from any producer, versioned or legacy, validated
+//!   on entry, whose deleter runs exactly once;
+//! - [`TensorView`]: the validated descriptor, with typed zero-copy access ([`Element`]);
+//! - [`Export`]: Rust memory (`Vec`, `Box<[T]>`, `Arc<[T]>`, any owner) as a managed tensor in
+//!   one heap allocation;
+//! - with the `ndarray` feature, zero-copy conversion to and from `ndarray` arrays.
+//!
+//! ```
+//! use dlbridge::{DataType, Export, ManagedTensor};
+//!
+//! // Export a Rust vector as a 2x3 DLPack tensor...
+//! let tensor = Export::new(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).into_versioned()?;
+//! let raw = tensor.into_raw().versioned().unwrap(); // a DLManagedTensorVersioned*
+//!
+//! // ...and import it back, as a consumer would.
+//! let imported = unsafe { ManagedTensor::from_raw_versioned(raw) }?;
+//! let view = imported.view();
+//! assert_eq!(view.dtype(), DataType::FLOAT32);
+//! assert_eq!(view.shape(), &[2, 3]);
+//! assert_eq!(view.elements::<f32>()?.get(&[1, 0]), Some(&4.0));
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod device;
+mod dtype;
+mod element;
+mod error;
+mod export;
+pub mod ffi;
+mod flags;
+pub mod layout;
+mod managed;
+#[cfg(feature = "ndarray")]
+mod ndarray;
+mod version;
+mod view;
+
+pub use device::{Device, DeviceType};
+pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
+pub use element::Element;
+pub use error::{Error, Result, MAX_NDIM};
+pub use export::{Export, HostBuffer};
+pub use flags::Flags;
+pub use managed::{ManagedTensor, RawManagedTensor};
+pub use version::Version;
+pub use view::{Elements, ElementsMut, TensorView};

@@ -1,0 +1,313 @@
+//! The owning handle for a managed tensor from any producer.
+
+use std::fmt;
+use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
+
+use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use crate::view::{check_descriptor, Checked, ElementsMut};
+use crate::{layout, Element, Error, Flags, Result, TensorView, Version};
+
+/// A raw managed tensor pointer of either layout, as handed to or taken from C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawManagedTensor {
+    /// A `DLManagedTensorVersioned*` (capsule name `dltensor_versioned`).
+    Versioned(*mut DLManagedTensorVersioned),
+    /// A legacy `DLManagedTensor*` (capsule name `dltensor`).
+    Legacy(*mut DLManagedTensor),
+}
+
+impl RawManagedTensor {
+    /// The versioned pointer, if this is one.
+    pub fn versioned(self) -> Option<*mut DLManagedTensorVersioned> {
+        match self {
+            RawManagedTensor::Versioned(ptr) => Some(ptr),
+            RawManagedTensor::Legacy(_) => None,
+        }
+    }
+
+    /// The legacy pointer, if this is one.
+    pub fn legacy(self) -> Option<*mut DLManagedTensor> {
+        match self {
+            RawManagedTensor::Legacy(ptr) => Some(ptr),
+            RawManagedTensor::Versioned(_) => None,
+        }
+    }
+
+    /// Calls the tensor's deleter if it has one.
+    ///
+    /// # Safety
+    ///
+    /// The pointer must be a live managed tensor owned by the caller, whose deleter (if
+    /// any) has not been called; it must not be used afterwards. Only the fields up to the
+    /// deleter are read, which every major version keeps in place.
+    pub unsafe fn delete(self) {
+        match self {
+            RawManagedTensor::Versioned(ptr) => {
+                // SAFETY: live and owned by the contract; `deleter` is in the stable prefix.
+                if let Some(deleter) = unsafe { (*ptr).deleter } {
+                    // SAFETY: the producer's deleter, called once with its own tensor.
+                    unsafe { deleter(ptr) }
+                }
+            }
+            RawManagedTensor::Legacy(ptr) => {
+                // SAFETY: live and owned by the contract.
+                if let Some(deleter) = unsafe { (*ptr).deleter } {
+                    // SAFETY: the producer's deleter, called once with its own tensor.
+                    unsafe { deleter(ptr) }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Owned {
+    Versioned(NonNull<DLManagedTensorVersioned>),
+    Legacy(NonNull<DLManagedTensor>),
+}
+
+/// An owned managed tensor from any producer, versioned or legacy, validated on entry.
+///
+/// Dropping it calls the producer's deleter exactly once (never when the deleter is NULL);
+/// [`ManagedTensor::into_raw`] gives the pointer back instead. Construction from a raw pointer
+/// checks everything that can be checked without reading the data, and on any failure calls
+/// the deleter once and returns an [`Error`] naming the field and the value.
+///
+/// `ManagedTensor` is `Send` and `Sync`: DLPack lets a consumer call the deleter from any
+/// thread, so a tensor may be dropped on a thread other than the one it arrived on, and
+/// shared access only ever reads. Producers whose deleter needs a lock (Python's GIL) must
+/// take it themselves, as the standard requires.
+///
+/// ```
+/// use dlbridge::{Export, ManagedTensor};
+/// let exported = Export::new(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).into_versioned()?;
+/// let raw = exported.into_raw(); // hand this pointer to any DLPack consumer...
+/// // ...or take it back, validated:
+/// let tensor = unsafe { ManagedTensor::from_raw(raw) }?;
+/// assert_eq!(tensor.view().shape(), &[2, 2]);
+/// assert_eq!(tensor.view().as_slice::<f32>()?, &[1.0, 2.0, 3.0, 4.0]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
+pub struct ManagedTensor {
+    owned: Owned,
+    checked: Checked,
+    /// Compact row-major strides, made only when a legacy or pre-1.2 producer sent NULL
+    /// strides with `ndim > 1`.
+    implicit_strides: Option<Box<[i64]>>,
+}
+
+// SAFETY: DLPack allows the deleter to run on any thread and the data to be used from any
+// thread the consumer likes; the handle owns the tensor exclusively.
+unsafe impl Send for ManagedTensor {}
+// SAFETY: `&ManagedTensor` only reads the descriptor and the data; writes need `&mut`.
+unsafe impl Sync for ManagedTensor {}
+
+impl ManagedTensor {
+    /// Takes ownership of a versioned managed tensor and validates it.
+    ///
+    /// Ownership passes in all cases: on error the deleter has been called (once) and the
+    /// pointer must not be used again. A `version.major` other than 1 is reported without
+    /// reading any field after `deleter`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be NULL or a live `DLManagedTensorVersioned` that the caller owns (its
+    /// deleter not yet called) and does not use afterwards. Its `shape` and `strides`, when
+    /// not NULL, must point to `ndim` values, and for a host-readable device the data must be
+    /// readable (and writable unless flagged read-only) wherever the layout reaches, for as
+    /// long as the tensor lives.
+    pub unsafe fn from_raw_versioned(ptr: *mut DLManagedTensorVersioned) -> Result<Self> {
+        let Some(owned) = NonNull::new(ptr) else {
+            return Err(Error::NullPointer {
+                what: "DLManagedTensorVersioned",
+            });
+        };
+        // SAFETY: live by the contract; `version` is in the prefix every major version keeps.
+        let version = unsafe { (*ptr).version };
+        if !version.is_supported() {
+            // SAFETY: owned, deleter not yet called; reads only the stable prefix.
+            unsafe { RawManagedTensor::Versioned(ptr).delete() };
+            return Err(Error::UnsupportedVersion { version });
+        }
+        // SAFETY: live, major version 1: the whole struct has the layout we know.
+        let (tensor, flags) = unsafe { (&(*ptr).dl_tensor, Flags::from_bits((*ptr).flags)) };
+        // SAFETY: shape and strides are valid for `ndim` values by the contract.
+        let checked = unsafe { check_descriptor(tensor, Some(version), flags) };
+        // SAFETY: ownership is ours from here on.
+        unsafe { Self::adopt(Owned::Versioned(owned), tensor, checked) }
+    }
+
+    /// Takes ownership of a legacy managed tensor and validates it. As
+    /// [`ManagedTensor::from_raw_versioned`], but a legacy tensor has no version and no flags,
+    /// and NULL strides mean compact row-major.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ManagedTensor::from_raw_versioned`], for a `DLManagedTensor`.
+    pub unsafe fn from_raw_legacy(ptr: *mut DLManagedTensor) -> Result<Self> {
+        let Some(owned) = NonNull::new(ptr) else {
+            return Err(Error::NullPointer {
+                what: "DLManagedTensor",
+            });
+        };
+        // SAFETY: live by the contract.
+        let tensor = unsafe { &(*ptr).dl_tensor };
+        // SAFETY: shape and strides are valid for `ndim` values by the contract.
+        let checked = unsafe { check_descriptor(tensor, None, Flags::NONE) };
+        // SAFETY: ownership is ours from here on.
+        unsafe { Self::adopt(Owned::Legacy(owned), tensor, checked) }
+    }
+
+    /// Takes ownership of a managed tensor of either layout (see
+    /// [`ManagedTensor::from_raw_versioned`] and [`ManagedTensor::from_raw_legacy`]).
+    ///
+    /// # Safety
+    ///
+    /// As for the constructor of the pointer's layout.
+    pub unsafe fn from_raw(raw: RawManagedTensor) -> Result<Self> {
+        match raw {
+            // SAFETY: forwarded.
+            RawManagedTensor::Versioned(ptr) => unsafe { Self::from_raw_versioned(ptr) },
+            // SAFETY: forwarded.
+            RawManagedTensor::Legacy(ptr) => unsafe { Self::from_raw_legacy(ptr) },
+        }
+    }
+
+    /// Wraps an owned tensor after validation, or deletes it when validation failed.
+    ///
+    /// # Safety
+    ///
+    /// `owned` must be owned by the caller (deleter not yet called), `tensor` its descriptor.
+    unsafe fn adopt(owned: Owned, tensor: &DLTensor, checked: Result<Checked>) -> Result<Self> {
+        let checked = match checked {
+            Ok(checked) => checked,
+            Err(error) => {
+                // SAFETY: owned and not yet deleted; nothing refers to it after this.
+                unsafe { raw_of(owned).delete() };
+                return Err(error);
+            }
+        };
+        let implicit_strides = (checked.strides_missing && tensor.ndim > 1).then(|| {
+            // SAFETY: validated: `shape` is non-NULL and valid for `ndim` values.
+            let shape = unsafe { std::slice::from_raw_parts(tensor.shape, tensor.ndim as usize) };
+            let mut strides = vec![0; shape.len()].into_boxed_slice();
+            layout::fill_row_major_strides(shape, &mut strides);
+            strides
+        });
+        Ok(ManagedTensor {
+            owned,
+            checked,
+            implicit_strides,
+        })
+    }
+
+    /// A validated view of the descriptor, with typed read access to host-readable data.
+    pub fn view(&self) -> TensorView<'_> {
+        let (tensor, version, flags) = self.parts();
+        // SAFETY: validated on construction and owned by `self`, which outlives the view;
+        // implicit strides are supplied when the producer left them out.
+        unsafe {
+            TensorView::from_checked(
+                tensor,
+                version,
+                flags,
+                self.checked,
+                self.implicit_strides.as_deref(),
+            )
+        }
+    }
+
+    fn parts(&self) -> (&DLTensor, Option<Version>, Flags) {
+        match self.owned {
+            // SAFETY: owned and live until drop; validated as major version 1.
+            Owned::Versioned(ptr) => unsafe {
+                let managed = ptr.as_ref();
+                (
+                    &managed.dl_tensor,
+                    Some(managed.version),
+                    Flags::from_bits(managed.flags),
+                )
+            },
+            // SAFETY: owned and live until drop.
+            Owned::Legacy(ptr) => unsafe { (&ptr.as_ref().dl_tensor, None, Flags::NONE) },
+        }
+    }
+
+    /// Whether this is a versioned (`DLManagedTensorVersioned`) tensor.
+    pub fn is_versioned(&self) -> bool {
+        matches!(self.owned, Owned::Versioned(_))
+    }
+
+    /// The raw pointer, still owned by `self`.
+    pub fn as_raw(&self) -> RawManagedTensor {
+        raw_of(self.owned)
+    }
+
+    /// Gives up ownership: returns the pointer without calling the deleter. The caller (or the
+    /// consumer it hands the pointer to) must make sure the deleter is called once.
+    #[must_use = "the tensor leaks unless the pointer is passed on or deleted"]
+    pub fn into_raw(self) -> RawManagedTensor {
+        let this = ManuallyDrop::new(self);
+        // The implicit strides are ours, not the producer's: free them.
+        // SAFETY: read once from a value that is never used or dropped again.
+        drop(unsafe { std::ptr::read(&this.implicit_strides) });
+        raw_of(this.owned)
+    }
+
+    /// The elements as a mutable slice in row-major order (see [`TensorView::as_slice`]);
+    /// refused for a read-only tensor.
+    pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T]> {
+        let view = self.view();
+        view.check_writable()?;
+        let slice = view.as_slice::<T>()?;
+        // SAFETY: `&mut self` gives exclusive access to the tensor for the borrow; the tensor
+        // is not read-only, so the producer allows writes; the bit patterns were checked.
+        Ok(unsafe { std::slice::from_raw_parts_mut(slice.as_ptr().cast_mut(), slice.len()) })
+    }
+
+    /// The elements as a mutable slice in memory order, for a C- or F-contiguous layout.
+    pub fn as_mut_slice_memory_order<T: Element>(&mut self) -> Result<&mut [T]> {
+        let view = self.view();
+        view.check_writable()?;
+        let slice = view.as_slice_memory_order::<T>()?;
+        // SAFETY: as in `as_mut_slice`.
+        Ok(unsafe { std::slice::from_raw_parts_mut(slice.as_ptr().cast_mut(), slice.len()) })
+    }
+
+    /// Strided mutable access to the elements of any layout that reaches each element once;
+    /// refused for a read-only tensor and for overlapping (broadcast) layouts.
+    ///
+    /// ```
+    /// use dlbridge::Export;
+    /// let mut tensor = Export::new(vec![0u8; 6], &[2, 3]).into_versioned()?;
+    /// let mut elements = tensor.elements_mut::<u8>()?;
+    /// *elements.get_mut(&[1, 2]).unwrap() = 7;
+    /// assert_eq!(tensor.view().as_slice::<u8>()?, &[0, 0, 0, 0, 0, 7]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn elements_mut<T: Element>(&mut self) -> Result<ElementsMut<'_, T>> {
+        // SAFETY: `&mut self` gives exclusive access for the borrow.
+        unsafe { ElementsMut::new(self.view()) }
+    }
+}
+
+fn raw_of(owned: Owned) -> RawManagedTensor {
+    match owned {
+        Owned::Versioned(ptr) => RawManagedTensor::Versioned(ptr.as_ptr()),
+        Owned::Legacy(ptr) => RawManagedTensor::Legacy(ptr.as_ptr()),
+    }
+}
+
+impl Drop for ManagedTensor {
+    fn drop(&mut self) {
+        // SAFETY: owned, validated, deleter not yet called; `self` is gone after this.
+        unsafe { raw_of(self.owned).delete() }
+    }
+}
+
+impl fmt::Debug for ManagedTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ManagedTensor").field(&self.view()).finish()
+    }
+}
