@@ -208,6 +208,9 @@ mod tests {
             assert_eq!(d.to_string(), format!("DeviceType({raw})"));
             assert_eq!(format!("{d:?}"), format!("DeviceType({raw})"));
         }
-        assert_eq!(format!("{:?}", DeviceType::ROCM_HOST), "DeviceType::ROCMHost");
+        assert_eq!(
+            format!("{:?}", DeviceType::ROCM_HOST),
+            "DeviceType::ROCMHost"
+        );
     }
 }

@@ -362,21 +362,16 @@ impl FromStr for DataType {
         let error = || ParseDataTypeError {
             text: text.to_owned(),
         };
-        let (base, lanes) = split_lanes(text).ok_or_else(error)?;
+        if let Some(scalar) = parse_scalar(text) {
+            return Ok(scalar);
+        }
+        // "complex64" holds an 'x' too: a lane suffix is only tried once the whole text is no
+        // scalar name.
+        let (base, lanes) = text.rsplit_once('x').ok_or_else(error)?;
+        let lanes: u16 = parse_decimal(lanes).filter(|&l| l != 0).ok_or_else(error)?;
         let scalar = parse_scalar(base).ok_or_else(error)?;
         Ok(scalar.with_lanes(lanes))
     }
-}
-
-/// Splits `"float32x4"` into `("float32", 4)`; a name without a lane suffix has one lane.
-fn split_lanes(text: &str) -> Option<(&str, u16)> {
-    if let Some((base, lanes)) = text.rsplit_once('x') {
-        if !lanes.is_empty() && lanes.bytes().all(|b| b.is_ascii_digit()) {
-            let lanes: u16 = lanes.parse().ok()?;
-            return (lanes != 0).then_some((base, lanes));
-        }
-    }
-    Some((text, 1))
 }
 
 fn parse_scalar(base: &str) -> Option<DataType> {
@@ -474,7 +469,10 @@ mod tests {
     #[test]
     fn every_header_code_is_covered_by_a_named_type() {
         for code in DataTypeCode::ALL {
-            assert!(NAMED.iter().any(|(dtype, _)| dtype.code == code), "{code:?}");
+            assert!(
+                NAMED.iter().any(|(dtype, _)| dtype.code == code),
+                "{code:?}"
+            );
         }
     }
 
@@ -499,8 +497,20 @@ mod tests {
     #[test]
     fn malformed_names_are_rejected() {
         for text in [
-            "", "float", "int0", "float32x0", "float32x", "xfloat32", "float8", "Float32",
-            "int 8", "int+8", "int256", "float4_e2m1", "bfloat8", "dtype(code=1,bits=0)",
+            "",
+            "float",
+            "int0",
+            "float32x0",
+            "float32x",
+            "xfloat32",
+            "float8",
+            "Float32",
+            "int 8",
+            "int+8",
+            "int256",
+            "float4_e2m1",
+            "bfloat8",
+            "dtype(code=1,bits=0)",
             "float32x65536",
         ] {
             let err = text.parse::<DataType>();
@@ -513,23 +523,36 @@ mod tests {
     #[test]
     fn storage_sizes_follow_the_header() {
         assert_eq!(DataType::FLOAT32.storage_bytes(10, false), Some(40));
-        assert_eq!(DataType::FLOAT32.with_lanes(4).storage_bytes(2, false), Some(32));
+        assert_eq!(
+            DataType::FLOAT32.with_lanes(4).storage_bytes(2, false),
+            Some(32)
+        );
         assert_eq!(DataType::BOOL.storage_bytes(3, false), Some(3));
         assert_eq!(DataType::FLOAT4_E2M1FN.storage_bytes(3, false), Some(2));
         assert_eq!(DataType::FLOAT4_E2M1FN.storage_bytes(3, true), Some(3));
         assert_eq!(DataType::FLOAT6_E2M3FN.storage_bytes(4, false), Some(3));
-        assert_eq!(DataType::new(DataTypeCode::INT, 12, 1).storage_bytes(2, false), Some(4));
+        assert_eq!(
+            DataType::new(DataTypeCode::INT, 12, 1).storage_bytes(2, false),
+            Some(4)
+        );
         assert_eq!(DataType::FLOAT64.storage_bytes(u64::MAX, false), None);
         assert_eq!(DataType::FLOAT64.size_in_bytes(), Some(8));
-        assert_eq!(DataType::new(DataTypeCode::INT, 12, 1).size_in_bytes(), Some(2));
+        assert_eq!(
+            DataType::new(DataTypeCode::INT, 12, 1).size_in_bytes(),
+            Some(2)
+        );
     }
 
     #[test]
     fn check_rejects_zero_fields_and_wrong_fixed_widths() {
         assert!(DataType::new(DataTypeCode::FLOAT, 0, 1).check().is_err());
         assert!(DataType::new(DataTypeCode::FLOAT, 32, 0).check().is_err());
-        assert!(DataType::new(DataTypeCode::FLOAT4_E2M1FN, 8, 1).check().is_err());
-        assert!(DataType::new(DataTypeCode::FLOAT6_E3M2FN, 8, 1).check().is_err());
+        assert!(DataType::new(DataTypeCode::FLOAT4_E2M1FN, 8, 1)
+            .check()
+            .is_err());
+        assert!(DataType::new(DataTypeCode::FLOAT6_E3M2FN, 8, 1)
+            .check()
+            .is_err());
         assert!(DataType::new(DataTypeCode::BFLOAT, 32, 1).check().is_err());
         assert!(DataType::new(DataTypeCode(250), 8, 1).check().is_ok());
     }

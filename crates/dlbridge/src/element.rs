@@ -89,7 +89,12 @@ mod tests {
     use std::mem::size_of;
 
     fn check<T: Element>() {
-        assert_eq!(T::DTYPE.size_in_bytes(), Some(size_of::<T>()), "{}", T::DTYPE);
+        assert_eq!(
+            T::DTYPE.size_in_bytes(),
+            Some(size_of::<T>()),
+            "{}",
+            T::DTYPE
+        );
     }
 
     #[test]

@@ -204,13 +204,19 @@ impl fmt::Display for Error {
                  supported; the deleter was called and no other field was read"
             ),
             Error::InvalidNdim { ndim } => {
-                write!(f, "DLTensor.ndim = {ndim}: must be between 0 and {MAX_NDIM}")
+                write!(
+                    f,
+                    "DLTensor.ndim = {ndim}: must be between 0 and {MAX_NDIM}"
+                )
             }
             Error::NullShape { ndim } => {
                 write!(f, "DLTensor.shape is NULL but DLTensor.ndim = {ndim}")
             }
             Error::NegativeExtent { dim, extent } => {
-                write!(f, "DLTensor.shape[{dim}] = {extent}: extents must not be negative")
+                write!(
+                    f,
+                    "DLTensor.shape[{dim}] = {extent}: extents must not be negative"
+                )
             }
             Error::ElementCountOverflow { dim, extent } => write!(
                 f,

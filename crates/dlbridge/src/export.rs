@@ -13,7 +13,9 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
-use crate::{layout, DataType, Device, Element, Error, Flags, ManagedTensor, Result, Version, MAX_NDIM};
+use crate::{
+    layout, DataType, Device, Element, Error, Flags, ManagedTensor, Result, Version, MAX_NDIM,
+};
 
 /// An exporter of Rust memory as a DLPack managed tensor.
 ///
@@ -264,7 +266,10 @@ impl<'s, O: Send + 'static> Export<'s, O> {
 }
 
 /// Converts extents to the ABI's `i64`, naming the first one that does not fit.
-fn dims_to_i64(field: &'static str, values: impl ExactSizeIterator<Item = u128>) -> Result<Vec<i64>> {
+fn dims_to_i64(
+    field: &'static str,
+    values: impl ExactSizeIterator<Item = u128>,
+) -> Result<Vec<i64>> {
     if values.len() > MAX_NDIM as usize {
         return Err(Error::InvalidNdim {
             ndim: values.len() as i64,
@@ -336,7 +341,12 @@ pub(crate) unsafe fn export_owner<O: Send + 'static>(
 
 /// A managed struct layout an export block can hold.
 trait ManagedStruct: Sized {
-    fn new(tensor: DLTensor, descriptor: &Descriptor, ctx: *mut c_void, deleter_for: DeleterFor) -> Self;
+    fn new(
+        tensor: DLTensor,
+        descriptor: &Descriptor,
+        ctx: *mut c_void,
+        deleter_for: DeleterFor,
+    ) -> Self;
 }
 
 /// Picks the monomorphised deleter for an owner type.
@@ -346,7 +356,12 @@ struct DeleterFor {
 }
 
 impl ManagedStruct for DLManagedTensorVersioned {
-    fn new(dl_tensor: DLTensor, descriptor: &Descriptor, ctx: *mut c_void, deleter_for: DeleterFor) -> Self {
+    fn new(
+        dl_tensor: DLTensor,
+        descriptor: &Descriptor,
+        ctx: *mut c_void,
+        deleter_for: DeleterFor,
+    ) -> Self {
         DLManagedTensorVersioned {
             version: Version::CURRENT,
             manager_ctx: ctx,
@@ -460,11 +475,10 @@ mod tests {
         let mut owner = Owner(vec![1.0, 2.0]);
         let data = owner.0.as_mut_ptr().cast();
         // SAFETY: the Vec inside the owner holds two f32 for as long as the owner lives.
-        let tensor = unsafe {
-            Export::from_raw_parts(owner, data, DataType::FLOAT32, Device::CPU, &[2])
-        }
-        .into_versioned()
-        .unwrap();
+        let tensor =
+            unsafe { Export::from_raw_parts(owner, data, DataType::FLOAT32, Device::CPU, &[2]) }
+                .into_versioned()
+                .unwrap();
         assert_eq!(tensor.view().as_slice::<f32>().unwrap(), &[1.0, 2.0]);
         assert_eq!(DROPS.load(Ordering::SeqCst), 0);
         drop(tensor);
@@ -481,11 +495,10 @@ mod tests {
         }
         let data = std::ptr::NonNull::<u8>::dangling().as_ptr().cast();
         // SAFETY: zero elements: no memory is reached.
-        let tensor = unsafe {
-            Export::from_raw_parts(Bomb, data, DataType::UINT8, Device::CPU, &[0])
-        }
-        .into_versioned()
-        .unwrap();
+        let tensor =
+            unsafe { Export::from_raw_parts(Bomb, data, DataType::UINT8, Device::CPU, &[0]) }
+                .into_versioned()
+                .unwrap();
         let raw = tensor.into_raw().versioned().unwrap();
         // SAFETY: our own tensor, deleted once.
         unsafe { (*raw).deleter.unwrap()(raw) };

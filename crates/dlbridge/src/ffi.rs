@@ -98,8 +98,9 @@ pub struct DLManagedTensorVersioned {
 
 /// The error callback handed to [`DLPackManagedTensorAllocator`]:
 /// `SetError(error_ctx, kind, message)`.
-pub type DLPackSetError =
-    Option<unsafe extern "C" fn(error_ctx: *mut c_void, kind: *const c_char, message: *const c_char)>;
+pub type DLPackSetError = Option<
+    unsafe extern "C" fn(error_ctx: *mut c_void, kind: *const c_char, message: *const c_char),
+>;
 
 /// `DLPackManagedTensorAllocator`: asks the producer to allocate a new tensor shaped like
 /// `prototype` (only dtype, ndim, shape and device are read). Returns 0 on success; on failure

@@ -396,8 +396,9 @@ impl<'a> TensorView<'a> {
 unsafe fn checked_slice<'a, T: Element>(first: NonNull<T>, len: usize) -> Result<&'a [T]> {
     if T::HAS_INVALID_BIT_PATTERNS {
         // SAFETY: the same memory as bytes: readable, and `u8` has no invalid values.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(first.as_ptr().cast::<u8>(), len * size_of::<T>()) };
+        let bytes = unsafe {
+            std::slice::from_raw_parts(first.as_ptr().cast::<u8>(), len * size_of::<T>())
+        };
         for (offset, chunk) in bytes.chunks_exact(size_of::<T>()).enumerate() {
             if !T::is_valid_bit_pattern(chunk) {
                 return Err(Error::InvalidBool {
