@@ -206,8 +206,18 @@ impl<'s, O: Send + 'static> Export<'s, O> {
     }
 
     fn finish(self, legacy: bool) -> Result<ManagedTensor> {
-        let shape = dims_to_i64("shape", self.shape.iter().map(|&e| e as u128))?;
-        let ndim = shape.len();
+        // Checked without allocating: the block below is the export's only allocation.
+        let ndim = self.shape.len();
+        if ndim > MAX_NDIM as usize {
+            return Err(Error::InvalidNdim { ndim: ndim as i64 });
+        }
+        if let Some(&extent) = self.shape.iter().find(|&&e| e > i64::MAX as usize) {
+            return Err(Error::ValueOutOfRange {
+                field: "shape",
+                value: extent as u128,
+            });
+        }
+        let shape = self.shape.iter().map(|&extent| extent as i64);
         if let Some(strides) = self.strides {
             if strides.len() != ndim {
                 return Err(Error::StridesLength {
@@ -216,7 +226,7 @@ impl<'s, O: Send + 'static> Export<'s, O> {
                 });
             }
         }
-        let elements = layout::element_count(&shape)?;
+        let elements = layout::count_elements(shape.clone())?;
         if let Some(buffer_len) = self.buffer_len {
             match self.strides {
                 None if elements != buffer_len as u64 => {
@@ -226,8 +236,8 @@ impl<'s, O: Send + 'static> Export<'s, O> {
                     });
                 }
                 Some(strides) if elements > 0 => {
-                    let strides: Vec<i64> = strides.iter().map(|&s| s as i64).collect();
-                    let (min_offset, max_offset) = layout::offset_range(&shape, &strides)?;
+                    let dims = shape.clone().zip(strides.iter().map(|&s| s as i64));
+                    let (min_offset, max_offset) = layout::offsets_reached(dims)?;
                     if min_offset < 0 || max_offset >= buffer_len as i64 {
                         return Err(Error::OutOfBounds {
                             min_offset,
@@ -251,33 +261,20 @@ impl<'s, O: Send + 'static> Export<'s, O> {
         // memory for the layout, which was bounds-checked above where the length is known.
         unsafe {
             export_owner(self.owner, ndim, descriptor, |_, shape_out, strides_out| {
-                shape_out.copy_from_slice(&shape);
+                for (out, extent) in shape_out.iter_mut().zip(shape) {
+                    *out = extent;
+                }
                 match strides {
                     Some(strides) => {
                         for (out, &stride) in strides_out.iter_mut().zip(strides) {
                             *out = stride as i64;
                         }
                     }
-                    None => layout::fill_row_major_strides(&shape, strides_out),
+                    None => layout::fill_row_major_strides(shape_out, strides_out),
                 }
             })
         }
     }
-}
-
-/// Converts extents to the ABI's `i64`, naming the first one that does not fit.
-fn dims_to_i64(
-    field: &'static str,
-    values: impl ExactSizeIterator<Item = u128>,
-) -> Result<Vec<i64>> {
-    if values.len() > MAX_NDIM as usize {
-        return Err(Error::InvalidNdim {
-            ndim: values.len() as i64,
-        });
-    }
-    values
-        .map(|value| i64::try_from(value).map_err(|_| Error::ValueOutOfRange { field, value }))
-        .collect()
 }
 
 /// The non-dimension fields of an export.

@@ -14,9 +14,14 @@ use crate::{Error, Result};
 /// assert!(dlbridge::layout::element_count(&[2, -1]).is_err());
 /// ```
 pub fn element_count(shape: &[i64]) -> Result<u64> {
+    count_elements(shape.iter().copied())
+}
+
+/// [`element_count`] over any sequence of extents (no allocation).
+pub(crate) fn count_elements(shape: impl Iterator<Item = i64> + Clone) -> Result<u64> {
     let mut count: Option<u64> = Some(1);
     let mut overflow = None;
-    for (dim, &extent) in shape.iter().enumerate() {
+    for (dim, extent) in shape.clone().enumerate() {
         if extent < 0 {
             return Err(Error::NegativeExtent { dim, extent });
         }
@@ -28,7 +33,7 @@ pub fn element_count(shape: &[i64]) -> Result<u64> {
     // A zero extent makes the tensor empty even after an overflowing prefix ([2^40, 2^40, 0]).
     match (count, overflow) {
         (Some(count), _) => Ok(count),
-        (None, _) if shape.contains(&0) => Ok(0),
+        (None, _) if shape.into_iter().any(|extent| extent == 0) => Ok(0),
         (None, overflow) => Err(overflow.expect("an overflow was recorded")),
     }
 }
@@ -102,8 +107,13 @@ fn is_compact<'a>(dims: impl Iterator<Item = (&'a i64, &'a i64)>, shape: &[i64])
 /// assert_eq!(dlbridge::layout::offset_range(&[3, 2], &[-2, 1]), Ok((-4, 1)));
 /// ```
 pub fn offset_range(shape: &[i64], strides: &[i64]) -> Result<(i64, i64)> {
+    offsets_reached(shape.iter().copied().zip(strides.iter().copied()))
+}
+
+/// [`offset_range`] over any sequence of (extent, stride) pairs (no allocation).
+pub(crate) fn offsets_reached(dims: impl Iterator<Item = (i64, i64)>) -> Result<(i64, i64)> {
     let (mut low, mut high) = (0i64, 0i64);
-    for (dim, (&extent, &stride)) in shape.iter().zip(strides).enumerate() {
+    for (dim, (extent, stride)) in dims.enumerate() {
         let reach = (extent - 1)
             .checked_mul(stride)
             .ok_or(Error::StrideOverflow { dim, stride })?;

@@ -1,0 +1,337 @@
+//! Export of Rust memory and import back: Rust -> DLPack -> Rust for every data type, both
+//! layouts, every buffer kind, and every refusal of the exporter.
+
+use std::sync::Arc;
+
+use dlbridge::ffi::DLManagedTensorVersioned;
+use dlbridge::{
+    DataType, DataTypeCode, Device, DeviceType, Element, Error, Export, Flags, ManagedTensor,
+    Version,
+};
+use half::{bf16, f16};
+use num_complex::Complex;
+
+/// Exports `values` as a 2 x n/2 tensor through a raw pointer of the given layout and imports
+/// it back, checking the descriptor every export promises.
+fn round_trip<T: Element + PartialEq + std::fmt::Debug>(values: Vec<T>) {
+    let n = values.len();
+    let expected = values.clone();
+    for legacy in [false, true] {
+        let shape = [2, n / 2];
+        let export = Export::new(values.clone(), &shape);
+        let tensor = if legacy {
+            export.into_legacy()
+        } else {
+            export.into_versioned()
+        }
+        .unwrap();
+        let raw = tensor.into_raw();
+        assert_eq!(raw.legacy().is_some(), legacy);
+        // SAFETY: our own export, handed back once.
+        let imported = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+        let view = imported.view();
+        assert_eq!(view.dtype(), T::DTYPE);
+        assert_eq!(view.device(), Device::CPU);
+        assert_eq!(view.shape(), &[2, n as i64 / 2]);
+        assert_eq!(view.strides(), &[n as i64 / 2, 1]);
+        assert_eq!(view.byte_offset(), 0);
+        assert!(!view.dl_tensor().strides.is_null());
+        assert_eq!(view.version(), (!legacy).then_some(Version::CURRENT));
+        assert_eq!(
+            view.as_slice::<T>().unwrap(),
+            expected.as_slice(),
+            "{}",
+            T::DTYPE
+        );
+        assert_eq!(view.elements::<T>().unwrap().to_vec(), expected);
+    }
+    // The other owners.
+    let boxed: Box<[T]> = values.clone().into_boxed_slice();
+    let tensor = Export::new(boxed, &[n]).into_versioned().unwrap();
+    assert_eq!(tensor.view().as_slice::<T>().unwrap(), expected.as_slice());
+    let shared: Arc<[T]> = values.into();
+    let tensor = Export::new(shared, &[n]).into_versioned().unwrap();
+    assert_eq!(tensor.view().as_slice::<T>().unwrap(), expected.as_slice());
+}
+
+#[test]
+fn every_element_type_round_trips() {
+    round_trip(vec![-1i8, 2, -3, 4]);
+    round_trip(vec![-1i16, 2, -3, i16::MAX]);
+    round_trip(vec![-1i32, 2, -3, i32::MIN]);
+    round_trip(vec![-1i64, 2, -3, i64::MAX]);
+    round_trip(vec![1u8, 2, 3, 255]);
+    round_trip(vec![1u16, 2, 3, u16::MAX]);
+    round_trip(vec![1u32, 2, 3, u32::MAX]);
+    round_trip(vec![1u64, 2, 3, u64::MAX]);
+    round_trip(vec![f16::from_f32(0.5), f16::MAX, f16::MIN, f16::ONE]);
+    round_trip(vec![bf16::from_f32(0.5), bf16::MAX, bf16::MIN, bf16::ONE]);
+    round_trip(vec![0.5f32, -1.0, f32::MAX, f32::MIN_POSITIVE]);
+    round_trip(vec![0.5f64, -1.0, f64::MAX, f64::MIN_POSITIVE]);
+    round_trip(vec![Complex::new(1.0f32, -1.0), Complex::new(0.0, 2.5)]);
+    round_trip(vec![Complex::new(1.0f64, -1.0), Complex::new(0.0, 2.5)]);
+    round_trip(vec![true, false, false, true]);
+}
+
+/// Every named data type, including those without a Rust element type (float8, float6,
+/// float4, vectors), travels as bytes through `from_raw_parts` and comes back intact.
+#[test]
+fn every_data_type_round_trips_as_bytes() {
+    let mut dtypes: Vec<DataType> = vec![
+        DataType::INT8,
+        DataType::INT16,
+        DataType::INT32,
+        DataType::INT64,
+        DataType::UINT8,
+        DataType::UINT16,
+        DataType::UINT32,
+        DataType::UINT64,
+        DataType::FLOAT16,
+        DataType::FLOAT32,
+        DataType::FLOAT64,
+        DataType::BFLOAT16,
+        DataType::COMPLEX64,
+        DataType::COMPLEX128,
+        DataType::BOOL,
+        DataType::FLOAT8_E3M4,
+        DataType::FLOAT8_E4M3,
+        DataType::FLOAT8_E4M3B11FNUZ,
+        DataType::FLOAT8_E4M3FN,
+        DataType::FLOAT8_E4M3FNUZ,
+        DataType::FLOAT8_E5M2,
+        DataType::FLOAT8_E5M2FNUZ,
+        DataType::FLOAT8_E8M0FNU,
+        DataType::FLOAT6_E2M3FN,
+        DataType::FLOAT6_E3M2FN,
+        DataType::FLOAT4_E2M1FN,
+    ];
+    dtypes.extend([
+        DataType::FLOAT32.with_lanes(4),
+        DataType::INT8.with_lanes(3),
+    ]);
+    for code in DataTypeCode::ALL {
+        assert!(
+            dtypes.iter().any(|d| d.code == code) || code == DataTypeCode::OPAQUE_HANDLE,
+            "{code:?} not covered"
+        );
+    }
+    for dtype in dtypes {
+        let shape = [3usize, 5];
+        let bytes = dtype.storage_bytes(15, false).unwrap() as usize;
+        let mut storage: Vec<u8> = (0..bytes).map(|i| (i * 7 % 251) as u8).collect();
+        let expected = storage.clone();
+        let data = storage.as_mut_ptr().cast();
+        // SAFETY: `storage` holds the packed bytes of 15 elements of `dtype` and moves into
+        // the tensor with its heap memory unchanged.
+        let tensor = unsafe { Export::from_raw_parts(storage, data, dtype, Device::CPU, &shape) }
+            .into_versioned()
+            .unwrap();
+        let raw = tensor.into_raw().versioned().unwrap();
+        // SAFETY: our own export, handed back once.
+        let imported = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+        let view = imported.view();
+        assert_eq!(view.dtype(), dtype);
+        assert_eq!(view.dtype().to_string().parse::<DataType>(), Ok(dtype));
+        assert_eq!(view.compact_byte_size() as usize, bytes);
+        // SAFETY: the tensor owns `bytes` readable bytes at its first element.
+        let round: &[u8] = unsafe { std::slice::from_raw_parts(view.data_ptr().cast(), bytes) };
+        assert_eq!(round, expected.as_slice(), "{dtype}");
+    }
+}
+
+#[test]
+fn explicit_strides_are_exported_as_given() {
+    // Column-major 2x3.
+    let tensor = Export::new(vec![1, 4, 2, 5, 3, 6i64], &[2, 3])
+        .strides(&[1, 2])
+        .into_versioned()
+        .unwrap();
+    assert_eq!(tensor.view().strides(), &[1, 2]);
+    assert_eq!(
+        tensor.view().elements::<i64>().unwrap().to_vec(),
+        [1, 2, 3, 4, 5, 6]
+    );
+    // Negative strides starting in the middle of the buffer are not expressible from a Vec's
+    // first element, but a reversed walk from element 0 is out of bounds:
+    let error = Export::new(vec![1u8, 2, 3], &[3])
+        .strides(&[-1])
+        .into_versioned()
+        .unwrap_err();
+    assert_eq!(
+        error,
+        Error::OutOfBounds {
+            min_offset: -2,
+            max_offset: 0,
+            buffer_len: 3
+        }
+    );
+}
+
+#[test]
+fn exports_refuse_what_does_not_fit_the_buffer() {
+    assert_eq!(
+        Export::new(vec![0f32; 5], &[2, 3])
+            .into_versioned()
+            .unwrap_err(),
+        Error::ShapeMismatch {
+            elements: 6,
+            buffer_len: 5
+        }
+    );
+    let error = Export::new(vec![0f32; 6], &[2, 3])
+        .strides(&[3, 2])
+        .into_versioned()
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::OutOfBounds { max_offset: 7, .. }),
+        "{error}"
+    );
+    assert_eq!(
+        Export::new(vec![0f32; 6], &[2, 3])
+            .strides(&[3])
+            .into_versioned()
+            .unwrap_err(),
+        Error::StridesLength {
+            ndim: 2,
+            strides: 1
+        }
+    );
+    let error = Export::new(Vec::<u8>::new(), &[usize::MAX, 0])
+        .into_versioned()
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::ValueOutOfRange { field: "shape", .. }),
+        "{error}"
+    );
+    let many = vec![1usize; dlbridge::MAX_NDIM as usize + 1];
+    assert!(matches!(
+        Export::new(vec![0u8], &many).into_versioned(),
+        Err(Error::InvalidNdim { .. })
+    ));
+}
+
+#[test]
+fn empty_and_zero_dimensional_exports() {
+    let empty = Export::new(Vec::<f64>::new(), &[0, 4])
+        .into_versioned()
+        .unwrap();
+    assert_eq!(empty.view().num_elements(), 0);
+    assert_eq!(empty.view().as_slice::<f64>().unwrap(), &[] as &[f64]);
+    let scalar = Export::new(vec![7i32], &[]).into_versioned().unwrap();
+    assert_eq!(scalar.view().ndim(), 0);
+    assert_eq!(scalar.view().as_slice::<i32>().unwrap(), &[7]);
+    assert!(!scalar.view().dl_tensor().shape.is_null());
+}
+
+#[test]
+fn read_only_exports() {
+    let tensor = Export::new(vec![1u8, 2], &[2])
+        .read_only(true)
+        .into_versioned()
+        .unwrap();
+    assert_eq!(tensor.view().flags(), Flags::READ_ONLY);
+    assert_eq!(
+        Export::new(vec![1u8, 2], &[2])
+            .read_only(true)
+            .into_legacy()
+            .unwrap_err(),
+        Error::ReadOnlyLegacyExport
+    );
+    // A unique Arc is writable, a shared one is not, and cannot go legacy.
+    let unique: Arc<[u8]> = vec![1, 2].into();
+    let mut tensor = Export::new(unique, &[2]).into_versioned().unwrap();
+    tensor.as_mut_slice::<u8>().unwrap()[0] = 9;
+    assert_eq!(tensor.view().as_slice::<u8>().unwrap(), &[9, 2]);
+    let shared: Arc<[u8]> = vec![1, 2].into();
+    let _keep = Arc::clone(&shared);
+    assert_eq!(
+        Export::new(shared, &[2]).into_legacy().unwrap_err(),
+        Error::ReadOnlyLegacyExport
+    );
+    let weak_shared: Arc<[u8]> = vec![1, 2].into();
+    let _weak = Arc::downgrade(&weak_shared);
+    let tensor = Export::new(weak_shared, &[2]).into_versioned().unwrap();
+    assert!(
+        tensor.view().is_read_only(),
+        "a Weak can still upgrade and read"
+    );
+}
+
+#[test]
+fn device_memory_is_described_but_never_read() {
+    // A pretend CUDA allocation: the owner is a handle, the address is never dereferenced.
+    struct DeviceBuffer(usize);
+    let handle = DeviceBuffer(0x7f00_0000_0000);
+    let data = handle.0 as *mut std::ffi::c_void;
+    // SAFETY: consumers are told the data is on CUDA:0; nothing here dereferences it.
+    let tensor = unsafe {
+        Export::from_raw_parts(
+            handle,
+            data,
+            DataType::FLOAT16,
+            Device::new(DeviceType::CUDA, 0),
+            &[8, 8],
+        )
+    }
+    .into_versioned()
+    .unwrap();
+    assert_eq!(tensor.view().device().device_type, DeviceType::CUDA);
+    assert!(matches!(
+        tensor.view().as_slice::<f16>(),
+        Err(Error::NotHostReadable { .. })
+    ));
+}
+
+#[test]
+fn exported_deleters_run_on_any_thread_and_release_the_owner_once() {
+    let shared: Arc<[f32]> = vec![1.0; 16].into();
+    let tensors: Vec<*mut DLManagedTensorVersioned> = (0..8)
+        .map(|_| {
+            Export::new(Arc::clone(&shared), &[4, 4])
+                .into_versioned()
+                .unwrap()
+                .into_raw()
+                .versioned()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(Arc::strong_count(&shared), 9);
+    let addresses: Vec<usize> = tensors.iter().map(|&p| p as usize).collect();
+    std::thread::scope(|scope| {
+        for address in addresses {
+            scope.spawn(move || {
+                let raw = address as *mut DLManagedTensorVersioned;
+                // SAFETY: each pointer is a live export, deleted exactly once, on this thread.
+                unsafe { (*raw).deleter.unwrap()(raw) };
+            });
+        }
+    });
+    assert_eq!(Arc::strong_count(&shared), 1);
+}
+
+#[test]
+fn exports_pass_validation_when_reimported_by_a_c_style_consumer() {
+    let tensor = Export::new(vec![0u16; 24], &[2, 3, 4])
+        .strides(&[12, 4, 1])
+        .into_versioned()
+        .unwrap();
+    let raw = tensor.into_raw().versioned().unwrap();
+    // Read it as C would: the raw struct.
+    // SAFETY: live export.
+    let managed = unsafe { &*raw };
+    assert_eq!(managed.version, Version::CURRENT);
+    assert_eq!(managed.flags, 0);
+    assert_eq!(managed.dl_tensor.ndim, 3);
+    assert_eq!(managed.dl_tensor.byte_offset, 0);
+    assert!(!managed.manager_ctx.is_null());
+    // SAFETY: shape and strides hold ndim values.
+    let (shape, strides) = unsafe {
+        (
+            std::slice::from_raw_parts(managed.dl_tensor.shape, 3),
+            std::slice::from_raw_parts(managed.dl_tensor.strides, 3),
+        )
+    };
+    assert_eq!((shape, strides), (&[2i64, 3, 4][..], &[12i64, 4, 1][..]));
+    // SAFETY: deleted exactly once.
+    unsafe { (managed.deleter.unwrap())(raw) };
+}
