@@ -55,3 +55,8 @@ pub use flags::Flags;
 pub use managed::{ManagedTensor, RawManagedTensor};
 pub use version::Version;
 pub use view::{Elements, ElementsMut, TensorView};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

@@ -135,7 +135,7 @@ impl ManagedTensor {
         // SAFETY: shape and strides are valid for `ndim` values by the contract.
         let checked = unsafe { check_descriptor(tensor, Some(version), flags) };
         // SAFETY: ownership is ours from here on.
-        unsafe { Self::adopt(Owned::Versioned(owned), tensor, checked) }
+        unsafe { Self::adopt(Owned::Versioned(owned), checked) }
     }
 
     /// Takes ownership of a legacy managed tensor and validates it. As
@@ -156,7 +156,7 @@ impl ManagedTensor {
         // SAFETY: shape and strides are valid for `ndim` values by the contract.
         let checked = unsafe { check_descriptor(tensor, None, Flags::NONE) };
         // SAFETY: ownership is ours from here on.
-        unsafe { Self::adopt(Owned::Legacy(owned), tensor, checked) }
+        unsafe { Self::adopt(Owned::Legacy(owned), checked) }
     }
 
     /// Takes ownership of a managed tensor of either layout (see
@@ -176,10 +176,13 @@ impl ManagedTensor {
 
     /// Wraps an owned tensor after validation, or deletes it when validation failed.
     ///
+    /// Takes no reference into the tensor: the deleter may free it while this runs.
+    ///
     /// # Safety
     ///
-    /// `owned` must be owned by the caller (deleter not yet called), `tensor` its descriptor.
-    unsafe fn adopt(owned: Owned, tensor: &DLTensor, checked: Result<Checked>) -> Result<Self> {
+    /// `owned` must be owned by the caller (deleter not yet called) and `checked` the result
+    /// of validating its descriptor.
+    unsafe fn adopt(owned: Owned, checked: Result<Checked>) -> Result<Self> {
         let checked = match checked {
             Ok(checked) => checked,
             Err(error) => {
@@ -188,18 +191,21 @@ impl ManagedTensor {
                 return Err(error);
             }
         };
-        let implicit_strides = (checked.strides_missing && tensor.ndim > 1).then(|| {
-            // SAFETY: validated: `shape` is non-NULL and valid for `ndim` values.
-            let shape = unsafe { std::slice::from_raw_parts(tensor.shape, tensor.ndim as usize) };
-            let mut strides = vec![0; shape.len()].into_boxed_slice();
-            layout::fill_row_major_strides(shape, &mut strides);
-            strides
-        });
-        Ok(ManagedTensor {
+        let mut tensor = ManagedTensor {
             owned,
             checked,
-            implicit_strides,
-        })
+            implicit_strides: None,
+        };
+        let (dl_tensor, _, _) = tensor.parts();
+        if checked.strides_missing && dl_tensor.ndim > 1 {
+            // SAFETY: validated: `shape` is non-NULL and valid for `ndim` values.
+            let shape =
+                unsafe { std::slice::from_raw_parts(dl_tensor.shape, dl_tensor.ndim as usize) };
+            let mut strides = vec![0; shape.len()].into_boxed_slice();
+            layout::fill_row_major_strides(shape, &mut strides);
+            tensor.implicit_strides = Some(strides);
+        }
+        Ok(tensor)
     }
 
     /// A validated view of the descriptor, with typed read access to host-readable data.
@@ -260,19 +266,23 @@ impl ManagedTensor {
     pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T]> {
         let view = self.view();
         view.check_writable()?;
-        let slice = view.as_slice::<T>()?;
-        // SAFETY: `&mut self` gives exclusive access to the tensor for the borrow; the tensor
-        // is not read-only, so the producer allows writes; the bit patterns were checked.
-        Ok(unsafe { std::slice::from_raw_parts_mut(slice.as_ptr().cast_mut(), slice.len()) })
+        let len = view.as_slice::<T>()?.len();
+        // Made from the raw data pointer, never from the shared slice above.
+        let first = view.first_element::<T>()?;
+        // SAFETY: `as_slice` accepted the same elements (type, layout, bit patterns); `&mut
+        // self` gives exclusive access for the borrow, and the tensor is not read-only, so the
+        // producer allows writes.
+        Ok(unsafe { std::slice::from_raw_parts_mut(first.as_ptr(), len) })
     }
 
     /// The elements as a mutable slice in memory order, for a C- or F-contiguous layout.
     pub fn as_mut_slice_memory_order<T: Element>(&mut self) -> Result<&mut [T]> {
         let view = self.view();
         view.check_writable()?;
-        let slice = view.as_slice_memory_order::<T>()?;
+        let len = view.as_slice_memory_order::<T>()?.len();
+        let first = view.first_element::<T>()?;
         // SAFETY: as in `as_mut_slice`.
-        Ok(unsafe { std::slice::from_raw_parts_mut(slice.as_ptr().cast_mut(), slice.len()) })
+        Ok(unsafe { std::slice::from_raw_parts_mut(first.as_ptr(), len) })
     }
 
     /// Strided mutable access to the elements of any layout that reaches each element once;

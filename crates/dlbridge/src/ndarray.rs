@@ -1,1 +1,999 @@
+//! Zero-copy conversion between managed tensors and `ndarray` arrays (feature `ndarray`).
+//!
+//! Views: [`TensorView::as_array`] and [`ManagedTensor::as_array_mut`] see a tensor's memory
+//! as an `ndarray` view, after the same checks as every typed access of this crate.
+//! Export: [`ManagedTensor::from_array`], [`ManagedTensor::from_array_legacy`],
+//! [`ManagedTensor::from_arc_array`] and [`ManagedTensor::from_array_view`] move an array (or
+//! the owner of a view's memory) into a managed tensor without copying an element.
+//!
+//! # How ndarray and DLPack describe a layout
+//!
+//! Both keep a pointer to the *first logical element* (the one at index `[0, 0, ..]`) and
+//! strides in elements that may be negative, so an exported array's pointer and strides are
+//! exactly DLPack's `data` (with `byte_offset = 0`) and `strides`.
+//!
+//! Building a view is where they differ. `ArrayView::from_shape_ptr` (and the raw and mutable
+//! variants) in ndarray 0.17 use the pointer as given, as the first logical element, but
+//! their safety contract requires *non-negative* strides (a debug assertion checks it); only
+//! the slice-based `from_shape` accepts negative strides, and it takes the *lowest* address
+//! and moves to the logical first element itself. A view of a DLPack layout with negative
+//! strides is therefore built from its lowest address with the absolute strides, and each
+//! axis whose stride is negative is then flipped with `invert_axis`, which moves the pointer
+//! to the last element of that axis and negates the stride: the result points at DLPack's
+//! first element again, with DLPack's strides.
+//!
+//! Two DLPack liberties are normalised on the way, as ndarray's own slicing does:
+//!
+//! - a dimension of extent 1 may carry any stride in DLPack (huge, negative, `i64::MIN`); it is
+//!   given stride 0 in the view, so no pointer arithmetic ever steps along it;
+//! - an empty tensor may have NULL data and any strides; its view gets a dangling, aligned
+//!   pointer and all-zero strides (ndarray's own convention for empty arrays), so no offset is
+//!   ever applied to the dangling pointer.
 
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, Ordering};
+
+use ::ndarray::{
+    ArcArray, Array, ArrayBase, ArrayView, ArrayViewD, ArrayViewMutD, Axis, Dimension, IxDyn,
+    RawArrayView, RawArrayViewMut, RawData, ShapeBuilder, StrideShape,
+};
+
+use crate::export::{export_owner, Descriptor};
+use crate::{Device, Element, Error, Flags, ManagedTensor, Result, TensorView};
+
+// ndarray's extents (at most `isize::MAX`) and strides (`isize`) convert to the ABI's `i64`
+// without loss on every platform this crate builds for.
+const _: () = assert!(std::mem::size_of::<isize>() <= std::mem::size_of::<i64>());
+
+/// A validated DLPack layout expressed the way ndarray's pointer constructors want it.
+struct NdLayout {
+    /// The extents.
+    dim: IxDyn,
+    /// The absolute strides; 0 for dimensions of extent 1 and for every dimension of an empty
+    /// tensor.
+    strides: IxDyn,
+    /// Elements from the first logical element to the lowest address reached (`<= 0`).
+    low_offset: isize,
+    /// Whether the tensor has no elements (its view gets a dangling pointer).
+    empty: bool,
+    /// The axes whose DLPack stride is negative (extent above 1), to flip after construction.
+    negative: Vec<usize>,
+}
+
+impl NdLayout {
+    /// Converts a layout that `check_descriptor` accepted.
+    ///
+    /// Fails only for an empty tensor whose non-zero extents multiply past `isize::MAX`
+    /// (`[2^62, 4, 0]` is a valid DLPack tensor but not a valid ndarray shape); a non-empty
+    /// validated layout always converts, as its elements fit in `isize::MAX` bytes.
+    fn new(shape: &[i64], strides: &[i64]) -> Result<Self> {
+        let ndim = shape.len();
+        let mut dim = IxDyn::zeros(ndim);
+        let mut abs_strides = IxDyn::zeros(ndim);
+        let mut nonzero_product: usize = 1;
+        for (axis, &extent) in shape.iter().enumerate() {
+            let overflow = || Error::ElementCountOverflow { dim: axis, extent };
+            let len = usize::try_from(extent).map_err(|_| overflow())?;
+            if len != 0 {
+                nonzero_product = nonzero_product
+                    .checked_mul(len)
+                    .filter(|&product| product <= isize::MAX as usize)
+                    .ok_or_else(overflow)?;
+            }
+            dim[axis] = len;
+        }
+        let empty = shape.contains(&0);
+        let mut low_offset: isize = 0;
+        let mut negative = Vec::new();
+        if !empty {
+            for (axis, (&len, &stride)) in dim.slice().iter().zip(strides).enumerate() {
+                if len == 1 {
+                    continue;
+                }
+                // Validation bounded `(len - 1) * |stride|` elements, and their bytes, by
+                // `isize::MAX`; the checks only guard against a caller breaking that.
+                let overflow = || Error::StrideOverflow { dim: axis, stride };
+                let step = isize::try_from(stride).map_err(|_| overflow())?;
+                abs_strides[axis] = step.unsigned_abs();
+                if step < 0 {
+                    low_offset = (len as isize - 1)
+                        .checked_mul(step)
+                        .and_then(|reach| low_offset.checked_add(reach))
+                        .ok_or_else(overflow)?;
+                    negative.push(axis);
+                }
+            }
+        }
+        Ok(NdLayout {
+            dim,
+            strides: abs_strides,
+            low_offset,
+            empty,
+            negative,
+        })
+    }
+
+    /// The shape with the absolute strides, for `from_shape_ptr`.
+    fn stride_shape(&self) -> StrideShape<IxDyn> {
+        self.dim.clone().strides(self.strides.clone())
+    }
+
+    /// The pointer to hand to `from_shape_ptr`: the lowest address the layout reaches, given
+    /// its first logical element; a dangling pointer for an empty tensor.
+    fn lowest<T>(&self, first: *mut T) -> *mut T {
+        if self.empty {
+            NonNull::dangling().as_ptr()
+        } else {
+            // In bounds: the lowest offset is an element of the validated layout.
+            first.wrapping_offset(self.low_offset)
+        }
+    }
+
+    /// Flips the axes with negative DLPack strides, bringing the pointer back to the first
+    /// logical element and the strides to DLPack's (extent-1 axes keep stride 0).
+    fn orient<S: RawData>(&self, array: &mut ArrayBase<S, IxDyn>) {
+        for &axis in &self.negative {
+            array.invert_axis(Axis(axis));
+        }
+    }
+}
+
+impl<'a> TensorView<'a> {
+    /// The tensor as an `ndarray` view of any layout, without copying (feature `ndarray`).
+    ///
+    /// Checks what every typed access checks (see [`TensorView::elements`]): the device is
+    /// host-readable, the data type is `T::DTYPE`, the first element is aligned, and for
+    /// `bool` every element is 0 or 1. Negative strides, broadcast (zero) strides and
+    /// transposed layouts are kept as they are. A dimension of extent 1 gets stride 0 in the
+    /// view whatever its DLPack stride, and an empty tensor (whose data may be NULL) gets a
+    /// dangling pointer and zero strides, as ndarray itself does.
+    ///
+    /// Fails with [`Error::ElementCountOverflow`] for an empty tensor whose non-zero extents
+    /// multiply past `isize::MAX`, which ndarray cannot represent.
+    ///
+    /// ```
+    /// use dlbridge::Export;
+    /// use ndarray::array;
+    ///
+    /// // A 2x3 column-major tensor, as any producer may send it.
+    /// let tensor = Export::new(vec![1.0f64, 4.0, 2.0, 5.0, 3.0, 6.0], &[2, 3])
+    ///     .strides(&[1, 2])
+    ///     .into_versioned()?;
+    /// let view = tensor.view();
+    /// let array = view.as_array::<f64>()?;
+    /// assert_eq!(array, array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]].into_dyn());
+    /// assert_eq!(array.strides(), &[1, 2]);
+    /// assert_eq!(array.as_ptr(), view.data_ptr() as *const f64); // no copy
+    /// assert!(view.as_array::<f32>().is_err()); // float64 is not float32
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn as_array<T: Element>(&self) -> Result<ArrayViewD<'a, T>> {
+        let elements = self.elements::<T>()?;
+        let layout = NdLayout::new(self.shape(), self.strides())?;
+        let lowest = layout.lowest(elements.as_ptr().cast_mut());
+        // SAFETY: `lowest` is non-NULL and aligned (an aligned first element moved by whole
+        // elements, or dangling when empty); the absolute strides from the lowest address
+        // reach exactly the elements of the validated layout, which lie in memory readable for
+        // `'a` and span at most `isize::MAX` bytes; the non-zero extents multiply to at most
+        // `isize::MAX`; the strides are non-negative. An empty layout has zero strides, so its
+        // dangling pointer is only ever offset by zero.
+        let mut raw = unsafe { RawArrayView::from_shape_ptr(layout.stride_shape(), lowest) };
+        layout.orient(&mut raw);
+        // SAFETY: `elements` checked the device, the data type, the alignment and every bool;
+        // the memory stays valid and is not written except through this crate (which needs
+        // exclusive access to the tensor) for `'a`, per the view's own guarantee.
+        Ok(unsafe { raw.deref_into_view() })
+    }
+}
+
+impl ManagedTensor {
+    /// The tensor as a mutable `ndarray` view, without copying (feature `ndarray`).
+    ///
+    /// Checks everything [`TensorView::as_array`] checks, and refuses a read-only tensor
+    /// ([`Error::ReadOnly`]) and a layout in which two indices reach the same element
+    /// ([`Error::OverlappingLayout`]), as [`ManagedTensor::elements_mut`] does.
+    ///
+    /// ```
+    /// use dlbridge::Export;
+    /// use ndarray::Axis;
+    ///
+    /// let mut tensor = Export::new(vec![0i32; 6], &[2, 3]).into_versioned()?;
+    /// tensor.as_array_mut::<i32>()?.index_axis_mut(Axis(0), 1).fill(7);
+    /// assert_eq!(tensor.view().as_slice::<i32>()?, &[0, 0, 0, 7, 7, 7]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn as_array_mut<T: Element>(&mut self) -> Result<ArrayViewMutD<'_, T>> {
+        let first = self.elements_mut::<T>()?.as_mut_ptr();
+        let view = self.view();
+        let layout = NdLayout::new(view.shape(), view.strides())?;
+        let lowest = layout.lowest(first);
+        // SAFETY: as in `TensorView::as_array`; in addition the layout was checked
+        // overlap-free (ndarray's own overlap test agrees: both sort the axes of extent above
+        // 1 by absolute stride and require each stride to clear what the smaller ones reach).
+        let mut raw = unsafe { RawArrayViewMut::from_shape_ptr(layout.stride_shape(), lowest) };
+        layout.orient(&mut raw);
+        // SAFETY: the elements are writable (not read-only, host-readable, checked by
+        // `elements_mut`), each reached by one index only, and `&mut self` gives this view
+        // exclusive access to them for its lifetime.
+        Ok(unsafe { raw.deref_into_view_mut() })
+    }
+
+    /// Exports an owned `ndarray` array as a versioned, writable managed tensor, without
+    /// copying its elements (feature `ndarray`).
+    ///
+    /// The array's own layout is exported as it is: `data` is the array's first logical
+    /// element, `byte_offset` is 0 and the strides are ndarray's (possibly negative, as after
+    /// slicing with a negative step, or transposed). The array is moved into the tensor's
+    /// single heap block and dropped by its deleter.
+    ///
+    /// ```
+    /// use dlbridge::ManagedTensor;
+    /// use ndarray::{array, s};
+    ///
+    /// let a = array![[1i32, 2, 3], [4, 5, 6]];
+    /// let first = a.as_ptr();
+    /// let tensor = ManagedTensor::from_array(a)?;
+    /// assert_eq!(tensor.view().shape(), &[2, 3]);
+    /// assert_eq!(tensor.view().strides(), &[3, 1]);
+    /// assert_eq!(tensor.view().data_ptr() as *const i32, first); // no copy
+    ///
+    /// // Reversed columns: negative strides, data at the first logical element.
+    /// let b = array![[1i32, 2, 3], [4, 5, 6]];
+    /// let reversed = ManagedTensor::from_array(b.slice_move(s![.., ..;-1]))?;
+    /// assert_eq!(reversed.view().strides(), &[3, -1]);
+    /// assert_eq!(reversed.view().elements::<i32>()?.to_vec(), [3, 2, 1, 6, 5, 4]);
+    ///
+    /// let raw = tensor.into_raw(); // hand this pointer to any DLPack consumer
+    /// # drop(unsafe { ManagedTensor::from_raw(raw) }?);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn from_array<T: Element, D: Dimension>(array: Array<T, D>) -> Result<Self> {
+        export_owned(array, false)
+    }
+
+    /// As [`ManagedTensor::from_array`], but as a legacy `DLManagedTensor`, for consumers that
+    /// predate DLPack 1.0.
+    pub fn from_array_legacy<T: Element, D: Dimension>(array: Array<T, D>) -> Result<Self> {
+        export_owned(array, true)
+    }
+
+    /// Exports an `ArcArray` as a versioned managed tensor, without copying (feature
+    /// `ndarray`).
+    ///
+    /// The tensor is writable only when this `ArcArray` is the only handle to its data; when
+    /// other clones exist it is flagged read-only (they may be reading it). The data is never
+    /// unshared: ndarray's copy-on-write is not triggered, so the tensor shares the memory of
+    /// the other clones, which copy before they write while the tensor lives.
+    ///
+    /// A sliced, transposed or reversed `ArcArray` (`a.slice_move(s![.., ..;-1])`) exports that
+    /// view of the data while keeping the whole buffer alive.
+    pub fn from_arc_array<T: Element, D: Dimension>(array: ArcArray<T, D>) -> Result<Self> {
+        let array = array.into_dyn();
+        let unique = array.is_unique();
+        if unique {
+            // `is_unique` reads the count without ordering; pair it with the release decrement
+            // of every clone already dropped, so their reads happen before the consumer's
+            // writes (what `Arc::get_mut` does).
+            fence(Ordering::Acquire);
+        }
+        // Not `as_mut_ptr`, which would unshare (copy) shared data.
+        let data = array.as_ptr().cast_mut();
+        let flags = Flags::NONE.with(Flags::READ_ONLY, !unique);
+        // SAFETY: `data` is the array's first element, and its layout stays valid while the
+        // array (its `Arc`) lives, wherever it is moved. When unique, no other handle exists
+        // or can be made (ndarray never hands out the `Arc`), so the consumer may write, and
+        // the pointer came from the array's own buffer allocation, which allows writes. When
+        // shared, the tensor is read-only and the other clones copy before writing.
+        unsafe { export_array(array, data, flags, false) }
+    }
+
+    /// Exports the memory of an `ndarray` view, kept alive by `owner`, as a read-only
+    /// versioned managed tensor, without copying (feature `ndarray`).
+    ///
+    /// The view's layout is exported as it is (negative strides included), and `owner` is
+    /// moved into the tensor and dropped by its deleter, on whatever thread the consumer calls
+    /// it. For arrays this crate can own itself, prefer [`ManagedTensor::from_array`] or
+    /// [`ManagedTensor::from_arc_array`].
+    ///
+    /// ```
+    /// use dlbridge::{Flags, ManagedTensor};
+    /// use ndarray::ArrayView;
+    /// use std::sync::Arc;
+    ///
+    /// let buffer: Arc<[f32]> = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0].into();
+    /// // SAFETY: the Arc's six floats, never written, live as long as the Arc.
+    /// let view = unsafe { ArrayView::from_shape_ptr((2, 3), buffer.as_ptr()) };
+    /// // SAFETY: `buffer` owns the viewed memory; moving an Arc does not move it.
+    /// let tensor = unsafe { ManagedTensor::from_array_view(view.reversed_axes(), buffer) }?;
+    /// assert_eq!(tensor.view().flags(), Flags::READ_ONLY);
+    /// assert_eq!(tensor.view().strides(), &[1, 3]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// For as long as `owner` lives, wherever it is moved and on any thread:
+    ///
+    /// - every element the view reaches must be memory that `owner` keeps alive and valid, so
+    ///   moving `owner` must not invalidate pointers into it: owners such as `Vec`, `Arc`,
+    ///   `ArcArray` or a memory map are fine, while a `Box` (or a `&mut`) asserts unique
+    ///   access to its memory when moved and may not own the viewed memory;
+    /// - the elements must not be written by anyone (the tensor is read-only, and consumers
+    ///   read it from any thread).
+    pub unsafe fn from_array_view<T: Element, D: Dimension, O: Send + 'static>(
+        view: ArrayView<'_, T, D>,
+        owner: O,
+    ) -> Result<Self> {
+        let descriptor = Descriptor {
+            data: view.as_ptr().cast_mut().cast(),
+            dtype: T::DTYPE,
+            device: Device::CPU,
+            flags: Flags::READ_ONLY,
+            legacy: false,
+        };
+        // SAFETY: the view's pointer and layout describe initialised `T`s (an ndarray
+        // invariant) that `owner` keeps alive and unchanged while it lives, by this function's
+        // contract; the tensor is read-only.
+        unsafe {
+            export_owner(owner, view.ndim(), descriptor, |_, shape, strides| {
+                write_dims(view.shape(), view.strides(), shape, strides);
+            })
+        }
+    }
+}
+
+/// Exports an owned array, writable.
+fn export_owned<T: Element, D: Dimension>(
+    array: Array<T, D>,
+    legacy: bool,
+) -> Result<ManagedTensor> {
+    // `IxDyn` makes the owner `'static` whatever `D` is; the elements stay where they are.
+    let mut array = array.into_dyn();
+    let data = array.as_mut_ptr();
+    // SAFETY: an owned array is the only handle to its heap buffer, which does not move when
+    // the array does; `data` is its first element, with write access, and its layout reaches
+    // only initialised elements of that buffer.
+    unsafe { export_array(array, data, Flags::NONE, legacy) }
+}
+
+/// Moves an array into an export block, taking the shape and strides from the array at its
+/// final address.
+///
+/// # Safety
+///
+/// `data` must be the array's first logical element, and the elements its layout reaches must
+/// stay valid while the array lives, wherever it is moved: readable, and writable by the
+/// consumer unless `flags` is read-only.
+unsafe fn export_array<S, T>(
+    array: ArrayBase<S, IxDyn>,
+    data: *mut T,
+    flags: Flags,
+    legacy: bool,
+) -> Result<ManagedTensor>
+where
+    T: Element,
+    S: RawData<Elem = T>,
+    ArrayBase<S, IxDyn>: Send + 'static,
+{
+    let descriptor = Descriptor {
+        data: data.cast(),
+        dtype: T::DTYPE,
+        device: Device::CPU,
+        flags,
+        legacy,
+    };
+    let ndim = array.ndim();
+    // SAFETY: forwarded from this function's contract; the shape and strides written are the
+    // array's own.
+    unsafe {
+        export_owner(array, ndim, descriptor, |array, shape, strides| {
+            write_dims(array.shape(), array.strides(), shape, strides);
+        })
+    }
+}
+
+/// Writes ndarray's extents and strides in the ABI's `i64` (lossless: see the assertion at
+/// the top of this module).
+fn write_dims(shape: &[usize], strides: &[isize], shape_out: &mut [i64], strides_out: &mut [i64]) {
+    for (out, &len) in shape_out.iter_mut().zip(shape) {
+        *out = len as i64;
+    }
+    for (out, &stride) in strides_out.iter_mut().zip(strides) {
+        *out = stride as i64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_void;
+    use std::fmt::Debug;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use ::ndarray::{arr0, array, s, Array2, ArrayD, ShapeBuilder};
+    use half::f16;
+    use num_complex::Complex;
+
+    use super::*;
+    use crate::ffi::{DLManagedTensor, DLTensor};
+    use crate::{DataType, DeviceType, Export};
+
+    /// Exports `array`, checks the export is zero-copy and carries ndarray's layout, and views
+    /// it back, both directly and through the raw pointer a consumer would receive.
+    fn round_trip<T: Element + PartialEq + Debug>(array: ArrayD<T>) {
+        let expected = array.clone();
+        let first = array.as_ptr();
+        let strides: Vec<i64> = array.strides().iter().map(|&s| s as i64).collect();
+        let tensor = ManagedTensor::from_array(array).unwrap();
+        let view = tensor.view();
+        assert!(tensor.is_versioned());
+        assert_eq!(view.flags(), Flags::NONE);
+        assert_eq!(view.dtype(), T::DTYPE);
+        assert_eq!(view.byte_offset(), 0);
+        assert_eq!(view.raw_data() as *const T, first);
+        let shape: Vec<i64> = expected.shape().iter().map(|&e| e as i64).collect();
+        assert_eq!(view.shape(), shape);
+        assert_eq!(view.strides(), strides);
+        assert_eq!(view.as_array::<T>().unwrap(), expected);
+
+        let raw = tensor.into_raw();
+        // SAFETY: our own tensor, handed back once.
+        let imported = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+        let back = imported.view().as_array::<T>().unwrap();
+        assert_eq!(back, expected);
+        if !expected.is_empty() {
+            assert_eq!(back.as_ptr(), first);
+        }
+    }
+
+    #[test]
+    fn round_trips_of_several_dtypes() {
+        round_trip(array![[1.5f32, -2.0, 3.25], [4.0, 5.0, 6.0]].into_dyn());
+        round_trip(array![i64::MIN, -1, 0, 1, i64::MAX].into_dyn());
+        round_trip(array![[true, false], [false, true]].into_dyn());
+        round_trip(array![f16::from_f32(0.5), f16::from_f32(-1.0), f16::INFINITY].into_dyn());
+        round_trip(array![[Complex::new(1.0f64, -1.0)], [Complex::new(0.0, 2.5)]].into_dyn());
+        // More dimensions than ndarray stores inline.
+        let six = ArrayD::from_shape_fn(IxDyn(&[2, 1, 3, 1, 2, 2]), |i| {
+            i.slice().iter().sum::<usize>() as u16
+        });
+        round_trip(six);
+    }
+
+    #[test]
+    fn fortran_order_arrays_keep_their_strides() {
+        let a = Array2::from_shape_vec((2, 3), vec![1u8, 2, 3, 4, 5, 6]).unwrap();
+        let t = a.clone().reversed_axes();
+        assert_eq!(t.strides(), &[1, 3]);
+        round_trip(t.clone().into_dyn());
+        let tensor = ManagedTensor::from_array(t).unwrap();
+        assert!(tensor.view().is_f_contiguous());
+        assert_eq!(tensor.view().strides(), &[1, 3]);
+        assert_eq!(
+            tensor.view().as_slice_memory_order::<u8>().unwrap(),
+            &[1, 2, 3, 4, 5, 6]
+        );
+
+        let f = Array2::from_shape_vec((2, 3).f(), vec![1.0f64, 4.0, 2.0, 5.0, 3.0, 6.0]).unwrap();
+        round_trip(f.into_dyn());
+    }
+
+    #[test]
+    fn negative_strides_export_and_view() {
+        let a = Array2::from_shape_vec((2, 3), (0..6).collect::<Vec<i32>>()).unwrap();
+        let reversed = a.clone().slice_move(s![.., ..;-1]);
+        let first = reversed.as_ptr();
+        let tensor = ManagedTensor::from_array(reversed).unwrap();
+        let view = tensor.view();
+        assert_eq!(view.strides(), &[3, -1]);
+        assert_eq!(view.data_ptr() as *const i32, first);
+        assert_eq!(view.elements::<i32>().unwrap().to_vec(), [2, 1, 0, 5, 4, 3]);
+        let back = view.as_array::<i32>().unwrap();
+        assert_eq!(back, array![[2, 1, 0], [5, 4, 3]].into_dyn());
+        assert_eq!(back.strides(), &[3, -1]);
+        assert_eq!(back.as_ptr(), first);
+
+        round_trip(a.clone().slice_move(s![..;-1, ..;-2]).into_dyn());
+        round_trip(
+            a.clone()
+                .reversed_axes()
+                .slice_move(s![..;-1, ..])
+                .into_dyn(),
+        );
+    }
+
+    #[test]
+    fn negative_strides_from_another_producer() {
+        // A 3x2 tensor whose rows are stored last to first: data points at the last row.
+        let mut buffer = vec![5.0f32, 6.0, 3.0, 4.0, 1.0, 2.0];
+        let data = buffer.as_mut_ptr().wrapping_add(4).cast::<c_void>();
+        // SAFETY: the Vec holds the six floats the layout reaches (offsets -4 to 1 from
+        // `data`) for as long as it lives, and a moved Vec keeps its buffer in place.
+        let mut tensor = unsafe {
+            Export::from_raw_parts(buffer, data, DataType::FLOAT32, Device::CPU, &[3, 2])
+        }
+        .strides(&[-2, 1])
+        .into_versioned()
+        .unwrap();
+        let expected = array![[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]].into_dyn();
+        assert_eq!(tensor.view().as_array::<f32>().unwrap(), expected);
+        assert_eq!(tensor.view().as_array::<f32>().unwrap().strides(), &[-2, 1]);
+
+        let mut array = tensor.as_array_mut::<f32>().unwrap();
+        assert_eq!(array.strides(), &[-2, 1]);
+        array[[0, 1]] = 20.0;
+        array.index_axis_mut(Axis(0), 2).fill(0.0);
+        assert_eq!(
+            tensor.view().elements::<f32>().unwrap().to_vec(),
+            [1.0, 20.0, 3.0, 4.0, 0.0, 0.0]
+        );
+    }
+
+    #[test]
+    fn byte_offset_and_borrowed_descriptors() {
+        let mut buffer = [0i32, 1, 2, 3, 4, 5];
+        let mut shape = [2i64];
+        let mut strides = [2i64];
+        let tensor = DLTensor {
+            data: buffer.as_mut_ptr().cast(),
+            device: Device::CPU,
+            ndim: 1,
+            dtype: DataType::INT32,
+            shape: shape.as_mut_ptr(),
+            strides: strides.as_mut_ptr(),
+            byte_offset: 8,
+        };
+        // SAFETY: shape and strides hold one value each; elements 2 and 4 of the buffer are
+        // readable and unchanged while the view lives.
+        let view = unsafe { TensorView::from_dltensor(&tensor) }.unwrap();
+        let array = view.as_array::<i32>().unwrap();
+        assert_eq!(array, array![2, 4].into_dyn());
+        assert_eq!(array.as_ptr(), buffer[2..].as_ptr());
+    }
+
+    #[test]
+    fn zero_size_arrays() {
+        round_trip(ArrayD::<f32>::zeros(IxDyn(&[0, 3])));
+        round_trip(ArrayD::<i64>::zeros(IxDyn(&[4, 0, 2])));
+        round_trip(
+            Array2::<u8>::zeros((3, 4))
+                .slice_move(s![2..2, ..;-1])
+                .into_dyn(),
+        );
+    }
+
+    #[test]
+    fn zero_size_tensors_with_null_data_and_any_strides() {
+        // SAFETY: no element is reached.
+        let mut tensor = unsafe {
+            Export::from_raw_parts(
+                (),
+                std::ptr::null_mut(),
+                DataType::FLOAT64,
+                Device::CPU,
+                &[0, 3],
+            )
+        }
+        .strides(&[7, -9])
+        .into_versioned()
+        .unwrap();
+        let array = tensor.view().as_array::<f64>().unwrap();
+        assert_eq!(array.shape(), &[0, 3]);
+        assert_eq!(array.strides(), &[0, 0]);
+        assert!(array.is_empty());
+        assert_eq!(array.iter().count(), 0);
+        assert_eq!(array.slice(s![.., 1..]).shape(), &[0, 2]);
+        let mut array = tensor.as_array_mut::<f64>().unwrap();
+        array.fill(1.0);
+        assert_eq!(array.shape(), &[0, 3]);
+    }
+
+    #[test]
+    fn empty_tensors_ndarray_cannot_represent_are_refused() {
+        // SAFETY: no element is reached.
+        let tensor = unsafe {
+            Export::from_raw_parts(
+                (),
+                std::ptr::null_mut(),
+                DataType::UINT8,
+                Device::CPU,
+                &[1 << 62, 4, 0],
+            )
+        }
+        .into_versioned()
+        .unwrap();
+        assert_eq!(
+            tensor.view().as_array::<u8>().unwrap_err(),
+            Error::ElementCountOverflow { dim: 1, extent: 4 }
+        );
+    }
+
+    #[test]
+    fn zero_dimensional_arrays() {
+        round_trip(arr0(2.5f64).into_dyn());
+        let tensor = ManagedTensor::from_array(arr0(-3i32)).unwrap();
+        assert_eq!(tensor.view().ndim(), 0);
+        assert_eq!(tensor.view().as_array::<i32>().unwrap()[[]], -3);
+
+        let mut tensor = Export::new(vec![7i16], &[]).into_versioned().unwrap();
+        assert_eq!(
+            tensor.view().as_array::<i16>().unwrap(),
+            arr0(7i16).into_dyn()
+        );
+        tensor.as_array_mut::<i16>().unwrap()[[]] = 8;
+        assert_eq!(tensor.view().as_slice::<i16>().unwrap(), &[8]);
+    }
+
+    #[test]
+    fn extent_one_dimensions_with_any_stride() {
+        for stride in [999, -5, 0, 1, isize::MAX, isize::MIN] {
+            let mut tensor = Export::new(vec![1u32, 2, 3], &[1, 3])
+                .strides(&[stride, 1])
+                .into_versioned()
+                .unwrap();
+            assert_eq!(tensor.view().strides(), &[stride as i64, 1]);
+            let array = tensor.view().as_array::<u32>().unwrap();
+            assert_eq!(array, array![[1u32, 2, 3]].into_dyn());
+            assert_eq!(array.strides(), &[0, 1]);
+            assert!(array.is_standard_layout());
+            assert_eq!(array.as_slice(), Some(&[1u32, 2, 3][..]));
+            assert_eq!(array.slice(s![1.., ..]).shape(), &[0, 3]);
+
+            let mut array = tensor.as_array_mut::<u32>().unwrap();
+            array[[0, 2]] = 30;
+            assert_eq!(tensor.view().as_slice::<u32>().unwrap(), &[1, 2, 30]);
+        }
+        // Extent 1 with a negative stride among reversed dimensions.
+        let tensor = Export::new(vec![1u32, 2, 3, 4], &[2, 1, 2])
+            .strides(&[2, -7, 1])
+            .into_versioned()
+            .unwrap();
+        assert_eq!(
+            tensor.view().as_array::<u32>().unwrap(),
+            array![[[1u32, 2]], [[3, 4]]].into_dyn()
+        );
+    }
+
+    static LEGACY_DELETES: AtomicUsize = AtomicUsize::new(0);
+
+    /// What a hand-made legacy tensor keeps alive.
+    struct LegacyContext {
+        data: Vec<i32>,
+        shape: [i64; 2],
+    }
+
+    unsafe extern "C" fn delete_legacy(managed: *mut DLManagedTensor) {
+        // SAFETY: made by `legacy_tensor` below from two boxes, deleted once.
+        unsafe {
+            drop(Box::from_raw(
+                (*managed).manager_ctx.cast::<LegacyContext>(),
+            ));
+            drop(Box::from_raw(managed));
+        }
+        LEGACY_DELETES.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A legacy 2x3 tensor with NULL strides, as pre-1.0 producers send.
+    fn legacy_tensor() -> *mut DLManagedTensor {
+        let context = Box::into_raw(Box::new(LegacyContext {
+            data: vec![1, 2, 3, 4, 5, 6],
+            shape: [2, 3],
+        }));
+        // SAFETY: `context` is a live box; raw pointers into it stay valid until the deleter
+        // frees it.
+        let (data, shape) = unsafe {
+            (
+                (*context).data.as_mut_ptr().cast::<c_void>(),
+                std::ptr::addr_of_mut!((*context).shape).cast::<i64>(),
+            )
+        };
+        Box::into_raw(Box::new(DLManagedTensor {
+            dl_tensor: DLTensor {
+                data,
+                device: Device::CPU,
+                ndim: 2,
+                dtype: DataType::INT32,
+                shape,
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+            manager_ctx: context.cast(),
+            deleter: Some(delete_legacy),
+        }))
+    }
+
+    #[test]
+    fn legacy_tensors_with_null_strides() {
+        let before = LEGACY_DELETES.load(Ordering::SeqCst);
+        // SAFETY: a fresh legacy tensor that we own and hand over.
+        let mut tensor = unsafe { ManagedTensor::from_raw_legacy(legacy_tensor()) }.unwrap();
+        assert!(tensor.view().dl_tensor().strides.is_null());
+        let array = tensor.view().as_array::<i32>().unwrap();
+        assert_eq!(array, array![[1, 2, 3], [4, 5, 6]].into_dyn());
+        assert_eq!(array.strides(), &[3, 1]);
+        tensor
+            .as_array_mut::<i32>()
+            .unwrap()
+            .index_axis_mut(Axis(1), 0)
+            .fill(0);
+        assert_eq!(
+            tensor.view().as_slice::<i32>().unwrap(),
+            &[0, 2, 3, 0, 5, 6]
+        );
+        assert_eq!(LEGACY_DELETES.load(Ordering::SeqCst), before);
+        drop(tensor);
+        assert_eq!(LEGACY_DELETES.load(Ordering::SeqCst), before + 1);
+    }
+
+    #[test]
+    fn legacy_export_round_trip() {
+        let a = array![[1.0f32, 2.0], [3.0, 4.0]].reversed_axes();
+        let tensor = ManagedTensor::from_array_legacy(a.clone()).unwrap();
+        assert!(!tensor.is_versioned());
+        assert_eq!(tensor.view().strides(), &[1, 2]);
+        let raw = tensor.into_raw().legacy().unwrap();
+        // SAFETY: our own legacy tensor, handed back once.
+        let imported = unsafe { ManagedTensor::from_raw_legacy(raw) }.unwrap();
+        assert_eq!(imported.view().as_array::<f32>().unwrap(), a.into_dyn());
+    }
+
+    #[test]
+    fn mutation_through_as_array_mut_is_visible() {
+        let mut tensor = ManagedTensor::from_array(Array2::<i64>::zeros((2, 3))).unwrap();
+        {
+            let mut array = tensor.as_array_mut::<i64>().unwrap();
+            array[[0, 1]] = 5;
+            array.index_axis_mut(Axis(0), 1).assign(&array![7, 8, 9]);
+        }
+        assert_eq!(
+            tensor.view().as_slice::<i64>().unwrap(),
+            &[0, 5, 0, 7, 8, 9]
+        );
+
+        // Transposed: writes land at the transposed places.
+        let mut tensor = Export::new(vec![0u8; 6], &[3, 2])
+            .strides(&[1, 3])
+            .into_versioned()
+            .unwrap();
+        tensor.as_array_mut::<u8>().unwrap()[[2, 0]] = 1;
+        assert_eq!(
+            tensor.view().as_slice_memory_order::<u8>().unwrap(),
+            &[0, 0, 1, 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn read_only_tensors_refuse_mutable_views() {
+        let mut tensor = Export::new(vec![1.0f32, 2.0], &[2])
+            .read_only(true)
+            .into_versioned()
+            .unwrap();
+        assert_eq!(
+            tensor.as_array_mut::<f32>().unwrap_err(),
+            Error::ReadOnly {
+                flags: Flags::READ_ONLY
+            }
+        );
+        assert_eq!(
+            tensor.view().as_array::<f32>().unwrap(),
+            array![1.0f32, 2.0].into_dyn()
+        );
+    }
+
+    #[test]
+    fn overlapping_layouts_refuse_mutable_views() {
+        let mut tensor = Export::new(vec![1u16, 2, 3], &[2, 3])
+            .strides(&[0, 1])
+            .into_versioned()
+            .unwrap();
+        assert_eq!(
+            tensor.as_array_mut::<u16>().unwrap_err(),
+            Error::OverlappingLayout {
+                shape: vec![2, 3],
+                strides: vec![0, 1]
+            }
+        );
+        // Reading a broadcast layout is fine.
+        let array = tensor.view().as_array::<u16>().unwrap();
+        assert_eq!(array, array![[1u16, 2, 3], [1, 2, 3]].into_dyn());
+        assert_eq!(array.strides(), &[0, 1]);
+    }
+
+    #[test]
+    fn typed_checks_apply_to_views() {
+        let tensor = ManagedTensor::from_array(array![1.0f32, 2.0]).unwrap();
+        assert_eq!(
+            tensor.view().as_array::<f64>().unwrap_err(),
+            Error::DataTypeMismatch {
+                requested: DataType::FLOAT64,
+                actual: DataType::FLOAT32
+            }
+        );
+
+        // Bytes 0, 1, 2 claimed to be bools: 2 is not one.
+        let mut bytes = vec![0u8, 1, 2];
+        let data = bytes.as_mut_ptr().cast();
+        // SAFETY: the Vec holds the three bytes for as long as it lives.
+        let mut tensor =
+            unsafe { Export::from_raw_parts(bytes, data, DataType::BOOL, Device::CPU, &[3]) }
+                .into_versioned()
+                .unwrap();
+        assert_eq!(
+            tensor.view().as_array::<bool>().unwrap_err(),
+            Error::InvalidBool {
+                offset: 2,
+                value: 2
+            }
+        );
+        assert!(tensor.as_array_mut::<bool>().is_err());
+
+        // A float32 tensor one byte into a buffer is misaligned.
+        let mut words = vec![0u32; 3];
+        let data = words.as_mut_ptr().cast::<u8>().wrapping_add(1).cast();
+        // SAFETY: the two floats from byte 1 lie inside the Vec's 12 bytes.
+        let tensor =
+            unsafe { Export::from_raw_parts(words, data, DataType::FLOAT32, Device::CPU, &[2]) }
+                .into_versioned()
+                .unwrap();
+        assert!(matches!(
+            tensor.view().as_array::<f32>().unwrap_err(),
+            Error::Misaligned { align: 4, .. }
+        ));
+
+        // Device memory is never dereferenced.
+        let cuda = Device::new(DeviceType::CUDA, 0);
+        // SAFETY: nothing reads device memory; the address is never dereferenced.
+        let tensor = unsafe {
+            Export::from_raw_parts(
+                (),
+                NonNull::<f32>::dangling().as_ptr().cast(),
+                DataType::FLOAT32,
+                cuda,
+                &[4],
+            )
+        }
+        .into_versioned()
+        .unwrap();
+        assert_eq!(
+            tensor.view().as_array::<f32>().unwrap_err(),
+            Error::NotHostReadable { device: cuda }
+        );
+    }
+
+    #[test]
+    fn arc_arrays_export_writable_only_when_unique() {
+        let unique = ArcArray::from_shape_vec((2, 2), vec![1i32, 2, 3, 4]).unwrap();
+        let first = unique.as_ptr();
+        let mut tensor = ManagedTensor::from_arc_array(unique).unwrap();
+        assert_eq!(tensor.view().flags(), Flags::NONE);
+        assert_eq!(tensor.view().data_ptr() as *const i32, first);
+        tensor.as_array_mut::<i32>().unwrap()[[1, 1]] = 40;
+        assert_eq!(tensor.view().as_slice::<i32>().unwrap(), &[1, 2, 3, 40]);
+
+        let shared = ArcArray::from_shape_vec((2, 2), vec![1i32, 2, 3, 4]).unwrap();
+        let mut other = shared.clone();
+        let first = shared.as_ptr();
+        let mut tensor = ManagedTensor::from_arc_array(shared).unwrap();
+        assert_eq!(tensor.view().flags(), Flags::READ_ONLY);
+        // Not unshared: the tensor views the very memory of the other clone.
+        assert_eq!(tensor.view().data_ptr() as *const i32, first);
+        assert_eq!(other.as_ptr(), first);
+        assert!(matches!(
+            tensor.as_array_mut::<i32>().unwrap_err(),
+            Error::ReadOnly { .. }
+        ));
+        assert_eq!(
+            ManagedTensor::from_arc_array(other.clone())
+                .unwrap()
+                .view()
+                .flags(),
+            Flags::READ_ONLY
+        );
+        // The other clone copies before it writes; the tensor is unaffected.
+        other[[0, 0]] = 100;
+        assert_ne!(other.as_ptr(), first);
+        assert_eq!(tensor.view().as_slice::<i32>().unwrap(), &[1, 2, 3, 4]);
+        drop(tensor);
+        assert!(other.is_unique());
+    }
+
+    #[test]
+    fn sliced_arc_arrays_keep_their_owner_alive() {
+        let base = ArcArray::from_shape_vec((3, 4), (0..12).collect::<Vec<i64>>()).unwrap();
+        let keep = base.clone();
+        let view = base.slice_move(s![1.., ..;-1]);
+        let first = view.as_ptr();
+        let tensor = ManagedTensor::from_arc_array(view.clone()).unwrap();
+        assert_eq!(tensor.view().flags(), Flags::READ_ONLY);
+        assert_eq!(tensor.view().shape(), &[2, 4]);
+        assert_eq!(tensor.view().strides(), &[4, -1]);
+        assert_eq!(tensor.view().data_ptr() as *const i64, first);
+        assert_eq!(
+            tensor.view().as_array::<i64>().unwrap(),
+            array![[7i64, 6, 5, 4], [11, 10, 9, 8]].into_dyn()
+        );
+        drop(view);
+        drop(keep);
+        // The tensor's clone is now the only owner and still reads the same memory.
+        assert_eq!(
+            tensor.view().elements::<i64>().unwrap().to_vec(),
+            [7, 6, 5, 4, 11, 10, 9, 8]
+        );
+        drop(tensor);
+
+        // Unique, transposed and reversed: writable, writes reach the right elements.
+        let base = ArcArray::from_shape_vec((2, 3), (0..6).collect::<Vec<u8>>()).unwrap();
+        let keep_count = base.clone();
+        drop(keep_count);
+        let mut tensor =
+            ManagedTensor::from_arc_array(base.reversed_axes().slice_move(s![..;-1, ..])).unwrap();
+        assert_eq!(tensor.view().flags(), Flags::NONE);
+        assert_eq!(tensor.view().strides(), &[-1, 3]);
+        tensor.as_array_mut::<u8>().unwrap()[[0, 1]] = 50;
+        assert_eq!(
+            tensor.view().as_array::<u8>().unwrap(),
+            array![[2u8, 50], [1, 4], [0, 3]].into_dyn()
+        );
+    }
+
+    #[test]
+    fn arc_array_owner_is_released_exactly_once() {
+        let shared = ArcArray::from_elem((2, 3), 1.5f64);
+        let tensor = ManagedTensor::from_arc_array(shared.clone()).unwrap();
+        assert!(!shared.is_unique());
+        let raw = tensor.into_raw();
+        assert!(!shared.is_unique());
+        // SAFETY: our own tensor, handed back once.
+        let tensor = unsafe { ManagedTensor::from_raw(raw) }.unwrap();
+        drop(tensor);
+        assert!(shared.is_unique());
+    }
+
+    #[test]
+    fn views_export_with_their_owner() {
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        struct Owner {
+            _buffer: Arc<[f32]>,
+        }
+        impl Drop for Owner {
+            fn drop(&mut self) {
+                DROPS.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let buffer: Arc<[f32]> = (0..6).map(|i| i as f32).collect();
+        let watch = Arc::clone(&buffer);
+        // SAFETY: the Arc's six floats, never written, live as long as the Arc.
+        let view = unsafe { ArrayView::from_shape_ptr((2, 3), buffer.as_ptr()) };
+        let view = view.slice_move(s![..;-1, ..]).reversed_axes();
+        let expected = view.to_owned().into_dyn();
+        // SAFETY: `Owner` keeps the Arc, and so the viewed memory, alive; nobody writes it.
+        let mut tensor =
+            unsafe { ManagedTensor::from_array_view(view, Owner { _buffer: buffer }) }.unwrap();
+        assert_eq!(tensor.view().flags(), Flags::READ_ONLY);
+        assert_eq!(tensor.view().shape(), &[3, 2]);
+        assert_eq!(tensor.view().strides(), &[1, -3]);
+        assert_eq!(tensor.view().as_array::<f32>().unwrap(), expected);
+        assert!(matches!(
+            tensor.as_array_mut::<f32>().unwrap_err(),
+            Error::ReadOnly { .. }
+        ));
+        assert_eq!(Arc::strong_count(&watch), 2);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 0);
+        drop(tensor);
+        assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+        assert_eq!(Arc::strong_count(&watch), 1);
+    }
+
+    #[test]
+    fn owned_array_export_is_freed_by_its_deleter() {
+        // Under Miri this also proves the array's buffer and the block are freed once.
+        let a = Array2::from_shape_vec((2, 2), vec![1i32, 2, 3, 4]).unwrap();
+        let tensor = ManagedTensor::from_array(a).unwrap();
+        let raw = tensor.into_raw().versioned().unwrap();
+        // SAFETY: our own tensor; its deleter runs once here and it is not used afterwards.
+        unsafe {
+            let deleter = (*raw).deleter.unwrap();
+            deleter(raw);
+        }
+    }
+}

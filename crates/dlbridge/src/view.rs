@@ -72,7 +72,7 @@ pub(crate) unsafe fn check_descriptor(
         return Err(Error::NullData { elements });
     }
     // The element offsets reached, relative to the first element.
-    let (low, high) = if strides_missing {
+    let (low, high) = if strides_missing || rank == 0 {
         (0, elements as i64 - 1)
     } else {
         // SAFETY: non-NULL and, by this function's contract, valid for `ndim` values.
@@ -278,7 +278,7 @@ impl<'a> TensorView<'a> {
 
     /// The first element as a typed pointer, after the checks every typed access needs:
     /// host-readable device, matching data type, alignment. Dangling for an empty tensor.
-    fn first_element<T: Element>(&self) -> Result<NonNull<T>> {
+    pub(crate) fn first_element<T: Element>(&self) -> Result<NonNull<T>> {
         let device = self.device();
         if !device.is_host_readable() {
             return Err(Error::NotHostReadable { device });
@@ -559,6 +559,12 @@ impl<'a, T: Element> Elements<'a, T> {
         self.strides
     }
 
+    /// The first element (dangling for an empty tensor), readable for `'a` wherever the
+    /// layout reaches, with every element's bit pattern checked.
+    pub(crate) fn as_ptr(&self) -> *const T {
+        self.first.as_ptr()
+    }
+
     /// The element at `index` (one entry per dimension), or `None` when out of bounds.
     pub fn get(&self, index: &[usize]) -> Option<&'a T> {
         let offset = offset_of(self.shape, self.strides, index)?;
@@ -578,6 +584,26 @@ impl<'a, T: Element> Elements<'a, T> {
     /// The elements in row-major order, copied into a vector.
     pub fn to_vec(&self) -> Vec<T> {
         self.iter().copied().collect()
+    }
+}
+
+impl<T: Element> fmt::Debug for Elements<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Elements")
+            .field("dtype", &format_args!("{}", T::DTYPE))
+            .field("shape", &self.shape)
+            .field("strides", &self.strides)
+            .finish()
+    }
+}
+
+impl<T: Element> fmt::Debug for ElementsMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ElementsMut")
+            .field("dtype", &format_args!("{}", T::DTYPE))
+            .field("shape", &self.shape)
+            .field("strides", &self.strides)
+            .finish()
     }
 }
 
@@ -627,6 +653,12 @@ impl<'a, T: Element> ElementsMut<'a, T> {
     /// The extents.
     pub fn shape(&self) -> &'a [i64] {
         self.shape
+    }
+
+    /// The first element (dangling for an empty tensor), writable for `'a` wherever the
+    /// overlap-free layout reaches.
+    pub(crate) fn as_mut_ptr(&self) -> *mut T {
+        self.first.as_ptr()
     }
 
     /// The element at `index`, or `None` when out of bounds.

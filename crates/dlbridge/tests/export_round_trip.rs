@@ -262,7 +262,7 @@ fn device_memory_is_described_but_never_read() {
     // A pretend CUDA allocation: the owner is a handle, the address is never dereferenced.
     struct DeviceBuffer(usize);
     let handle = DeviceBuffer(0x7f00_0000_0000);
-    let data = handle.0 as *mut std::ffi::c_void;
+    let data = std::ptr::without_provenance_mut(handle.0);
     // SAFETY: consumers are told the data is on CUDA:0; nothing here dereferences it.
     let tensor = unsafe {
         Export::from_raw_parts(
@@ -296,11 +296,20 @@ fn exported_deleters_run_on_any_thread_and_release_the_owner_once() {
         })
         .collect();
     assert_eq!(Arc::strong_count(&shared), 9);
-    let addresses: Vec<usize> = tensors.iter().map(|&p| p as usize).collect();
+    /// A tensor pointer handed to another thread, as C code would.
+    struct Handoff(*mut DLManagedTensorVersioned);
+    // SAFETY: DLPack deleters may run on any thread; each pointer is moved to one thread.
+    unsafe impl Send for Handoff {}
+    impl Handoff {
+        // A method call moves the whole `Handoff` into the closure, not just its pointer.
+        fn into_raw(self) -> *mut DLManagedTensorVersioned {
+            self.0
+        }
+    }
     std::thread::scope(|scope| {
-        for address in addresses {
+        for handoff in tensors.into_iter().map(Handoff) {
             scope.spawn(move || {
-                let raw = address as *mut DLManagedTensorVersioned;
+                let raw = handoff.into_raw();
                 // SAFETY: each pointer is a live export, deleted exactly once, on this thread.
                 unsafe { (*raw).deleter.unwrap()(raw) };
             });

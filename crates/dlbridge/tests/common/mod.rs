@@ -93,7 +93,7 @@ impl ForeignSpec {
             log: Arc::clone(log),
         });
         let data_ptr: *mut c_void = match (self.data_address, &self.data) {
-            (Some(address), _) => address as *mut c_void,
+            (Some(address), _) => std::ptr::without_provenance_mut(address),
             (None, Some(_)) => context._data.as_mut_ptr().cast(),
             (None, None) => std::ptr::null_mut(),
         };

@@ -1,0 +1,900 @@
+//! ABI check of [`dlbridge::ffi`] against the real DLPack `dlpack.h`.
+//!
+//! The Rust declarations in `dlbridge::ffi` are written by hand. This test proves that they
+//! describe the same ABI as the C header: it compiles `tests/abi_probe.c` against the real
+//! header with the system C compiler (`cc`), runs it, and compares what it prints with the
+//! same table computed on the Rust side:
+//!
+//! - size and alignment of every struct and typedef (`DLPackVersion`, `DLDevice`,
+//!   `DLDataType`, `DLTensor`, `DLManagedTensor`, `DLManagedTensorVersioned`,
+//!   `DLPackExchangeAPIHeader`, `DLPackExchangeAPI`, `DLDeviceType` and the five function
+//!   pointer typedefs of the exchange API);
+//! - offset and size of every field of every struct;
+//! - the value of every enumerator of `DLDeviceType` and `DLDataTypeCode` (the Rust
+//!   `DataTypeCode` is a `u8` newtype because `DLDataType` stores the code as `uint8_t`, so for
+//!   that enum only the values are compared, and the storage is checked through
+//!   `sizeof(DLDataType.code)`);
+//! - `DLPACK_MAJOR_VERSION`, `DLPACK_MINOR_VERSION` and the `DLPACK_FLAG_BITMASK_*` macros.
+//!
+//! Every differing item is reported, as `item: header=X rust=Y`. In addition the header text is
+//! scanned for enumerators (`kDL... = <number>`, or without a value), so that an enumerator
+//! added by a future header is reported as missing on the Rust side (and in the probe) instead
+//! of being silently ignored, and `DeviceType::ALL` / `DataTypeCode::ALL` must list exactly
+//! the enumerators of their enum.
+//!
+//! # Where the header comes from
+//!
+//! The header is never part of this repository; it is obtained at test time, first source
+//! that works wins:
+//!
+//! 1. `DLBRIDGE_DLPACK_HEADER`: the path of a `dlpack.h`. When this variable is set (and not
+//!    empty) it is the only source: a path that cannot be read is a failure, never a silent
+//!    fallback, and the header is compared as it is, whatever version it declares (a header
+//!    of another version shows its differences as mismatches).
+//! 2. A cache under the cargo target dir: `$CARGO_TARGET_TMPDIR/dlpack-header/dlpack/dlpack.h`,
+//!    written by source 3.
+//! 3. The `apache-tvm-ffi` wheel from PyPI (`python3 -m pip download --no-deps
+//!    --only-binary=:all: apache-tvm-ffi`), from which `tvm_ffi/include/dlpack/dlpack.h` is
+//!    extracted with Python's `zipfile` module and stored in the cache.
+//! 4. The header shipped with PyTorch, when `python3 -c "import torch"` works.
+//!
+//! Sources 2 to 4 are only accepted when the header declares the version this crate
+//! implements (`ffi::DLPACK_MAJOR_VERSION`.`ffi::DLPACK_MINOR_VERSION`, i.e. 1.3).
+//!
+//! When no header (or no C compiler) is available the test prints `skipped: ...` with the
+//! reason for every source to stderr and passes, except when the environment variable `CI` is
+//! `true` (or `1`): then it fails with the same explanation.
+//!
+//! The probe runs on the machine running the tests, so the comparison is for the native
+//! target; cross-compiled test runs are not supported. Miri cannot spawn processes, so every
+//! test here is ignored under Miri.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io;
+use std::mem::{align_of, offset_of, size_of};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use dlbridge::ffi;
+use dlbridge::{DataTypeCode, DeviceType};
+
+/// `name -> value`, one entry per checked item.
+type Table = BTreeMap<String, i128>;
+
+/// Environment variable naming an explicit `dlpack.h`.
+const HEADER_ENV: &str = "DLBRIDGE_DLPACK_HEADER";
+/// The PyPI project whose wheel ships `dlpack.h`.
+const WHEEL_PROJECT: &str = "apache-tvm-ffi";
+/// Where the header lies inside that wheel.
+const WHEEL_MEMBER: &str = "tvm_ffi/include/dlpack/dlpack.h";
+/// Where PyTorch keeps the header, relative to its package directory.
+const TORCH_CANDIDATES: [&str; 2] = ["include/dlpack/dlpack.h", "include/ATen/dlpack.h"];
+/// The C enums whose enumerators must all be known to the Rust side.
+const DEVICE_TYPE_ENUM: &str = "DLDeviceType";
+const DATA_TYPE_CODE_ENUM: &str = "DLDataTypeCode";
+
+// ---------------------------------------------------------------------------------------------
+// The Rust side of the table.
+
+/// The size of the type of one field, given an accessor of that field.
+fn field_size<S, F>(_field: fn(&S) -> &F) -> usize {
+    size_of::<F>()
+}
+
+fn insert(table: &mut Table, name: String, value: impl TryInto<i128>) {
+    let value = value
+        .try_into()
+        .unwrap_or_else(|_| panic!("{name}: value does not fit in i128"));
+    assert!(
+        table.insert(name.clone(), value).is_none(),
+        "{name} inserted twice"
+    );
+}
+
+/// Adds `sizeof(T)`, `alignof(T)` and, for each listed field, `offsetof(T.field)` and
+/// `sizeof(T.field)`, with the same names the C probe prints.
+macro_rules! rust_layout {
+    ($table:expr, $ty:ident $({ $($field:ident),* $(,)? })?) => {{
+        let table: &mut Table = $table;
+        let ty = stringify!($ty);
+        insert(table, format!("sizeof({ty})"), size_of::<ffi::$ty>());
+        insert(table, format!("alignof({ty})"), align_of::<ffi::$ty>());
+        $($(
+            let field = stringify!($field);
+            insert(table, format!("offsetof({ty}.{field})"), offset_of!(ffi::$ty, $field));
+            insert(
+                table,
+                format!("sizeof({ty}.{field})"),
+                field_size(|value: &ffi::$ty| &value.$field),
+            );
+        )*)?
+    }};
+}
+
+/// The header's enumerator names with the Rust constants that stand for them.
+fn rust_device_types() -> [(&'static str, DeviceType); 16] {
+    [
+        ("kDLCPU", DeviceType::CPU),
+        ("kDLCUDA", DeviceType::CUDA),
+        ("kDLCUDAHost", DeviceType::CUDA_HOST),
+        ("kDLOpenCL", DeviceType::OPENCL),
+        ("kDLVulkan", DeviceType::VULKAN),
+        ("kDLMetal", DeviceType::METAL),
+        ("kDLVPI", DeviceType::VPI),
+        ("kDLROCM", DeviceType::ROCM),
+        ("kDLROCMHost", DeviceType::ROCM_HOST),
+        ("kDLExtDev", DeviceType::EXT_DEV),
+        ("kDLCUDAManaged", DeviceType::CUDA_MANAGED),
+        ("kDLOneAPI", DeviceType::ONE_API),
+        ("kDLWebGPU", DeviceType::WEBGPU),
+        ("kDLHexagon", DeviceType::HEXAGON),
+        ("kDLMAIA", DeviceType::MAIA),
+        ("kDLTrn", DeviceType::TRN),
+    ]
+}
+
+/// The header's enumerator names with the Rust constants that stand for them.
+fn rust_data_type_codes() -> [(&'static str, DataTypeCode); 18] {
+    [
+        ("kDLInt", DataTypeCode::INT),
+        ("kDLUInt", DataTypeCode::UINT),
+        ("kDLFloat", DataTypeCode::FLOAT),
+        ("kDLOpaqueHandle", DataTypeCode::OPAQUE_HANDLE),
+        ("kDLBfloat", DataTypeCode::BFLOAT),
+        ("kDLComplex", DataTypeCode::COMPLEX),
+        ("kDLBool", DataTypeCode::BOOL),
+        ("kDLFloat8_e3m4", DataTypeCode::FLOAT8_E3M4),
+        ("kDLFloat8_e4m3", DataTypeCode::FLOAT8_E4M3),
+        ("kDLFloat8_e4m3b11fnuz", DataTypeCode::FLOAT8_E4M3B11FNUZ),
+        ("kDLFloat8_e4m3fn", DataTypeCode::FLOAT8_E4M3FN),
+        ("kDLFloat8_e4m3fnuz", DataTypeCode::FLOAT8_E4M3FNUZ),
+        ("kDLFloat8_e5m2", DataTypeCode::FLOAT8_E5M2),
+        ("kDLFloat8_e5m2fnuz", DataTypeCode::FLOAT8_E5M2FNUZ),
+        ("kDLFloat8_e8m0fnu", DataTypeCode::FLOAT8_E8M0FNU),
+        ("kDLFloat6_e2m3fn", DataTypeCode::FLOAT6_E2M3FN),
+        ("kDLFloat6_e3m2fn", DataTypeCode::FLOAT6_E3M2FN),
+        ("kDLFloat4_e2m1fn", DataTypeCode::FLOAT4_E2M1FN),
+    ]
+}
+
+/// Everything the C probe prints, computed from `dlbridge`.
+fn rust_table() -> Table {
+    let mut table = Table::new();
+    let t = &mut table;
+
+    insert(t, "DLPACK_MAJOR_VERSION".into(), ffi::DLPACK_MAJOR_VERSION);
+    insert(t, "DLPACK_MINOR_VERSION".into(), ffi::DLPACK_MINOR_VERSION);
+    insert(
+        t,
+        "DLPACK_FLAG_BITMASK_READ_ONLY".into(),
+        ffi::DLPACK_FLAG_BITMASK_READ_ONLY,
+    );
+    insert(
+        t,
+        "DLPACK_FLAG_BITMASK_IS_COPIED".into(),
+        ffi::DLPACK_FLAG_BITMASK_IS_COPIED,
+    );
+    insert(
+        t,
+        "DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED".into(),
+        ffi::DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
+    );
+
+    for (name, device_type) in rust_device_types() {
+        insert(t, name.into(), device_type.0);
+    }
+    for (name, code) in rust_data_type_codes() {
+        insert(t, name.into(), code.0);
+    }
+
+    rust_layout!(t, DLPackVersion { major, minor });
+    rust_layout!(t, DLDeviceType);
+    rust_layout!(
+        t,
+        DLDevice {
+            device_type,
+            device_id
+        }
+    );
+    rust_layout!(t, DLDataType { code, bits, lanes });
+    rust_layout!(
+        t,
+        DLTensor {
+            data,
+            device,
+            ndim,
+            dtype,
+            shape,
+            strides,
+            byte_offset,
+        }
+    );
+    rust_layout!(
+        t,
+        DLManagedTensor {
+            dl_tensor,
+            manager_ctx,
+            deleter
+        }
+    );
+    rust_layout!(
+        t,
+        DLManagedTensorVersioned {
+            version,
+            manager_ctx,
+            deleter,
+            flags,
+            dl_tensor,
+        }
+    );
+    rust_layout!(t, DLPackManagedTensorAllocator);
+    rust_layout!(t, DLPackManagedTensorFromPyObjectNoSync);
+    rust_layout!(t, DLPackManagedTensorToPyObjectNoSync);
+    rust_layout!(t, DLPackDLTensorFromPyObjectNoSync);
+    rust_layout!(t, DLPackCurrentWorkStream);
+    rust_layout!(t, DLPackExchangeAPIHeader { version, prev_api });
+    rust_layout!(
+        t,
+        DLPackExchangeAPI {
+            header,
+            managed_tensor_allocator,
+            managed_tensor_from_py_object_no_sync,
+            managed_tensor_to_py_object_no_sync,
+            dltensor_from_py_object_no_sync,
+            current_work_stream,
+        }
+    );
+    table
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparison.
+
+/// Every item that differs between the two tables, as `item: header=X rust=Y`, in item order.
+fn compare(header: &Table, rust: &Table) -> Vec<String> {
+    let names: BTreeSet<&String> = header.keys().chain(rust.keys()).collect();
+    let show = |value: Option<&i128>| value.map_or_else(|| "<missing>".to_owned(), i128::to_string);
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let (h, r) = (header.get(name), rust.get(name));
+            (h != r).then(|| format!("{name}: header={} rust={}", show(h), show(r)))
+        })
+        .collect()
+}
+
+/// Parses the probe's output: one `NAME VALUE` line per item.
+fn parse_probe_output(text: &str) -> Result<Table, String> {
+    let mut table = Table::new();
+    for line in text.lines().filter(|line| !line.trim().is_empty()) {
+        let (name, value) = line
+            .trim()
+            .rsplit_once(' ')
+            .ok_or_else(|| format!("probe line without a value: {line:?}"))?;
+        let value: i128 = value
+            .parse()
+            .map_err(|err| format!("probe line with a bad value: {line:?}: {err}"))?;
+        if table.insert(name.to_owned(), value).is_some() {
+            return Err(format!("probe printed {name} twice"));
+        }
+    }
+    Ok(table)
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small scanner of the header text.
+
+/// One enumerator found in the header text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Enumerator {
+    name: String,
+    /// The explicit value, when it is a plain number.
+    value: Option<i128>,
+    /// The typedef name of its enum (`} NAME;` after it), when found.
+    enum_name: Option<String>,
+}
+
+/// The text without `/* */` and `//` comments; each comment becomes a space.
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("/*").into_iter().chain(rest.find("//")).min() {
+        out.push_str(&rest[..start]);
+        out.push(' ');
+        rest = if rest[start..].starts_with("/*") {
+            rest[start + 2..]
+                .find("*/")
+                .map_or("", |end| &rest[start + 2 + end + 2..])
+        } else {
+            rest[start..]
+                .find('\n')
+                .map_or("", |end| &rest[start + end..])
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Identifiers and numbers as one token each, any other non-space character as its own token.
+fn tokens(text: &str) -> Vec<&str> {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = Vec::new();
+    let mut rest = text.trim_start();
+    while let Some(first) = rest.chars().next() {
+        let len = if is_word(first) {
+            rest.find(|c: char| !is_word(c)).unwrap_or(rest.len())
+        } else {
+            first.len_utf8()
+        };
+        out.push(&rest[..len]);
+        rest = rest[len..].trim_start();
+    }
+    out
+}
+
+/// A C integer literal (decimal or hexadecimal, with an optional `u`/`l` suffix).
+fn parse_c_integer(token: &str) -> Option<i128> {
+    let digits = token.trim_end_matches(['u', 'U', 'l', 'L']);
+    match digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        Some(hex) => i128::from_str_radix(hex, 16).ok(),
+        None => digits.parse().ok(),
+    }
+}
+
+/// Every enumerator named `kDL...` in the header, with its value when it is a plain number
+/// and the name of the enum it belongs to.
+///
+/// Comments and preprocessor lines are dropped first; an enumerator is a `kDL...` identifier
+/// followed by `=`, `,` or `}`, and belongs to the typedef name of the next `} NAME;`.
+fn scan_enumerators(header_text: &str) -> Vec<Enumerator> {
+    let code: String = strip_comments(header_text)
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#'))
+        .flat_map(|line| [line, "\n"])
+        .collect();
+    let toks = tokens(&code);
+    let mut found: Vec<Enumerator> = Vec::new();
+    let mut unassigned = 0;
+    for (i, &tok) in toks.iter().enumerate() {
+        let next = |k: usize| toks.get(i + k).copied().unwrap_or("");
+        if tok.starts_with("kDL") && matches!(next(1), "=" | "," | "}") {
+            let value = match (next(1), next(2)) {
+                ("=", "-") => parse_c_integer(next(3)).map(|v| -v),
+                ("=", number) => parse_c_integer(number),
+                _ => None,
+            };
+            found.push(Enumerator {
+                name: tok.to_owned(),
+                value,
+                enum_name: None,
+            });
+        } else if tok == "}" && next(2) == ";" && next(1).starts_with(char::is_alphabetic) {
+            for enumerator in &mut found[unassigned..] {
+                enumerator.enum_name = Some(next(1).to_owned());
+            }
+            unassigned = found.len();
+        }
+    }
+    found
+}
+
+/// The value of `#define NAME <integer>` in the header, if any.
+fn header_define(header_text: &str, name: &str) -> Option<i128> {
+    header_text.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        (words.next() == Some("#define") && words.next() == Some(name))
+            .then(|| words.next().and_then(parse_c_integer))
+            .flatten()
+    })
+}
+
+/// `(major, minor)` as declared by the header.
+fn header_version(header_text: &str) -> Option<(i128, i128)> {
+    Some((
+        header_define(header_text, "DLPACK_MAJOR_VERSION")?,
+        header_define(header_text, "DLPACK_MINOR_VERSION")?,
+    ))
+}
+
+/// Problems with the enumerators found in the header text: each must have been printed by the
+/// probe (with the value the text gives) and must be known to the Rust side.
+fn check_enumerator_coverage(enums: &[Enumerator], header: &Table, rust: &Table) -> Vec<String> {
+    let mut problems = Vec::new();
+    for e in enums {
+        let declared = e.value.map_or_else(|| "?".to_owned(), |v| v.to_string());
+        match (header.get(&e.name), e.value) {
+            (None, _) => problems.push(format!(
+                "{}: declared in the header (= {declared}) but not printed by tests/abi_probe.c",
+                e.name
+            )),
+            (Some(&probed), Some(text)) if probed != text => problems.push(format!(
+                "{}: the header text says {text} but the compiled probe printed {probed}",
+                e.name
+            )),
+            _ => {}
+        }
+        if !rust.contains_key(&e.name) {
+            problems.push(format!(
+                "{}: declared in the header (= {declared}) but missing on the Rust side",
+                e.name
+            ));
+        }
+    }
+    problems
+}
+
+/// Problems with an `ALL` list: it must hold exactly the values of the enumerators that the
+/// header declares in `enum_name`.
+fn check_all_list(
+    enums: &[Enumerator],
+    header: &Table,
+    enum_name: &str,
+    all: &[i128],
+) -> Vec<String> {
+    let members: Vec<&Enumerator> = enums
+        .iter()
+        .filter(|e| e.enum_name.as_deref() == Some(enum_name))
+        .collect();
+    let mut problems = Vec::new();
+    if members.len() != all.len() {
+        problems.push(format!(
+            "{enum_name}: the header declares {} enumerators, the Rust ALL list has {}",
+            members.len(),
+            all.len()
+        ));
+    }
+    let header_values: BTreeSet<i128> = members
+        .iter()
+        .filter_map(|e| header.get(&e.name).copied().or(e.value))
+        .collect();
+    for value in all {
+        if !header_values.contains(value) {
+            problems.push(format!(
+                "{enum_name}: the Rust ALL list has {value}, which no enumerator of the header has"
+            ));
+        }
+    }
+    problems
+}
+
+// ---------------------------------------------------------------------------------------------
+// Obtaining the header.
+
+/// A header found by [`find_header`].
+struct Header {
+    /// Where it was read from.
+    path: PathBuf,
+    /// How it was obtained, for the log.
+    source: String,
+    /// Its full text.
+    text: String,
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// Reports that the check cannot run: a failure under CI, a visible skip otherwise.
+fn unavailable(reason: &str) {
+    assert!(
+        !in_ci(),
+        "abi_header: the ABI check could not run and CI is set, so this is a failure:\n{reason}"
+    );
+    eprintln!("abi_header: skipped: {reason}");
+}
+
+/// The cargo-provided scratch directory for this integration test.
+fn tmp_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+}
+
+fn cache_dir() -> PathBuf {
+    tmp_dir().join("dlpack-header")
+}
+
+fn cached_header_path() -> PathBuf {
+    cache_dir().join("dlpack").join("dlpack.h")
+}
+
+/// A header text, accepted only when it declares the version this crate implements.
+fn read_versioned_header(path: &Path) -> Result<String, String> {
+    let text = fs::read_to_string(path).map_err(|err| format!("{}: {err}", path.display()))?;
+    let wanted = (
+        i128::from(ffi::DLPACK_MAJOR_VERSION),
+        i128::from(ffi::DLPACK_MINOR_VERSION),
+    );
+    match header_version(&text) {
+        Some(version) if version == wanted => Ok(text),
+        Some((major, minor)) => Err(format!(
+            "{} declares DLPack {major}.{minor}, not {}.{}",
+            path.display(),
+            wanted.0,
+            wanted.1
+        )),
+        None => Err(format!(
+            "{} does not define DLPACK_MAJOR_VERSION and DLPACK_MINOR_VERSION",
+            path.display()
+        )),
+    }
+}
+
+/// Runs a command; `Err` describes a failure to start or a non-zero exit with its stderr.
+fn run(command: &mut Command) -> Result<Output, String> {
+    let shown = format!("{command:?}");
+    let output = command
+        .output()
+        .map_err(|err| format!("cannot run {shown}: {err}"))?;
+    if output.status.success() {
+        Ok(output)
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        Err(format!(
+            "{shown} failed ({}): {}",
+            output.status,
+            tail.join(" | ")
+        ))
+    }
+}
+
+/// Source 3: download the wheel, extract the header into the cache, return its path.
+fn header_from_wheel() -> Result<(PathBuf, String, String), String> {
+    let download = cache_dir().join(format!("download-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&download);
+    fs::create_dir_all(&download).map_err(|err| format!("{}: {err}", download.display()))?;
+    let result = (|| {
+        run(Command::new("python3")
+            .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:"])
+            .args(["--disable-pip-version-check", "--quiet", "--timeout", "20"])
+            .arg(WHEEL_PROJECT)
+            .arg("-d")
+            .arg(&download))?;
+        let wheel = fs::read_dir(&download)
+            .map_err(|err| format!("{}: {err}", download.display()))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
+            .ok_or_else(|| format!("pip left no wheel in {}", download.display()))?;
+        let wheel_name = wheel
+            .file_name()
+            .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
+
+        // Extract next to the cache entry, check it, then move it in place in one step, so
+        // that a concurrent run never sees a partial file.
+        let cached = cached_header_path();
+        let parent = cached.parent().expect("the cache path has a parent");
+        fs::create_dir_all(parent).map_err(|err| format!("{}: {err}", parent.display()))?;
+        let staged = parent.join(format!("dlpack.h.{}.tmp", std::process::id()));
+        run(Command::new("python3")
+            .arg("-c")
+            .arg(
+                "import sys, zipfile\n\
+                 with zipfile.ZipFile(sys.argv[1]) as wheel:\n\
+                 \x20   data = wheel.read(sys.argv[2])\n\
+                 with open(sys.argv[3], 'wb') as out:\n\
+                 \x20   out.write(data)\n",
+            )
+            .arg(&wheel)
+            .arg(WHEEL_MEMBER)
+            .arg(&staged))?;
+        let text = read_versioned_header(&staged).inspect_err(|_| {
+            let _ = fs::remove_file(&staged);
+        })?;
+        fs::rename(&staged, &cached).map_err(|err| format!("{}: {err}", cached.display()))?;
+        // Remember where the cached header came from, for the log of later runs.
+        let _ = fs::write(cache_dir().join("ORIGIN"), &wheel_name);
+        Ok((cached, wheel_name, text))
+    })();
+    let _ = fs::remove_dir_all(&download);
+    result
+}
+
+/// Source 4: the header shipped with PyTorch.
+fn header_from_torch() -> Result<(PathBuf, String), String> {
+    let output = run(Command::new("python3").args([
+        "-c",
+        "import os, torch; print(os.path.dirname(torch.__file__))",
+    ]))?;
+    let torch_dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    let mut reasons = Vec::new();
+    for candidate in TORCH_CANDIDATES {
+        let path = torch_dir.join(candidate);
+        if !path.is_file() {
+            reasons.push(format!("{}: no such file", path.display()));
+            continue;
+        }
+        match read_versioned_header(&path) {
+            Ok(text) => return Ok((path, text)),
+            Err(reason) => reasons.push(reason),
+        }
+    }
+    Err(reasons.join("; "))
+}
+
+/// The header to check against, or why no source worked (one reason per source).
+///
+/// Panics when `DLBRIDGE_DLPACK_HEADER` is set but cannot be read: an explicit choice is never
+/// silently replaced by another source.
+fn find_header() -> Result<Header, String> {
+    if let Some(path) = std::env::var_os(HEADER_ENV).filter(|value| !value.is_empty()) {
+        let path = PathBuf::from(path);
+        let text = fs::read_to_string(&path).unwrap_or_else(|err| {
+            panic!(
+                "abi_header: {HEADER_ENV} is set to {} but it cannot be read: {err}\n\
+                 (an explicit header is never replaced by another source; unset the variable \
+                 to use the cache or the download)",
+                path.display()
+            )
+        });
+        return Ok(Header {
+            source: HEADER_ENV.to_owned(),
+            path,
+            text,
+        });
+    }
+    let mut failures = vec![format!("{HEADER_ENV}: not set")];
+
+    let cached = cached_header_path();
+    if cached.is_file() {
+        match read_versioned_header(&cached) {
+            Ok(text) => {
+                let origin = fs::read_to_string(cache_dir().join("ORIGIN"))
+                    .map(|origin| format!(", extracted from {}", origin.trim()))
+                    .unwrap_or_default();
+                return Ok(Header {
+                    source: format!("cached header{origin}"),
+                    path: cached,
+                    text,
+                });
+            }
+            Err(reason) => failures.push(format!("cache: {reason} (ignored)")),
+        }
+    } else {
+        failures.push(format!("cache: {} does not exist yet", cached.display()));
+    }
+
+    match header_from_wheel() {
+        Ok((path, wheel, text)) => {
+            return Ok(Header {
+                source: format!("{WHEEL_MEMBER} of {wheel}, downloaded by pip and now cached"),
+                path,
+                text,
+            })
+        }
+        Err(reason) => failures.push(format!("{WHEEL_PROJECT} wheel: {reason}")),
+    }
+
+    match header_from_torch() {
+        Ok((path, text)) => {
+            return Ok(Header {
+                source: "the header shipped with PyTorch".to_owned(),
+                path,
+                text,
+            })
+        }
+        Err(reason) => failures.push(format!("torch: {reason}")),
+    }
+
+    Err(format!(
+        "no DLPack {}.{} header found:\n  - {}",
+        ffi::DLPACK_MAJOR_VERSION,
+        ffi::DLPACK_MINOR_VERSION,
+        failures.join("\n  - ")
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compiling and running the probe.
+
+/// Why the probe gave no table.
+enum ProbeError {
+    /// No C compiler: handled like a missing header.
+    NoCompiler(String),
+    /// Anything else: always a failure.
+    Failed(String),
+}
+
+/// Compiles `tests/abi_probe.c` against `header` and returns what it prints.
+fn run_probe(header: &Header) -> Result<Table, ProbeError> {
+    let probe_source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/abi_probe.c");
+    let work = tmp_dir().join(format!("abi-probe-{}", std::process::id()));
+    let include = work.join("include");
+    let failed =
+        |what: &Path, err: io::Error| ProbeError::Failed(format!("{}: {err}", what.display()));
+
+    // Stage exactly the text that was scanned as `<include>/dlpack/dlpack.h`, whatever the
+    // original file is called.
+    let staged = include.join("dlpack").join("dlpack.h");
+    fs::create_dir_all(staged.parent().expect("has a parent"))
+        .map_err(|err| failed(&include, err))?;
+    fs::write(&staged, &header.text).map_err(|err| failed(&staged, err))?;
+
+    let binary = work.join(format!("abi_probe{}", std::env::consts::EXE_SUFFIX));
+    let mut compile = Command::new("cc");
+    compile
+        .args(["-std=c11", "-Wall", "-Wextra", "-o"])
+        .arg(&binary)
+        .arg("-I")
+        .arg(&include)
+        .arg(&probe_source);
+    let compiled = match compile.output() {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            return Err(ProbeError::NoCompiler(format!(
+                "no C compiler: `cc` not found ({err})"
+            )))
+        }
+        Err(err) => return Err(ProbeError::Failed(format!("cannot run cc: {err}"))),
+        Ok(output) => output,
+    };
+    if !compiled.status.success() {
+        return Err(ProbeError::Failed(format!(
+            "{compile:?} failed ({}); is the probe out of date with the header?\n{}",
+            compiled.status,
+            String::from_utf8_lossy(&compiled.stderr)
+        )));
+    }
+    let output = run(&mut Command::new(&binary)).map_err(ProbeError::Failed)?;
+    let _ = fs::remove_dir_all(&work);
+    parse_probe_output(&String::from_utf8_lossy(&output.stdout)).map_err(ProbeError::Failed)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests.
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn ffi_layout_matches_the_real_dlpack_header() {
+    let header = match find_header() {
+        Ok(header) => header,
+        Err(reason) => return unavailable(&reason),
+    };
+    eprintln!(
+        "abi_header: using {} at {}",
+        header.source,
+        header.path.display()
+    );
+    if let Some((major, minor)) = header_version(&header.text) {
+        eprintln!("abi_header: the header declares DLPack {major}.{minor}");
+    }
+    let from_header = match run_probe(&header) {
+        Ok(table) => table,
+        Err(ProbeError::NoCompiler(reason)) => return unavailable(&reason),
+        Err(ProbeError::Failed(reason)) => panic!("abi_header: the C probe failed: {reason}"),
+    };
+    let from_rust = rust_table();
+
+    let enums = scan_enumerators(&header.text);
+    let mut problems = compare(&from_header, &from_rust);
+    problems.extend(check_enumerator_coverage(&enums, &from_header, &from_rust));
+    let device_types: Vec<i128> = DeviceType::ALL.iter().map(|d| d.0.into()).collect();
+    problems.extend(check_all_list(
+        &enums,
+        &from_header,
+        DEVICE_TYPE_ENUM,
+        &device_types,
+    ));
+    let codes: Vec<i128> = DataTypeCode::ALL.iter().map(|c| c.0.into()).collect();
+    problems.extend(check_all_list(
+        &enums,
+        &from_header,
+        DATA_TYPE_CODE_ENUM,
+        &codes,
+    ));
+
+    assert!(
+        problems.is_empty(),
+        "dlbridge::ffi does not match {} ({} problems):\n  {}",
+        header.path.display(),
+        problems.len(),
+        problems.join("\n  ")
+    );
+    eprintln!(
+        "abi_header: {} items and {} enumerators checked, all equal",
+        from_header.len(),
+        enums.len()
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn comparison_reports_every_wrong_item_by_name() {
+    let rust = rust_table();
+    assert!(compare(&rust, &rust).is_empty());
+
+    let mut wrong = rust.clone();
+    *wrong.get_mut("offsetof(DLTensor.ndim)").unwrap() += 4;
+    *wrong.get_mut("kDLTrn").unwrap() = 99;
+    wrong.remove("sizeof(DLPackExchangeAPI)");
+    wrong.insert("kDLFromTheFuture".to_owned(), 19);
+
+    let ndim = rust["offsetof(DLTensor.ndim)"];
+    let api = rust["sizeof(DLPackExchangeAPI)"];
+    assert_eq!(
+        compare(&wrong, &rust),
+        [
+            "kDLFromTheFuture: header=19 rust=<missing>".to_owned(),
+            format!("kDLTrn: header=99 rust={}", DeviceType::TRN.0),
+            format!("offsetof(DLTensor.ndim): header={} rust={ndim}", ndim + 4),
+            format!("sizeof(DLPackExchangeAPI): header=<missing> rust={api}"),
+        ]
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn probe_output_is_parsed_strictly() {
+    let table = parse_probe_output("sizeof(DLTensor) 48\nkDLCPU 1\n\nDLPACK_MINOR_VERSION 3\n");
+    assert_eq!(
+        table.unwrap(),
+        Table::from([
+            ("sizeof(DLTensor)".to_owned(), 48),
+            ("kDLCPU".to_owned(), 1),
+            ("DLPACK_MINOR_VERSION".to_owned(), 3),
+        ])
+    );
+    assert!(parse_probe_output("sizeof(DLTensor)\n").is_err());
+    assert!(parse_probe_output("kDLCPU one\n").is_err());
+    assert!(parse_probe_output("kDLCPU 1\nkDLCPU 1\n").is_err());
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn new_enumerators_in_a_header_are_reported() {
+    // A made-up header fragment in the style of dlpack.h: one enumerator the Rust side knows,
+    // and ones it cannot know.
+    let text = "#define DLPACK_MAJOR_VERSION 1\n\
+                #define DLPACK_MINOR_VERSION 9 // comment\n\
+                /* kDLInComment = 5, */\n\
+                typedef enum {\n\
+                  kDLCPU = 1, // a known one\n\
+                  kDLNewDevice = 0x20U,\n\
+                  kDLNegative = -3,\n\
+                  kDLImplicit\n\
+                } DLDeviceType;\n\
+                typedef struct { int x; } Other;\n";
+    assert_eq!(header_version(text), Some((1, 9)));
+    let enums = scan_enumerators(text);
+    let device = Some(DEVICE_TYPE_ENUM.to_owned());
+    let scanned: Vec<_> = enums
+        .iter()
+        .map(|e| (e.name.as_str(), e.value, e.enum_name.clone()))
+        .collect();
+    assert_eq!(
+        scanned,
+        [
+            ("kDLCPU", Some(1), device.clone()),
+            ("kDLNewDevice", Some(32), device.clone()),
+            ("kDLNegative", Some(-3), device.clone()),
+            ("kDLImplicit", None, device.clone()),
+        ]
+    );
+
+    let probed = Table::from([("kDLCPU".to_owned(), 1), ("kDLNewDevice".to_owned(), 32)]);
+    let problems = check_enumerator_coverage(&enums, &probed, &rust_table());
+    for name in ["kDLNewDevice", "kDLNegative", "kDLImplicit"] {
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with(&format!("{name}: "))
+                    && p.contains("missing on the Rust side")),
+            "{name} not reported: {problems:#?}"
+        );
+    }
+    assert!(
+        problems.iter().all(|p| !p.starts_with("kDLCPU")),
+        "{problems:#?}"
+    );
+
+    let problems = check_all_list(&enums, &probed, DEVICE_TYPE_ENUM, &[1, 2]);
+    assert_eq!(
+        problems,
+        [
+            "DLDeviceType: the header declares 4 enumerators, the Rust ALL list has 2",
+            "DLDeviceType: the Rust ALL list has 2, which no enumerator of the header has",
+        ]
+    );
+}
