@@ -18,23 +18,28 @@ pub fn element_count(shape: &[i64]) -> Result<u64> {
 }
 
 /// [`element_count`] over any sequence of extents (no allocation).
-pub(crate) fn count_elements(shape: impl Iterator<Item = i64> + Clone) -> Result<u64> {
-    let mut count: Option<u64> = Some(1);
+pub(crate) fn count_elements(shape: impl Iterator<Item = i64>) -> Result<u64> {
+    let mut count: u64 = 1;
     let mut overflow = None;
-    for (dim, extent) in shape.clone().enumerate() {
+    let mut empty = false;
+    for (dim, extent) in shape.enumerate() {
         if extent < 0 {
             return Err(Error::NegativeExtent { dim, extent });
         }
-        count = count.and_then(|c| c.checked_mul(extent as u64));
-        if count.is_none() && overflow.is_none() {
-            overflow = Some(Error::ElementCountOverflow { dim, extent });
+        empty |= extent == 0;
+        match count.checked_mul(extent as u64) {
+            Some(product) => count = product,
+            None => {
+                overflow.get_or_insert(Error::ElementCountOverflow { dim, extent });
+                count = u64::MAX;
+            }
         }
     }
     // A zero extent makes the tensor empty even after an overflowing prefix ([2^40, 2^40, 0]).
-    match (count, overflow) {
-        (Some(count), _) => Ok(count),
-        (None, _) if shape.into_iter().any(|extent| extent == 0) => Ok(0),
-        (None, overflow) => Err(overflow.expect("an overflow was recorded")),
+    match overflow {
+        Some(_) if empty => Ok(0),
+        Some(error) => Err(error),
+        None => Ok(count),
     }
 }
 
@@ -81,20 +86,21 @@ pub fn is_f_contiguous(shape: &[i64], strides: &[i64]) -> bool {
 }
 
 fn is_compact<'a>(dims: impl Iterator<Item = (&'a i64, &'a i64)>, shape: &[i64]) -> bool {
-    if shape.contains(&0) {
-        return true;
-    }
     let mut expected: i64 = 1;
     for (&extent, &stride) in dims {
+        if extent == 0 {
+            return true;
+        }
         if extent == 1 {
             continue;
         }
+        // A mismatch still leaves an empty tensor compact.
         if stride != expected {
-            return false;
+            return shape.contains(&0);
         }
         match expected.checked_mul(extent) {
             Some(next) => expected = next,
-            None => return false,
+            None => return shape.contains(&0),
         }
     }
     true

@@ -183,29 +183,42 @@ impl ManagedTensor {
     /// `owned` must be owned by the caller (deleter not yet called) and `checked` the result
     /// of validating its descriptor.
     unsafe fn adopt(owned: Owned, checked: Result<Checked>) -> Result<Self> {
-        let checked = match checked {
-            Ok(checked) => checked,
+        match checked {
+            // SAFETY: `checked` is the validation of `owned`, forwarded from our contract.
+            Ok(checked) => Ok(unsafe { Self::wrap(owned, checked) }),
             Err(error) => {
                 // SAFETY: owned and not yet deleted; nothing refers to it after this.
                 unsafe { raw_of(owned).delete() };
-                return Err(error);
+                Err(error)
             }
-        };
+        }
+    }
+
+    /// Wraps a validated tensor, making compact strides when the producer sent none.
+    ///
+    /// # Safety
+    ///
+    /// `owned` must be owned by the caller and `checked` the successful validation of it.
+    unsafe fn wrap(owned: Owned, checked: Checked) -> Self {
         let mut tensor = ManagedTensor {
             owned,
             checked,
             implicit_strides: None,
         };
-        let (dl_tensor, _, _) = tensor.parts();
-        if checked.strides_missing && dl_tensor.ndim > 1 {
+        if checked.strides_missing {
+            let (dl_tensor, _, _) = tensor.parts();
             // SAFETY: validated: `shape` is non-NULL and valid for `ndim` values.
             let shape =
                 unsafe { std::slice::from_raw_parts(dl_tensor.shape, dl_tensor.ndim as usize) };
+            if shape.len() < 2 {
+                // One dimension: the view uses the unit stride; nothing to allocate.
+                return tensor;
+            }
             let mut strides = vec![0; shape.len()].into_boxed_slice();
             layout::fill_row_major_strides(shape, &mut strides);
             tensor.implicit_strides = Some(strides);
         }
-        Ok(tensor)
+        tensor
     }
 
     /// A validated view of the descriptor, with typed read access to host-readable data.

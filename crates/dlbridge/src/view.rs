@@ -51,10 +51,10 @@ pub(crate) unsafe fn check_descriptor(
         unsafe { std::slice::from_raw_parts(tensor.shape, rank) }
     };
     let elements = layout::element_count(shape)?;
-    let byte_size_error = Error::ByteSizeOverflow { elements, dtype };
+    let byte_size_error = || Error::ByteSizeOverflow { elements, dtype };
     match dtype.storage_bytes(elements, padded) {
         Some(bytes) if bytes <= isize::MAX as u64 => {}
-        _ => return Err(byte_size_error),
+        _ => return Err(byte_size_error()),
     }
     let strides_missing = rank > 0 && tensor.strides.is_null();
     if strides_missing {
@@ -83,7 +83,7 @@ pub(crate) unsafe fn check_descriptor(
         let size = size as i128;
         let (low_byte, end_byte) = (low as i128 * size, (high as i128 + 1) * size);
         if end_byte - low_byte > isize::MAX as i128 {
-            return Err(byte_size_error);
+            return Err(byte_size_error());
         }
         if tensor.device.is_host_readable() {
             let first = tensor.data as usize as i128 + tensor.byte_offset as i128;
