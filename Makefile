@@ -21,14 +21,18 @@ rust-test:
 
 ## The unsafe core under Miri (skipped with a note where the nightly Miri component is missing).
 miri:
+	@$(CARGO) +nightly miri --version >/dev/null 2>&1 || \
+		rustup component add --toolchain nightly miri >/dev/null 2>&1 || true
 	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 		MIRIFLAGS="-Zmiri-strict-provenance" $(CARGO) +nightly miri test -p dlbridge --all-features; \
 	else \
 		echo "miri: not installed (rustup +nightly component add miri); skipped"; \
 	fi
 
+## Criterion benchmarks, then their medians as the Markdown table of BENCHMARKS.md.
 bench:
 	$(CARGO) bench -p dlbridge-benches
+	python3 benches/criterion_medians.py
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --all-features --no-deps
