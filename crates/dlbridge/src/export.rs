@@ -7,6 +7,7 @@
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::ffi::c_void;
+use std::io::Write;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
@@ -296,12 +297,12 @@ struct Block<M, O> {
     owner: ManuallyDrop<O>,
 }
 
-fn block_layout<M, O>(ndim: usize) -> (Layout, usize) {
-    let dims = Layout::array::<i64>(2 * ndim).expect("ndim is bounded by MAX_NDIM");
-    let (layout, dims_offset) = Layout::new::<Block<M, O>>()
-        .extend(dims)
-        .expect("a block of at most MAX_NDIM dimensions fits in memory");
-    (layout.pad_to_align(), dims_offset)
+/// The layout of a block of `ndim` dimensions and the offset of its `shape` array; `None` only
+/// for an `ndim` far above [`MAX_NDIM`], which no export reaches.
+fn block_layout<M, O>(ndim: usize) -> Option<(Layout, usize)> {
+    let dims = Layout::array::<i64>(ndim.checked_mul(2)?).ok()?;
+    let (layout, dims_offset) = Layout::new::<Block<M, O>>().extend(dims).ok()?;
+    Some((layout.pad_to_align(), dims_offset))
 }
 
 /// Moves `owner` into a new export block of `ndim` dimensions, lets `fill` write the shape and
@@ -390,7 +391,10 @@ unsafe fn allocate_block<M: ManagedStruct, O: Send + 'static>(
     descriptor: Descriptor,
     fill: impl FnOnce(&O, &mut [i64], &mut [i64]),
 ) -> NonNull<M> {
-    let (layout, dims_offset) = block_layout::<M, O>(ndim);
+    let Some((layout, dims_offset)) = block_layout::<M, O>(ndim) else {
+        // `export_owner` bounded ndim by MAX_NDIM, whose block always has a layout.
+        unreachable!("a block of {ndim} dimensions has no layout");
+    };
     // SAFETY: the layout is never zero-sized: it holds at least the managed struct.
     let Some(block) = NonNull::new(unsafe { alloc(layout) }) else {
         handle_alloc_error(layout)
@@ -447,11 +451,17 @@ unsafe extern "C" fn delete_block<M, O>(managed: *mut M) {
     let (ndim, owner) = unsafe { ((*block).ndim, ManuallyDrop::take(&mut (*block).owner)) };
     // A panicking `Drop` must not unwind into C: contain it, free the block regardless.
     let dropped = catch_unwind(AssertUnwindSafe(move || drop(owner)));
-    let (layout, _) = block_layout::<M, O>(ndim);
-    // SAFETY: the block was allocated with exactly this layout and is not used after this.
-    unsafe { dealloc(block.cast(), layout) };
+    // The layout the block was made with (it had one, or it would not exist).
+    if let Some((layout, _)) = block_layout::<M, O>(ndim) {
+        // SAFETY: the block was allocated with exactly this layout and is not used after this.
+        unsafe { dealloc(block.cast(), layout) };
+    }
     if dropped.is_err() {
-        eprintln!("dlbridge: the owner of an exported tensor panicked while being dropped");
+        // Not `eprintln!`, which panics when stderr is gone: nothing may unwind into C here.
+        let _ = writeln!(
+            std::io::stderr(),
+            "dlbridge: the owner of an exported tensor panicked while being dropped"
+        );
     }
 }
 

@@ -597,30 +597,24 @@ impl<T: Element> fmt::Debug for Elements<'_, T> {
     }
 }
 
-impl<T: Element> fmt::Debug for ElementsMut<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ElementsMut")
-            .field("dtype", &format_args!("{}", T::DTYPE))
-            .field("shape", &self.shape)
-            .field("strides", &self.strides)
-            .finish()
-    }
-}
-
 /// Mutable typed access to the elements of a strided tensor whose layout reaches every
 /// element once. Made by [`crate::ManagedTensor::elements_mut`].
 pub struct ElementsMut<'a, T> {
-    first: NonNull<T>,
-    shape: &'a [i64],
-    strides: &'a [i64],
-    len: usize,
-    _data: PhantomData<&'a mut [T]>,
+    /// The same layout, read-only; only `ElementsMut` hands out writes.
+    elements: Elements<'a, T>,
+    _unique: PhantomData<&'a mut [T]>,
 }
 
 // SAFETY: behaves like `&'a mut [T]`, and `T: Element` is `Send + Sync`.
 unsafe impl<T: Element> Send for ElementsMut<'_, T> {}
 // SAFETY: as above; shared access only reads.
 unsafe impl<T: Element> Sync for ElementsMut<'_, T> {}
+
+impl<T: Element> fmt::Debug for ElementsMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ElementsMut").field(&self.elements).finish()
+    }
+}
 
 impl<'a, T: Element> ElementsMut<'a, T> {
     /// Mutable access over `view`'s elements.
@@ -630,66 +624,66 @@ impl<'a, T: Element> ElementsMut<'a, T> {
     /// The caller must hold exclusive access to the tensor for `'a`.
     pub(crate) unsafe fn new(view: TensorView<'a>) -> Result<Self> {
         view.check_writable()?;
-        let shared = view.elements::<T>()?;
         Ok(ElementsMut {
-            first: shared.first,
-            shape: shared.shape,
-            strides: shared.strides,
-            len: shared.len,
-            _data: PhantomData,
+            elements: view.elements::<T>()?,
+            _unique: PhantomData,
         })
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.len
+        self.elements.len
     }
 
     /// Whether there are no elements.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.elements.is_empty()
     }
 
     /// The extents.
     pub fn shape(&self) -> &'a [i64] {
-        self.shape
+        self.elements.shape
+    }
+
+    /// The strides in elements.
+    pub fn strides(&self) -> &'a [i64] {
+        self.elements.strides
     }
 
     /// The first element (dangling for an empty tensor), writable for `'a` wherever the
     /// overlap-free layout reaches.
     pub(crate) fn as_mut_ptr(&self) -> *mut T {
-        self.first.as_ptr()
+        self.elements.first.as_ptr()
     }
 
     /// The element at `index`, or `None` when out of bounds.
     pub fn get(&self, index: &[usize]) -> Option<&T> {
-        let offset = offset_of(self.shape, self.strides, index)?;
-        // SAFETY: an in-bounds index reaches a readable element.
-        Some(unsafe { &*self.first.as_ptr().offset(offset) })
+        self.elements.get(index)
     }
 
     /// The element at `index` for writing, or `None` when out of bounds.
     pub fn get_mut(&mut self, index: &[usize]) -> Option<&mut T> {
-        let offset = offset_of(self.shape, self.strides, index)?;
-        // SAFETY: an in-bounds index reaches a writable element; `&mut self` makes the
-        // reference unique.
-        Some(unsafe { &mut *self.first.as_ptr().offset(offset) })
+        let offset = offset_of(self.elements.shape, self.elements.strides, index)?;
+        // SAFETY: an in-bounds index reaches a writable element (the pointer comes from the
+        // raw data pointer, not from a shared reference); `&mut self` makes it unique.
+        Some(unsafe { &mut *self.as_mut_ptr().offset(offset) })
     }
 
     /// The elements in row-major order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &T> + '_ {
-        let first = self.first;
-        Offsets::new(self.shape, self.strides, self.len)
-            // SAFETY: every offset is a readable element.
-            .map(move |offset| unsafe { &*first.as_ptr().offset(offset) })
+        self.elements.iter().map(|element| -> &T { element })
     }
 
     /// The elements in row-major order, for writing.
     pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = &mut T> + '_ {
-        let first = self.first;
-        Offsets::new(self.shape, self.strides, self.len)
-            // SAFETY: the layout was checked overlap-free, so each offset is a distinct element
-            // and the references never alias; `&mut self` keeps them unique for the borrow.
-            .map(move |offset| unsafe { &mut *first.as_ptr().offset(offset) })
+        let first = self.as_mut_ptr();
+        Offsets::new(
+            self.elements.shape,
+            self.elements.strides,
+            self.elements.len,
+        )
+        // SAFETY: the layout was checked overlap-free, so each offset is a distinct element
+        // and the references never alias; `&mut self` keeps them unique for the borrow.
+        .map(move |offset| unsafe { &mut *first.offset(offset) })
     }
 }
