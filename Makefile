@@ -24,7 +24,9 @@ miri:
 	@$(CARGO) +nightly miri --version >/dev/null 2>&1 || \
 		rustup component add --toolchain nightly miri >/dev/null 2>&1 || true
 	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
-		MIRIFLAGS="-Zmiri-strict-provenance" $(CARGO) +nightly miri test -p dlbridge --all-features; \
+		MIRIFLAGS="-Zmiri-strict-provenance" $(CARGO) +nightly miri test -p dlbridge --all-features && \
+		MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-tree-borrows" \
+			$(CARGO) +nightly miri test -p dlbridge --all-features; \
 	else \
 		echo "miri: not installed (rustup +nightly component add miri); skipped"; \
 	fi
