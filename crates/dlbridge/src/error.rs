@@ -177,6 +177,12 @@ pub enum Error {
     },
     /// A read-only tensor cannot be exported as a legacy `DLManagedTensor`, which has no flags.
     ReadOnlyLegacyExport,
+    /// A padded sub-byte tensor cannot be exported as a legacy `DLManagedTensor`, which has no
+    /// flags: consumers would read it as packed.
+    PaddedLegacyExport {
+        /// The tensor's data type.
+        dtype: DataType,
+    },
 }
 
 /// The crate's result type.
@@ -318,6 +324,11 @@ impl fmt::Display for Error {
             Error::ValueOutOfRange { field, value } => {
                 write!(f, "{field} = {value} does not fit the DLPack ABI")
             }
+            Error::PaddedLegacyExport { dtype } => write!(
+                f,
+                "a {dtype} tensor with IS_SUBBYTE_TYPE_PADDED cannot be exported as a legacy \
+                 DLManagedTensor, which has no flags to say so"
+            ),
             Error::ReadOnlyLegacyExport => f.write_str(
                 "a read-only tensor cannot be exported as a legacy DLManagedTensor, which has \
                  no flags to say so; export it as DLManagedTensorVersioned",

@@ -278,6 +278,72 @@ impl<'s, O: Send + 'static> Export<'s, O> {
     }
 }
 
+impl ManagedTensor {
+    /// A new versioned tensor viewing the same memory, which keeps this one alive: how a
+    /// consumer re-exports what it imported (NumPy -> dlbridge -> PyTorch) without a copy.
+    ///
+    /// The new tensor has this one's shape, strides (made explicit), dtype and device, `data`
+    /// at the first element with `byte_offset = 0`, and the READ_ONLY and padded flags; not
+    /// IS_COPIED, since its memory is now shared. One allocation; this tensor's deleter runs
+    /// when the last tensor sharing it is dropped, on whatever thread that happens.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dlbridge::{Export, ManagedTensor};
+    /// let original = Arc::new(Export::new(vec![1u8, 2, 3], &[3]).into_versioned()?);
+    /// let shared = Arc::clone(&original).share_versioned()?;
+    /// assert_eq!(shared.view().data_ptr(), original.view().data_ptr());
+    /// assert_eq!(Arc::strong_count(&original), 2);
+    /// drop(shared);
+    /// assert_eq!(Arc::strong_count(&original), 1);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn share_versioned(self: Arc<Self>) -> Result<ManagedTensor> {
+        share(self, false)
+    }
+
+    /// As [`ManagedTensor::share_versioned`], as a legacy `DLManagedTensor`; refused for a
+    /// read-only tensor, which the legacy layout cannot mark.
+    pub fn share_legacy(self: Arc<Self>) -> Result<ManagedTensor> {
+        share(self, true)
+    }
+}
+
+fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
+    let view = tensor.view();
+    let flags = Flags::NONE
+        .with(Flags::READ_ONLY, view.is_read_only())
+        .with(
+            Flags::IS_SUBBYTE_TYPE_PADDED,
+            view.flags().is_subbyte_type_padded(),
+        );
+    if legacy && flags.is_read_only() {
+        return Err(Error::ReadOnlyLegacyExport);
+    }
+    if legacy && flags.is_subbyte_type_padded() {
+        return Err(Error::PaddedLegacyExport {
+            dtype: view.dtype(),
+        });
+    }
+    let descriptor = Descriptor {
+        data: view.data_ptr(),
+        dtype: view.dtype(),
+        device: view.device(),
+        flags,
+        legacy,
+    };
+    let ndim = view.ndim();
+    // SAFETY: the new tensor describes exactly the memory of the validated `tensor`, which it
+    // keeps alive through the `Arc` it owns; read-only stays read-only.
+    unsafe {
+        export_owner(tensor, ndim, descriptor, |owner, shape, strides| {
+            let view = owner.view();
+            shape.copy_from_slice(view.shape());
+            strides.copy_from_slice(view.strides());
+        })
+    }
+}
+
 /// The non-dimension fields of an export.
 #[derive(Clone, Copy)]
 pub(crate) struct Descriptor {

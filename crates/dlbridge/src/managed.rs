@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::view::{check_descriptor, Checked, ElementsMut};
-use crate::{layout, Element, Error, Flags, Result, TensorView, Version};
+use crate::{layout, Device, Element, Error, Flags, Result, TensorView, Version};
 
 /// A raw managed tensor pointer of either layout, as handed to or taken from C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +31,14 @@ impl RawManagedTensor {
         match self {
             RawManagedTensor::Legacy(ptr) => Some(ptr),
             RawManagedTensor::Versioned(_) => None,
+        }
+    }
+
+    /// Whether the pointer is NULL.
+    pub fn is_null(self) -> bool {
+        match self {
+            RawManagedTensor::Versioned(ptr) => ptr.is_null(),
+            RawManagedTensor::Legacy(ptr) => ptr.is_null(),
         }
     }
 
@@ -92,6 +100,8 @@ enum Owned {
 pub struct ManagedTensor {
     owned: Owned,
     checked: Checked,
+    /// Where the data lives: `DLTensor.device` unless corrected with `set_device`.
+    device: Device,
     /// Compact row-major strides, made only when a legacy or pre-1.2 producer sent NULL
     /// strides with `ndim > 1`.
     implicit_strides: Option<Box<[i64]>>,
@@ -108,7 +118,8 @@ impl ManagedTensor {
     ///
     /// Ownership passes in all cases: on error the deleter has been called (once) and the
     /// pointer must not be used again. A `version.major` other than 1 is reported without
-    /// reading any field after `deleter`.
+    /// reading any field after `deleter`. (To keep ownership when validation fails, as a
+    /// capsule consumer must, use [`ManagedTensor::try_from_raw`].)
     ///
     /// # Safety
     ///
@@ -118,24 +129,8 @@ impl ManagedTensor {
     /// readable (and writable unless flagged read-only) wherever the layout reaches, for as
     /// long as the tensor lives.
     pub unsafe fn from_raw_versioned(ptr: *mut DLManagedTensorVersioned) -> Result<Self> {
-        let Some(owned) = NonNull::new(ptr) else {
-            return Err(Error::NullPointer {
-                what: "DLManagedTensorVersioned",
-            });
-        };
-        // SAFETY: live by the contract; `version` is in the prefix every major version keeps.
-        let version = unsafe { (*ptr).version };
-        if !version.is_supported() {
-            // SAFETY: owned, deleter not yet called; reads only the stable prefix.
-            unsafe { RawManagedTensor::Versioned(ptr).delete() };
-            return Err(Error::UnsupportedVersion { version });
-        }
-        // SAFETY: live, major version 1: the whole struct has the layout we know.
-        let (tensor, flags) = unsafe { (&(*ptr).dl_tensor, Flags::from_bits((*ptr).flags)) };
-        // SAFETY: shape and strides are valid for `ndim` values by the contract.
-        let checked = unsafe { check_descriptor(tensor, Some(version), flags) };
-        // SAFETY: ownership is ours from here on.
-        unsafe { Self::adopt(Owned::Versioned(owned), checked) }
+        // SAFETY: forwarded.
+        unsafe { Self::from_raw(RawManagedTensor::Versioned(ptr)) }
     }
 
     /// Takes ownership of a legacy managed tensor and validates it. As
@@ -146,51 +141,56 @@ impl ManagedTensor {
     ///
     /// As for [`ManagedTensor::from_raw_versioned`], for a `DLManagedTensor`.
     pub unsafe fn from_raw_legacy(ptr: *mut DLManagedTensor) -> Result<Self> {
-        let Some(owned) = NonNull::new(ptr) else {
-            return Err(Error::NullPointer {
-                what: "DLManagedTensor",
-            });
-        };
-        // SAFETY: live by the contract.
-        let tensor = unsafe { &(*ptr).dl_tensor };
-        // SAFETY: shape and strides are valid for `ndim` values by the contract.
-        let checked = unsafe { check_descriptor(tensor, None, Flags::NONE) };
-        // SAFETY: ownership is ours from here on.
-        unsafe { Self::adopt(Owned::Legacy(owned), checked) }
+        // SAFETY: forwarded.
+        unsafe { Self::from_raw(RawManagedTensor::Legacy(ptr)) }
     }
 
     /// Takes ownership of a managed tensor of either layout (see
-    /// [`ManagedTensor::from_raw_versioned`] and [`ManagedTensor::from_raw_legacy`]).
+    /// [`ManagedTensor::from_raw_versioned`] and [`ManagedTensor::from_raw_legacy`]); on error
+    /// the deleter has been called once.
     ///
     /// # Safety
     ///
     /// As for the constructor of the pointer's layout.
     pub unsafe fn from_raw(raw: RawManagedTensor) -> Result<Self> {
-        match raw {
-            // SAFETY: forwarded.
-            RawManagedTensor::Versioned(ptr) => unsafe { Self::from_raw_versioned(ptr) },
-            // SAFETY: forwarded.
-            RawManagedTensor::Legacy(ptr) => unsafe { Self::from_raw_legacy(ptr) },
-        }
+        // SAFETY: forwarded.
+        unsafe { Self::try_from_raw(raw) }.map_err(|(error, raw)| {
+            if !raw.is_null() {
+                // SAFETY: rejected, so still owned by us, and not yet deleted.
+                unsafe { raw.delete() };
+            }
+            error
+        })
     }
 
-    /// Wraps an owned tensor after validation, or deletes it when validation failed.
-    ///
-    /// Takes no reference into the tensor: the deleter may free it while this runs.
+    /// Validates a managed tensor of either layout and takes ownership only if it is accepted.
+    /// On error the pointer is handed back with the error, still owned by the caller, its
+    /// deleter not called: this is what a consumer of a DLPack capsule needs, whose
+    /// destructor releases the tensor when the import fails.
     ///
     /// # Safety
     ///
-    /// `owned` must be owned by the caller (deleter not yet called) and `checked` the result
-    /// of validating its descriptor.
-    unsafe fn adopt(owned: Owned, checked: Result<Checked>) -> Result<Self> {
-        match checked {
-            // SAFETY: `checked` is the validation of `owned`, forwarded from our contract.
+    /// As for [`ManagedTensor::from_raw_versioned`]; on success the caller must not use the
+    /// pointer again.
+    pub unsafe fn try_from_raw(
+        raw: RawManagedTensor,
+    ) -> std::result::Result<Self, (Error, RawManagedTensor)> {
+        let owned = match raw {
+            RawManagedTensor::Versioned(ptr) => NonNull::new(ptr).map(Owned::Versioned),
+            RawManagedTensor::Legacy(ptr) => NonNull::new(ptr).map(Owned::Legacy),
+        };
+        let Some(owned) = owned else {
+            let what = match raw {
+                RawManagedTensor::Versioned(_) => "DLManagedTensorVersioned",
+                RawManagedTensor::Legacy(_) => "DLManagedTensor",
+            };
+            return Err((Error::NullPointer { what }, raw));
+        };
+        // SAFETY: live by the contract.
+        match unsafe { validate(owned) } {
+            // SAFETY: accepted: ownership is ours, and `checked` is its validation.
             Ok(checked) => Ok(unsafe { Self::wrap(owned, checked) }),
-            Err(error) => {
-                // SAFETY: owned and not yet deleted; nothing refers to it after this.
-                unsafe { raw_of(owned).delete() };
-                Err(error)
-            }
+            Err(error) => Err((error, raw)),
         }
     }
 
@@ -203,6 +203,8 @@ impl ManagedTensor {
         let mut tensor = ManagedTensor {
             owned,
             checked,
+            // SAFETY: live and validated.
+            device: unsafe { dl_tensor_of(owned).device },
             implicit_strides: None,
         };
         if checked.strides_missing {
@@ -231,6 +233,7 @@ impl ManagedTensor {
                 tensor,
                 version,
                 flags,
+                self.device,
                 self.checked,
                 self.implicit_strides.as_deref(),
             )
@@ -251,6 +254,17 @@ impl ManagedTensor {
             // SAFETY: owned and live until drop.
             Owned::Legacy(ptr) => unsafe { (&ptr.as_ref().dl_tensor, None, Flags::NONE) },
         }
+    }
+
+    /// Corrects the device the data is taken to live on, when the producer knows better than
+    /// its descriptor: PyTorch reports pinned memory as CUDAHost in `__dlpack_device__` but
+    /// writes CPU into the tensor. The layout is validated again for the new device.
+    pub fn set_device(&mut self, device: Device) -> Result<()> {
+        let (tensor, version, flags) = self.parts();
+        // SAFETY: validated on construction; shape and strides are valid for `ndim` values.
+        unsafe { check_descriptor(tensor, version, flags, device) }?;
+        self.device = device;
+        Ok(())
     }
 
     /// Whether this is a versioned (`DLManagedTensorVersioned`) tensor.
@@ -312,6 +326,49 @@ impl ManagedTensor {
     pub fn elements_mut<T: Element>(&mut self) -> Result<ElementsMut<'_, T>> {
         // SAFETY: `&mut self` gives exclusive access for the borrow.
         unsafe { ElementsMut::new(self.view()) }
+    }
+}
+
+/// Validates an owned tensor: the version first (reading nothing else when it is unknown),
+/// then the descriptor.
+///
+/// # Safety
+///
+/// `owned` must be live, with `shape` and `strides` valid for `ndim` values when not NULL.
+unsafe fn validate(owned: Owned) -> Result<Checked> {
+    match owned {
+        Owned::Versioned(ptr) => {
+            let ptr = ptr.as_ptr();
+            // SAFETY: live; `version` is in the prefix every major version keeps.
+            let version = unsafe { (*ptr).version };
+            if !version.is_supported() {
+                return Err(Error::UnsupportedVersion { version });
+            }
+            // SAFETY: live, major version 1: the whole struct has the layout we know.
+            let (tensor, flags) = unsafe { (&(*ptr).dl_tensor, Flags::from_bits((*ptr).flags)) };
+            // SAFETY: shape and strides are valid for `ndim` values by the contract.
+            unsafe { check_descriptor(tensor, Some(version), flags, tensor.device) }
+        }
+        Owned::Legacy(ptr) => {
+            // SAFETY: live by the contract.
+            let tensor = unsafe { &(*ptr.as_ptr()).dl_tensor };
+            // SAFETY: shape and strides are valid for `ndim` values by the contract.
+            unsafe { check_descriptor(tensor, None, Flags::NONE, tensor.device) }
+        }
+    }
+}
+
+/// The descriptor of a live tensor whose version is supported.
+///
+/// # Safety
+///
+/// `owned` must be live and validated, and stay so for `'a`.
+unsafe fn dl_tensor_of<'a>(owned: Owned) -> &'a DLTensor {
+    match owned {
+        // SAFETY: live and validated, by the contract.
+        Owned::Versioned(ptr) => unsafe { &(*ptr.as_ptr()).dl_tensor },
+        // SAFETY: live, by the contract.
+        Owned::Legacy(ptr) => unsafe { &(*ptr.as_ptr()).dl_tensor },
     }
 }
 

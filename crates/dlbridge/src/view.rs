@@ -20,7 +20,8 @@ pub(crate) struct Checked {
 
 /// Validates everything about a descriptor that can be checked without reading the data.
 ///
-/// `version` is `None` for a legacy tensor (which may have NULL strides).
+/// `version` is `None` for a legacy tensor (which may have NULL strides). `device` is where the
+/// data is taken to live (normally `tensor.device`): addresses are judged for host devices.
 ///
 /// # Safety
 ///
@@ -30,6 +31,7 @@ pub(crate) unsafe fn check_descriptor(
     tensor: &DLTensor,
     version: Option<Version>,
     flags: Flags,
+    device: Device,
 ) -> Result<Checked> {
     let ndim = tensor.ndim;
     if !(0..=MAX_NDIM).contains(&ndim) {
@@ -85,7 +87,7 @@ pub(crate) unsafe fn check_descriptor(
         if end_byte - low_byte > isize::MAX as i128 {
             return Err(byte_size_error());
         }
-        if tensor.device.is_host_readable() {
+        if device.is_host_readable() {
             let first = tensor.data as usize as i128 + tensor.byte_offset as i128;
             if first + low_byte < 0 || first + end_byte > usize::MAX as i128 {
                 return Err(Error::AddressOverflow {
@@ -114,6 +116,7 @@ pub struct TensorView<'a> {
     strides: &'a [i64],
     version: Option<Version>,
     flags: Flags,
+    device: Device,
     elements: u64,
 }
 
@@ -140,22 +143,34 @@ impl<'a> TensorView<'a> {
     pub unsafe fn from_dltensor(tensor: &'a DLTensor) -> Result<Self> {
         let version = Version::CURRENT;
         // SAFETY: forwarded from this function's contract.
-        let checked = unsafe { check_descriptor(tensor, Some(version), Flags::NONE) }?;
+        let checked =
+            unsafe { check_descriptor(tensor, Some(version), Flags::NONE, tensor.device) }?;
         // SAFETY: checked, and valid for `'a` by this function's contract.
-        Ok(unsafe { Self::from_checked(tensor, Some(version), Flags::NONE, checked, None) })
+        Ok(unsafe {
+            Self::from_checked(
+                tensor,
+                Some(version),
+                Flags::NONE,
+                tensor.device,
+                checked,
+                None,
+            )
+        })
     }
 
     /// A view of a descriptor `check_descriptor` accepted.
     ///
     /// # Safety
     ///
-    /// `checked` must be what `check_descriptor(tensor, version, flags)` returned, the contract
+    /// `checked` must be what `check_descriptor(tensor, version, flags, device)` returned, the
+    /// contract
     /// of [`TensorView::from_dltensor`] must hold for `'a`, and when `checked.strides_missing`
     /// with `ndim > 1`, `implicit_strides` must hold the compact row-major strides.
     pub(crate) unsafe fn from_checked(
         tensor: &'a DLTensor,
         version: Option<Version>,
         flags: Flags,
+        device: Device,
         checked: Checked,
         implicit_strides: Option<&'a [i64]>,
     ) -> Self {
@@ -183,6 +198,7 @@ impl<'a> TensorView<'a> {
             strides,
             version,
             flags,
+            device,
             elements: checked.elements,
         }
     }
@@ -212,9 +228,10 @@ impl<'a> TensorView<'a> {
         self.tensor.dtype
     }
 
-    /// The device the data lives on.
+    /// The device the data lives on: `DLTensor.device`, unless the owner corrected it (see
+    /// [`crate::ManagedTensor::set_device`]).
     pub fn device(&self) -> Device {
-        self.tensor.device
+        self.device
     }
 
     /// `DLTensor.data` as sent (see [`TensorView::data_ptr`] for the first element).

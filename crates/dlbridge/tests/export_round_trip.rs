@@ -344,3 +344,43 @@ fn exports_pass_validation_when_reimported_by_a_c_style_consumer() {
     // SAFETY: deleted exactly once.
     unsafe { (managed.deleter.unwrap())(raw) };
 }
+
+#[test]
+fn sharing_re_exports_imported_memory_without_a_copy() {
+    let (data, expected) = (
+        vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0],
+        [1.0f32, 4.0, 2.0, 5.0],
+    );
+    let transposed = Export::new(data, &[2, 2])
+        .strides(&[1, 3])
+        .into_versioned()
+        .unwrap();
+    let original = Arc::new(transposed);
+    let shared = Arc::clone(&original).share_versioned().unwrap();
+    let view = shared.view();
+    assert_eq!(view.data_ptr(), original.view().data_ptr());
+    assert_eq!(
+        (view.shape(), view.strides()),
+        (&[2i64, 2][..], &[1i64, 3][..])
+    );
+    assert_eq!(view.elements::<f32>().unwrap().to_vec(), expected);
+    let legacy = Arc::clone(&original).share_legacy().unwrap();
+    assert!(!legacy.is_versioned());
+    assert_eq!(Arc::strong_count(&original), 3);
+    drop((shared, legacy));
+    assert_eq!(Arc::strong_count(&original), 1);
+
+    // Read-only stays read-only, and cannot go legacy; IS_COPIED is not passed on.
+    let read_only = Arc::new(
+        Export::new(vec![0u8; 4], &[4])
+            .read_only(true)
+            .into_versioned()
+            .unwrap(),
+    );
+    let shared = Arc::clone(&read_only).share_versioned().unwrap();
+    assert_eq!(shared.view().flags(), Flags::READ_ONLY);
+    assert_eq!(
+        Arc::clone(&read_only).share_legacy().unwrap_err(),
+        Error::ReadOnlyLegacyExport
+    );
+}

@@ -454,3 +454,84 @@ fn managed_tensors_are_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<ManagedTensor>();
 }
+
+#[test]
+fn try_from_raw_hands_ownership_back_on_rejection() {
+    let mut spec = ForeignSpec::f32(&[2, 3]);
+    spec.shape = Some(vec![2, -3]);
+    let (ptr, log) = spec.versioned();
+    let raw = dlbridge::RawManagedTensor::Versioned(ptr);
+    // SAFETY: live tensor; on rejection it stays ours.
+    let (error, back) = unsafe { ManagedTensor::try_from_raw(raw) }.unwrap_err();
+    assert_eq!(error, Error::NegativeExtent { dim: 1, extent: -3 });
+    assert_eq!(back, raw);
+    assert_eq!(
+        log.calls(),
+        0,
+        "a capsule consumer leaves deletion to the capsule"
+    );
+    // SAFETY: still ours, deleted once, as the capsule destructor would.
+    unsafe { back.delete() };
+    assert_eq!(log.calls(), 1);
+
+    // An unknown major version is handed back too, without reading past the deleter.
+    let mut spec = ForeignSpec::f32(&[2]);
+    spec.version = Version::new(2, 0);
+    let (ptr, log) = spec.versioned();
+    // SAFETY: as above.
+    let (error, back) =
+        unsafe { ManagedTensor::try_from_raw(dlbridge::RawManagedTensor::Versioned(ptr)) }
+            .unwrap_err();
+    assert!(matches!(error, Error::UnsupportedVersion { .. }));
+    // SAFETY: as above.
+    unsafe { back.delete() };
+    assert_eq!(log.calls(), 1);
+
+    // Accepted: ownership passes, the deleter runs on drop.
+    let (ptr, log) = ForeignSpec::f32(&[2]).legacy();
+    // SAFETY: live tensor, handed over on success.
+    let tensor =
+        unsafe { ManagedTensor::try_from_raw(dlbridge::RawManagedTensor::Legacy(ptr)) }.unwrap();
+    drop(tensor);
+    assert_eq!(log.calls(), 1);
+    // NULL is an error with nothing to delete.
+    let null = dlbridge::RawManagedTensor::Legacy(std::ptr::null_mut());
+    // SAFETY: NULL is allowed and rejected.
+    let (error, back) = unsafe { ManagedTensor::try_from_raw(null) }.unwrap_err();
+    assert!(back.is_null());
+    assert_eq!(
+        error,
+        Error::NullPointer {
+            what: "DLManagedTensor"
+        }
+    );
+}
+
+#[test]
+fn set_device_corrects_the_device_and_revalidates() {
+    // PyTorch's pinned memory: CPU in the tensor, CUDAHost in __dlpack_device__.
+    let (mut tensor, _) = accept_versioned(&ForeignSpec::f32(&[2]));
+    tensor
+        .set_device(Device::new(DeviceType::CUDA_HOST, 0))
+        .unwrap();
+    assert_eq!(
+        tensor.view().device(),
+        Device::new(DeviceType::CUDA_HOST, 0)
+    );
+    assert_eq!(
+        tensor.view().dl_tensor().device,
+        Device::CPU,
+        "descriptor untouched"
+    );
+    assert!(tensor.view().as_slice::<f32>().is_ok());
+    // A device address that wraps is fine on CUDA but not once called host memory.
+    let mut spec = ForeignSpec::f32(&[4]);
+    spec.device = Device::new(DeviceType::CUDA, 0);
+    spec.data_address = Some(usize::MAX - 8);
+    let (mut on_gpu, _) = accept_versioned(&spec);
+    assert!(matches!(
+        on_gpu.set_device(Device::CPU),
+        Err(Error::AddressOverflow { .. })
+    ));
+    assert_eq!(on_gpu.view().device(), Device::new(DeviceType::CUDA, 0));
+}
