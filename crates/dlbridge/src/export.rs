@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::{
-    layout, DataType, Device, Element, Error, Flags, ManagedTensor, Result, Version, MAX_NDIM,
+    layout, DataType, Device, Element, Error, Flags, ManagedTensor, Result, TensorView, Version,
+    MAX_NDIM,
 };
 
 /// An exporter of Rust memory as a DLPack managed tensor.
@@ -192,6 +193,13 @@ impl<'s, O: Send + 'static> Export<'s, O> {
         self
     }
 
+    /// Flags the tensor IS_COPIED: a private copy that the consumer owns alone.
+    #[must_use]
+    pub fn is_copied(mut self, copied: bool) -> Self {
+        self.flags = self.flags.with(Flags::IS_COPIED, copied);
+        self
+    }
+
     /// Finishes the export as a `DLManagedTensorVersioned` (version 1.3).
     pub fn into_versioned(self) -> Result<ManagedTensor> {
         self.finish(false)
@@ -202,6 +210,9 @@ impl<'s, O: Send + 'static> Export<'s, O> {
     pub fn into_legacy(self) -> Result<ManagedTensor> {
         if self.flags.is_read_only() {
             return Err(Error::ReadOnlyLegacyExport);
+        }
+        if self.flags.is_subbyte_type_padded() {
+            return Err(Error::PaddedLegacyExport { dtype: self.dtype });
         }
         self.finish(true)
     }
@@ -306,6 +317,85 @@ impl ManagedTensor {
     /// read-only tensor, which the legacy layout cannot mark.
     pub fn share_legacy(self: Arc<Self>) -> Result<ManagedTensor> {
         share(self, true)
+    }
+}
+
+impl TensorView<'_> {
+    /// A compact row-major copy of the elements in Rust memory, as a versioned tensor flagged
+    /// IS_COPIED (and READ_ONLY never: the copy is the caller's). Needs host-readable memory;
+    /// sub-byte types must already be C-contiguous (their packed elements are copied as bytes).
+    /// The copy is 8-byte aligned, enough for every [`Element`] type.
+    ///
+    /// ```
+    /// use dlbridge::Export;
+    /// let transposed = Export::new(vec![1u16, 3, 2, 4], &[2, 2]).strides(&[1, 2]).into_versioned()?;
+    /// let copy = transposed.view().to_compact_copy()?;
+    /// assert_eq!(copy.view().as_slice::<u16>()?, &[1, 2, 3, 4]);
+    /// assert!(copy.view().flags().is_copied());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn to_compact_copy(&self) -> Result<ManagedTensor> {
+        let device = self.device();
+        if !device.is_host_readable() {
+            return Err(Error::NotHostReadable { device });
+        }
+        let padded = self.flags().is_subbyte_type_padded();
+        let bytes = self.compact_byte_size() as usize;
+        let mut storage = vec![0u64; bytes.div_ceil(8)];
+        let target = storage.as_mut_ptr().cast::<u8>();
+        let compact = self.is_c_contiguous();
+        match self.dtype().size_in_bytes() {
+            _ if self.num_elements() == 0 => {}
+            Some(size) if !compact => {
+                let first = self.data_ptr().cast::<u8>();
+                for (index, offset) in crate::view::Offsets::new(
+                    self.shape(),
+                    self.strides(),
+                    self.num_elements() as usize,
+                )
+                .enumerate()
+                {
+                    // SAFETY: every offset of the validated layout is a readable element of
+                    // `size` bytes; `storage` holds `num_elements * size` bytes.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            first.offset(offset * size as isize),
+                            target.add(index * size),
+                            size,
+                        )
+                    };
+                }
+            }
+            _ if compact => {
+                // SAFETY: a compact layout holds exactly `bytes` readable bytes from its first
+                // element; `storage` holds at least that many.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(self.data_ptr().cast::<u8>(), target, bytes)
+                };
+            }
+            _ => {
+                return Err(Error::NotContiguous {
+                    order: "C",
+                    shape: self.shape().to_vec(),
+                    strides: self.strides().to_vec(),
+                })
+            }
+        }
+        let shape: Vec<usize> = self.shape().iter().map(|&extent| extent as usize).collect();
+        let data = target.cast();
+        // SAFETY: `storage` holds the compact bytes of the elements and moves into the tensor
+        // with its heap memory unchanged.
+        let export = unsafe { Export::from_raw_parts(storage, data, self.dtype(), device, &shape) }
+            .is_copied(true);
+        let export = if padded {
+            Export {
+                flags: export.flags | Flags::IS_SUBBYTE_TYPE_PADDED,
+                ..export
+            }
+        } else {
+            export
+        };
+        export.into_versioned()
     }
 }
 

@@ -451,7 +451,7 @@ impl fmt::Debug for TensorView<'_> {
 }
 
 /// Row-major walk over the element offsets of a layout.
-struct Offsets<'a> {
+pub(crate) struct Offsets<'a> {
     shape: &'a [i64],
     strides: &'a [i64],
     index: Vec<i64>,
@@ -460,7 +460,7 @@ struct Offsets<'a> {
 }
 
 impl<'a> Offsets<'a> {
-    fn new(shape: &'a [i64], strides: &'a [i64], len: usize) -> Self {
+    pub(crate) fn new(shape: &'a [i64], strides: &'a [i64], len: usize) -> Self {
         Offsets {
             shape,
             strides,
@@ -578,6 +578,7 @@ impl<'a, T: Element> Elements<'a, T> {
 
     /// The first element (dangling for an empty tensor), readable for `'a` wherever the
     /// layout reaches, with every element's bit pattern checked.
+    #[cfg(feature = "ndarray")]
     pub(crate) fn as_ptr(&self) -> *const T {
         self.first.as_ptr()
     }

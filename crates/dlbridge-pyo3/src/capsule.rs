@@ -1,0 +1,156 @@
+//! DLPack capsules: producing them from managed tensors and consuming them.
+
+use std::ffi::{c_void, CStr};
+
+use dlbridge::ffi::{DLManagedTensor, DLManagedTensorVersioned};
+use dlbridge::{ManagedTensor, RawManagedTensor};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use crate::to_py_err;
+
+/// Name of a capsule holding a legacy `DLManagedTensor`.
+pub const DLTENSOR: &CStr = c"dltensor";
+/// Name of a capsule holding a `DLManagedTensorVersioned`.
+pub const DLTENSOR_VERSIONED: &CStr = c"dltensor_versioned";
+/// Name a consumer gives a `dltensor` capsule it took the tensor from.
+pub const USED_DLTENSOR: &CStr = c"used_dltensor";
+/// Name a consumer gives a `dltensor_versioned` capsule it took the tensor from.
+pub const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
+
+/// Wraps a managed tensor in a DLPack capsule: `dltensor_versioned` for a versioned tensor,
+/// `dltensor` for a legacy one.
+///
+/// The capsule owns the tensor until a consumer renames it `used_*`; if it dies unconsumed, its
+/// destructor calls the tensor's deleter (once), preserving any exception in flight.
+pub fn into_capsule(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Bound<'_, PyCapsule>> {
+    let raw = tensor.into_raw();
+    let (pointer, name): (*mut c_void, &'static CStr) = match raw {
+        RawManagedTensor::Versioned(ptr) => (ptr.cast(), DLTENSOR_VERSIONED),
+        RawManagedTensor::Legacy(ptr) => (ptr.cast(), DLTENSOR),
+    };
+    // SAFETY: the pointer is a live, non-NULL tensor that the capsule now owns; the name is a
+    // static C string, as capsule names must outlive the capsule.
+    let capsule = unsafe { ffi::PyCapsule_New(pointer, name.as_ptr(), Some(destroy_capsule)) };
+    if capsule.is_null() {
+        // SAFETY: the capsule was not made, so the tensor is still ours to release.
+        unsafe { raw.delete() };
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference to a capsule object.
+    Ok(unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() })
+}
+
+/// The destructor of every capsule this crate makes: releases the tensor unless a consumer
+/// renamed the capsule `used_*` (then the consumer owns it). Runs with the GIL held, possibly
+/// while an exception is in flight, which is saved and restored around the deleter.
+unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
+    let (mut kind, mut value, mut traceback) = (
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
+    // SAFETY: CPython calls capsule destructors with the GIL held; Fetch/Restore save and put
+    // back the exception state, so the deleter cannot clobber an exception in flight.
+    #[allow(deprecated)]
+    unsafe {
+        ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback)
+    };
+    // SAFETY: `capsule` is a live capsule; `PyCapsule_IsValid` checks its name without
+    // setting an error, and the pointer of a valid, unconsumed capsule is our tensor.
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, DLTENSOR_VERSIONED.as_ptr()) == 1 {
+            let ptr = ffi::PyCapsule_GetPointer(capsule, DLTENSOR_VERSIONED.as_ptr());
+            RawManagedTensor::Versioned(ptr.cast::<DLManagedTensorVersioned>()).delete();
+        } else if ffi::PyCapsule_IsValid(capsule, DLTENSOR.as_ptr()) == 1 {
+            let ptr = ffi::PyCapsule_GetPointer(capsule, DLTENSOR.as_ptr());
+            RawManagedTensor::Legacy(ptr.cast::<DLManagedTensor>()).delete();
+        }
+    }
+    // SAFETY: restores exactly what was fetched above (possibly nothing).
+    #[allow(deprecated)]
+    unsafe {
+        ffi::PyErr_Restore(kind, value, traceback)
+    };
+}
+
+/// Takes the tensor out of a DLPack capsule named `dltensor_versioned` or `dltensor`.
+///
+/// In the order the protocol asks: check the name, get the pointer, validate the tensor
+/// (version first), and only when all that succeeded rename the capsule `used_*` (and clear
+/// its destructor). On any error the capsule still owns the tensor and its destructor will
+/// release it: the producer's deleter runs exactly once either way.
+///
+/// Raises `TypeError` for a non-capsule, `ValueError` for a capsule of another name or one
+/// already consumed, and `BufferError` (naming the field and value) for a tensor that fails
+/// validation.
+pub fn from_capsule(object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
+    let capsule = object.cast::<PyCapsule>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "expected a DLPack capsule, got an object of type {}",
+            type_name(object)
+        ))
+    })?;
+    let ptr = capsule.as_ptr();
+    // SAFETY: a live capsule; the name pointer stays valid while the capsule lives.
+    let name = unsafe { ffi::PyCapsule_GetName(ptr) };
+    if name.is_null() {
+        // A nameless capsule (or an error reading it).
+        return Err(PyErr::take(object.py()).unwrap_or_else(|| {
+            PyValueError::new_err("a capsule without a name is not a DLPack capsule")
+        }));
+    }
+    // SAFETY: non-NULL capsule names are NUL-terminated C strings.
+    let name = unsafe { CStr::from_ptr(name) };
+    let (used_name, versioned): (&'static CStr, bool) = if name == DLTENSOR_VERSIONED {
+        (USED_DLTENSOR_VERSIONED, true)
+    } else if name == DLTENSOR {
+        (USED_DLTENSOR, false)
+    } else if name == USED_DLTENSOR || name == USED_DLTENSOR_VERSIONED {
+        return Err(PyValueError::new_err(format!(
+            "this DLPack capsule was already consumed (its name is {name:?}); a capsule can be \
+             consumed once"
+        )));
+    } else {
+        return Err(PyValueError::new_err(format!(
+            "a capsule named {name:?} is not a DLPack capsule (expected \"dltensor_versioned\" \
+             or \"dltensor\")"
+        )));
+    };
+    // SAFETY: a live capsule with exactly this name.
+    let pointer = unsafe { ffi::PyCapsule_GetPointer(ptr, name.as_ptr()) };
+    if pointer.is_null() {
+        return Err(PyErr::fetch(object.py()));
+    }
+    let raw = if versioned {
+        RawManagedTensor::Versioned(pointer.cast())
+    } else {
+        RawManagedTensor::Legacy(pointer.cast())
+    };
+    // SAFETY: the capsule owns a live tensor; on success ownership passes to us and the
+    // capsule is renamed below, on failure it stays with the capsule.
+    let tensor =
+        unsafe { ManagedTensor::try_from_raw(raw) }.map_err(|(error, _)| to_py_err(error))?;
+    // SAFETY: a live capsule; the new name is a static C string.
+    if unsafe { ffi::PyCapsule_SetName(ptr, used_name.as_ptr()) } != 0 {
+        // Not marked consumed: the capsule keeps the tensor (its destructor still frees it).
+        let _still_owned_by_the_capsule = tensor.into_raw();
+        return Err(PyErr::fetch(object.py()));
+    }
+    // Best effort: a destructor that ignores the name would now free a tensor we own.
+    // SAFETY: a live capsule; clearing its destructor is always allowed.
+    if unsafe { ffi::PyCapsule_SetDestructor(ptr, None) } != 0 {
+        drop(PyErr::take(object.py()));
+    }
+    Ok(tensor)
+}
+
+pub(crate) fn type_name(object: &Bound<'_, PyAny>) -> String {
+    object
+        .get_type()
+        .name()
+        .map(|name| name.to_string())
+        .unwrap_or_else(|_| "<unknown>".to_owned())
+}

@@ -1,0 +1,183 @@
+//! Consumer negotiation: importing from any DLPack producer.
+
+use dlbridge::{Device, DeviceType, ManagedTensor, Version};
+use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict, PyTuple};
+
+use crate::capsule::{from_capsule, type_name};
+use crate::to_py_err;
+
+/// What a consumer asks of a producer.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions<'py> {
+    /// The device the tensor must be on (`dl_device`); `None` accepts the producer's.
+    pub device: Option<Device>,
+    /// The array API's `copy`: `Some(true)` always copies, `Some(false)` never copies (a
+    /// `BufferError` where one is needed), `None` copies only when needed.
+    pub copy: Option<bool>,
+    /// The consumer's stream, passed on as `stream=`; `None` passes nothing.
+    pub stream: Option<Bound<'py, PyAny>>,
+}
+
+/// Reads `obj.__dlpack_device__()`: a `(device_type, device_id)` pair of ints or IntEnums; a
+/// `device_id` of None (Paddle, for CPU) reads as 0.
+pub fn dlpack_device(object: &Bound<'_, PyAny>) -> PyResult<Device> {
+    let result = object.call_method0(intern!(object.py(), "__dlpack_device__"))?;
+    let bad = || {
+        PyTypeError::new_err(format!(
+            "__dlpack_device__() must return a (device_type, device_id) tuple of ints, got {}",
+            result
+                .repr()
+                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+        ))
+    };
+    let pair = result.cast::<PyTuple>().map_err(|_| bad())?;
+    if pair.len() != 2 {
+        return Err(bad());
+    }
+    let device_type: i32 = pair.get_item(0)?.extract().map_err(|_| bad())?;
+    let id = pair.get_item(1)?;
+    let device_id: i32 = if id.is_none() {
+        0
+    } else {
+        id.extract().map_err(|_| bad())?
+    };
+    Ok(Device::new(DeviceType(device_type), device_id))
+}
+
+/// Imports a tensor from any DLPack producer, or from a raw `dltensor` / `dltensor_versioned`
+/// capsule, into an owned, validated [`ManagedTensor`].
+///
+/// Negotiation, as the protocol describes it:
+/// 1. `dev = x.__dlpack_device__()` when the object has it;
+/// 2. `x.__dlpack__(max_version=(1, 3), ...)`, passing `dl_device`, `copy` and `stream` only
+///    when they are needed;
+/// 3. on `TypeError` (an older producer), again without `max_version`; then without any
+///    keyword when no copy and no other device was asked for. When a copy or a device was
+///    asked for and the producer cannot take the keyword, the bare call is made and the copy
+///    is made here (on the host), or a device mismatch is reported as `BufferError`;
+/// 4. the capsule that comes back is checked by name and version, whatever was asked for.
+///
+/// The device from `__dlpack_device__` wins over the one written in the tensor (PyTorch's
+/// pinned memory), and `copy=True` always yields a private copy: when the producer did not
+/// flag its result IS_COPIED (PyTorch 2.15 forgets), the copy is made here.
+pub fn from_dlpack(
+    object: &Bound<'_, PyAny>,
+    options: &ImportOptions<'_>,
+) -> PyResult<ManagedTensor> {
+    let py = object.py();
+    if object.is_instance_of::<PyCapsule>() {
+        let tensor = from_capsule(object)?;
+        return finish(tensor, None, options, false);
+    }
+    if !object.hasattr(intern!(py, "__dlpack__"))? {
+        return Err(PyTypeError::new_err(format!(
+            "an object of type {} is not a DLPack producer (it has no __dlpack__ method)",
+            type_name(object)
+        )));
+    }
+    let producer_device = if object.hasattr(intern!(py, "__dlpack_device__"))? {
+        Some(dlpack_device(object)?)
+    } else {
+        None
+    };
+    let wanted_device = options
+        .device
+        .filter(|device| Some(*device) != producer_device);
+    let kwargs = PyDict::new(py);
+    kwargs.set_item(
+        intern!(py, "max_version"),
+        (Version::CURRENT.major, Version::CURRENT.minor),
+    )?;
+    if let Some(device) = wanted_device {
+        kwargs.set_item(
+            intern!(py, "dl_device"),
+            (device.device_type.0, device.device_id),
+        )?;
+    }
+    if let Some(copy) = options.copy {
+        kwargs.set_item(intern!(py, "copy"), copy)?;
+    }
+    if let Some(stream) = &options.stream {
+        kwargs.set_item(intern!(py, "stream"), stream)?;
+    }
+    let dlpack = object.getattr(intern!(py, "__dlpack__"))?;
+    let mut copied_here = false;
+    let capsule = match dlpack.call((), Some(&kwargs)) {
+        Ok(capsule) => capsule,
+        Err(error) if error.is_instance_of::<PyTypeError>(py) => {
+            kwargs.del_item(intern!(py, "max_version"))?;
+            match dlpack.call((), Some(&kwargs)) {
+                Ok(capsule) => capsule,
+                Err(error) if error.is_instance_of::<PyTypeError>(py) => {
+                    // An old producer: no keyword at all. What was asked is done here.
+                    let asks = wanted_device.is_some() || options.copy.is_some();
+                    if options.copy == Some(false) && wanted_device.is_some() {
+                        return Err(error);
+                    }
+                    copied_here = options.copy == Some(true);
+                    let bare = dlpack.call0();
+                    match bare {
+                        Ok(capsule) => capsule,
+                        Err(bare_error) if asks => {
+                            bare_error.set_cause(py, Some(error));
+                            return Err(bare_error);
+                        }
+                        Err(bare_error) => return Err(bare_error),
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(error) => return Err(error),
+    };
+    if !capsule.is_instance_of::<PyCapsule>() {
+        return Err(PyTypeError::new_err(format!(
+            "{}.__dlpack__() returned an object of type {}, not a DLPack capsule",
+            type_name(object),
+            type_name(&capsule)
+        )));
+    }
+    let tensor = from_capsule(&capsule)?;
+    finish(tensor, producer_device, options, copied_here)
+}
+
+/// Applies the producer's device, checks the requested device, makes a requested copy.
+fn finish(
+    mut tensor: ManagedTensor,
+    producer_device: Option<Device>,
+    options: &ImportOptions<'_>,
+    must_copy: bool,
+) -> PyResult<ManagedTensor> {
+    if let Some(device) = producer_device {
+        if device != tensor.view().device() {
+            tensor.set_device(device).map_err(to_py_err)?;
+        }
+    }
+    let device = tensor.view().device();
+    if let Some(wanted) = options.device {
+        let host_copy_ok = wanted == Device::CPU && device.is_host_readable();
+        if wanted != device && !host_copy_ok {
+            return Err(PyBufferError::new_err(format!(
+                "the producer sent a tensor on {device}, not on the requested device {wanted}"
+            )));
+        }
+        if wanted != device {
+            // Host-readable memory seen as CPU: a view, no copy needed.
+            tensor.set_device(wanted).map_err(to_py_err)?;
+        }
+    }
+    let copy_needed =
+        must_copy || (options.copy == Some(true) && !tensor.view().flags().is_copied());
+    if copy_needed {
+        return tensor.view().to_compact_copy().map_err(to_py_err);
+    }
+    if options.copy == Some(false) && tensor.view().flags().is_copied() {
+        return Err(PyBufferError::new_err(
+            "copy=False was asked for but the producer returned a copy (IS_COPIED is set)",
+        ));
+    }
+    Ok(tensor)
+}

@@ -1,0 +1,39 @@
+//! # dlbridge-pyo3: the Python DLPack protocol for Rust extensions
+//!
+//! Built on the [`dlbridge`] core, for extension modules written with PyO3:
+//!
+//! - **consume** any Python object implementing `__dlpack__` / `__dlpack_device__`, or a raw
+//!   capsule, into the core's owning [`dlbridge::ManagedTensor`] ([`from_dlpack`], [`from_capsule`]),
+//!   negotiating with old and new producers as the array API and DLPack 1.3 describe;
+//! - **produce** capsules from any managed tensor ([`into_capsule`]), whose destructor frees
+//!   the tensor only when no consumer took it (decided by the capsule's name) and keeps an
+//!   exception in flight intact;
+//! - keep Python objects alive from tensors whose deleter may run on any thread
+//!   ([`PyObjectOwner`]).
+//!
+//! Errors follow the protocol: `BufferError` for a tensor that cannot be imported as sent
+//! (with the core's message naming the field and the value), `TypeError` for an object that
+//! is no DLPack producer, `ValueError` for a capsule that is not an unconsumed DLPack capsule.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod capsule;
+mod consume;
+mod owner;
+
+pub use capsule::{
+    from_capsule, into_capsule, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
+    USED_DLTENSOR_VERSIONED,
+};
+pub use consume::{dlpack_device, from_dlpack, ImportOptions};
+pub use dlbridge;
+pub use owner::PyObjectOwner;
+
+use pyo3::exceptions::PyBufferError;
+use pyo3::PyErr;
+
+/// The Python exception for a core error: `BufferError`, the protocol's error for data that
+/// DLPack (or the request) cannot express, with the core's message.
+pub fn to_py_err(error: dlbridge::Error) -> PyErr {
+    PyBufferError::new_err(error.to_string())
+}

@@ -1,0 +1,64 @@
+//! Keeping Python objects alive from tensors whose deleter may run on any thread.
+
+use std::mem::ManuallyDrop;
+
+use pyo3::prelude::*;
+
+/// An owner for [`dlbridge::Export`] that keeps a Python object alive, for exporting memory
+/// that Python owns (a buffer, an array of another library, a PyO3 class's data).
+///
+/// DLPack lets a consumer call the deleter from any thread, with or without the GIL. Dropping
+/// this owner attaches to the interpreter (taking the GIL) before releasing the reference,
+/// and does nothing (leaks the reference) once the interpreter is finalizing or gone, when
+/// touching Python objects is no longer allowed.
+///
+/// ```
+/// use dlbridge::{DataType, Device, Export};
+/// use dlbridge_pyo3::PyObjectOwner;
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let bytes = pyo3::types::PyByteArray::new(py, &[1, 2, 3, 4]);
+///     let data = bytes.data().cast();
+///     let owner = PyObjectOwner::new(bytes.into_any().unbind());
+///     // SAFETY: the bytearray holds four bytes and is kept alive, unresized, by `owner`.
+///     let tensor = unsafe { Export::from_raw_parts(owner, data, DataType::UINT8, Device::CPU, &[4]) }
+///         .into_versioned()
+///         .map_err(dlbridge_pyo3::to_py_err)?;
+///     assert_eq!(tensor.view().as_slice::<u8>().unwrap(), &[1, 2, 3, 4]);
+///     // Dropped on another thread, without the GIL: the owner takes it itself.
+///     py.detach(|| std::thread::spawn(move || drop(tensor)).join().unwrap());
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
+pub struct PyObjectOwner {
+    object: ManuallyDrop<Py<PyAny>>,
+}
+
+impl PyObjectOwner {
+    /// Keeps `object` alive until the owner is dropped.
+    pub fn new(object: Py<PyAny>) -> Self {
+        PyObjectOwner {
+            object: ManuallyDrop::new(object),
+        }
+    }
+
+    /// The object kept alive.
+    pub fn object(&self) -> &Py<PyAny> {
+        &self.object
+    }
+}
+
+impl Drop for PyObjectOwner {
+    fn drop(&mut self) {
+        // SAFETY: taken exactly once, here; `self.object` is not used afterwards.
+        let object = unsafe { ManuallyDrop::take(&mut self.object) };
+        let mut object = Some(object);
+        let released = Python::try_attach(|_py| drop(object.take()));
+        if released.is_none() {
+            // The interpreter is finalizing or gone: a reference may no longer be released.
+            std::mem::forget(object.take());
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! The extension module of the `dlbridge` Python package: `dlbridge.Tensor`, `from_dlpack`
+//! and the creation functions, on top of the `dlbridge` core and `dlbridge-pyo3`.
+//!
+//! The pure-Python parts, the type stubs and the tests live under `python/`.
+
+use std::ffi::{c_int, c_void, CString};
+use std::sync::Arc;
+
+use dlbridge::{DataType, Device, DeviceType, Element, Export, Flags, ManagedTensor, Version};
+use dlbridge_pyo3::{from_dlpack as import, into_capsule, to_py_err, ImportOptions};
+use half::{bf16, f16};
+use num_complex::Complex;
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyTuple};
+
+/// A tensor held by dlbridge: imported from any DLPack producer (zero-copy, keeping the
+/// producer's memory alive) or created in Rust memory. Exported again with `__dlpack__`, or
+/// through the buffer protocol for host memory.
+#[pyclass(module = "dlbridge", name = "Tensor", frozen)]
+pub struct Tensor {
+    inner: Arc<ManagedTensor>,
+}
+
+impl Tensor {
+    fn new(tensor: ManagedTensor) -> Self {
+        Tensor {
+            inner: Arc::new(tensor),
+        }
+    }
+}
+
+/// Reads a `(device_type, device_id)` tuple argument.
+fn device_argument(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Device> {
+    let error = || {
+        PyValueError::new_err(format!(
+            "{name} must be a (device_type, device_id) tuple of ints, got {}",
+            value
+                .repr()
+                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+        ))
+    };
+    let pair = value.cast::<PyTuple>().map_err(|_| error())?;
+    if pair.len() != 2 {
+        return Err(error());
+    }
+    let device_type: i32 = pair.get_item(0)?.extract().map_err(|_| error())?;
+    let device_id: i32 = pair.get_item(1)?.extract().map_err(|_| error())?;
+    Ok(Device::new(DeviceType(device_type), device_id))
+}
+
+/// Reads `max_version`: `None` asks for a legacy capsule, `(major, minor)` for a versioned
+/// one when `major >= 1`.
+fn wants_versioned(max_version: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+    let Some(value) = max_version.filter(|v| !v.is_none()) else {
+        return Ok(false);
+    };
+    let error = || {
+        PyValueError::new_err(format!(
+            "max_version must be None or a (major, minor) tuple of ints, got {}",
+            value
+                .repr()
+                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+        ))
+    };
+    let pair = value.cast::<PyTuple>().map_err(|_| error())?;
+    if pair.len() != 2 {
+        return Err(error());
+    }
+    let major: i64 = pair.get_item(0)?.extract().map_err(|_| error())?;
+    let _minor: i64 = pair.get_item(1)?.extract().map_err(|_| error())?;
+    Ok(major >= 1)
+}
+
+#[pymethods]
+impl Tensor {
+    /// Exports the tensor as a DLPack capsule (the array API's `__dlpack__`).
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<&Bound<'py, PyAny>>,
+        dl_device: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let view = self.inner.view();
+        let device = view.device();
+        if stream.is_some_and(|s| !s.is_none()) && device.is_host_readable() {
+            return Err(PyValueError::new_err(format!(
+                "stream must be None for a tensor in host memory ({device}), got {}",
+                stream.map_or_else(|| "?".to_owned(), |s| s.to_string())
+            )));
+        }
+        let versioned = wants_versioned(max_version)?;
+        let target = match dl_device.filter(|d| !d.is_none()) {
+            Some(requested) => Some(device_argument("dl_device", requested)?),
+            None => None,
+        };
+        // A different device is reachable only as a host copy of host-readable memory.
+        let needs_copy = match target {
+            Some(target) if target == device => false,
+            Some(target) if target == Device::CPU && device.is_host_readable() => true,
+            Some(target) => {
+                return Err(PyBufferError::new_err(format!(
+                    "dl_device={target} cannot be reached from a tensor on {device}"
+                )))
+            }
+            None => false,
+        };
+        if needs_copy && copy == Some(false) {
+            return Err(PyBufferError::new_err(format!(
+                "copy=False, but exporting a tensor on {device} to CPU needs a copy"
+            )));
+        }
+        let tensor = if needs_copy || copy == Some(true) {
+            let copy = view.to_compact_copy().map_err(to_py_err)?;
+            if versioned {
+                copy
+            } else {
+                Arc::new(copy).share_legacy().map_err(to_py_err)?
+            }
+        } else if versioned {
+            Arc::clone(&self.inner)
+                .share_versioned()
+                .map_err(to_py_err)?
+        } else {
+            Arc::clone(&self.inner).share_legacy().map_err(to_py_err)?
+        };
+        into_capsule(py, tensor)
+    }
+
+    /// The `(device_type, device_id)` of the tensor's memory.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        let device = self.inner.view().device();
+        (device.device_type.0, device.device_id)
+    }
+
+    /// The extents.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.view().shape())
+    }
+
+    /// The strides, in elements.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.view().strides())
+    }
+
+    /// The element type's name ("float32", "bfloat16", "float8_e4m3fn", "bool", ...).
+    #[getter]
+    fn dtype(&self) -> String {
+        self.inner.view().dtype().to_string()
+    }
+
+    /// `(device_type, device_id)`.
+    #[getter]
+    fn device(&self) -> (i32, i32) {
+        self.__dlpack_device__()
+    }
+
+    /// Whether the tensor is read-only.
+    #[getter]
+    fn readonly(&self) -> bool {
+        self.inner.view().is_read_only()
+    }
+
+    /// The address of the first element (`data + byte_offset`).
+    #[getter]
+    fn data_ptr(&self) -> usize {
+        self.inner.view().data_ptr() as usize
+    }
+
+    /// Bytes the elements take (packed for sub-byte types).
+    #[getter]
+    fn nbytes(&self) -> u64 {
+        self.inner.view().compact_byte_size()
+    }
+
+    /// Number of dimensions.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.view().ndim()
+    }
+
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> u64 {
+        self.inner.view().num_elements()
+    }
+
+    /// The DLPack version the producer wrote, or None for a legacy tensor.
+    #[getter]
+    fn version(&self) -> Option<(u32, u32)> {
+        self.inner.view().version().map(|v| (v.major, v.minor))
+    }
+
+    /// The DLPack flag bits (READ_ONLY = 1, IS_COPIED = 2, IS_SUBBYTE_TYPE_PADDED = 4).
+    #[getter]
+    fn flags(&self) -> u64 {
+        self.inner.view().flags().bits()
+    }
+
+    fn __repr__(&self) -> String {
+        let view = self.inner.view();
+        let shape: Vec<String> = view.shape().iter().map(i64::to_string).collect();
+        let shape = match shape.len() {
+            1 => format!("({},)", shape[0]),
+            _ => format!("({})", shape.join(", ")),
+        };
+        format!(
+            "dlbridge.Tensor(shape={shape}, dtype={}, device={}, flags={})",
+            view.dtype(),
+            view.device(),
+            view.flags()
+        )
+    }
+
+    /// A compact (C-contiguous) copy in Rust-owned memory.
+    fn copy(&self) -> PyResult<Tensor> {
+        let copy = self.inner.view().to_compact_copy().map_err(to_py_err)?;
+        Ok(Tensor::new(copy))
+    }
+
+    /// The buffer protocol, for host-readable tensors whose dtype has a `struct` format.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        if view.is_null() {
+            return Err(PyBufferError::new_err("NULL Py_buffer"));
+        }
+        let buffer = BufferLayout::new(&slf.get().inner, flags)?;
+        // SAFETY: `view` is a valid Py_buffer to fill (CPython's contract for getbuffer); the
+        // memory it describes is kept alive by the Tensor, referenced from `obj`, and the
+        // layout arrays and format live in `internal` until `__releasebuffer__`.
+        unsafe { buffer.fill(view, slf.into_any()) };
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
+        // SAFETY: `internal` was set by `__getbuffer__` to a leaked `BufferLayout`, released
+        // once, here.
+        unsafe { drop(Box::from_raw((*view).internal.cast::<BufferLayout>())) };
+    }
+}
+
+/// The `struct` module format of a dtype, where one exists.
+fn buffer_format(dtype: DataType) -> Option<String> {
+    let scalar = DataType::new(dtype.code, dtype.bits, 1);
+    let code = [
+        (DataType::INT8, "b"),
+        (DataType::UINT8, "B"),
+        (DataType::INT16, "h"),
+        (DataType::UINT16, "H"),
+        (DataType::INT32, "i"),
+        (DataType::UINT32, "I"),
+        (DataType::INT64, "q"),
+        (DataType::UINT64, "Q"),
+        (DataType::FLOAT16, "e"),
+        (DataType::FLOAT32, "f"),
+        (DataType::FLOAT64, "d"),
+        (DataType::BOOL, "?"),
+        (DataType::COMPLEX64, "Zf"),
+        (DataType::COMPLEX128, "Zd"),
+    ]
+    .into_iter()
+    .find(|(d, _)| *d == scalar)?
+    .1;
+    Some(if dtype.lanes == 1 {
+        code.to_owned()
+    } else {
+        format!("{}{code}", dtype.lanes)
+    })
+}
+
+/// What a `Py_buffer` points to: the format and the shape and byte strides, owned until the
+/// buffer is released.
+struct BufferLayout {
+    buf: *mut c_void,
+    len: isize,
+    itemsize: isize,
+    readonly: bool,
+    format: CString,
+    /// `ndim` extents, then `ndim` strides in bytes.
+    dims: Vec<isize>,
+}
+
+impl BufferLayout {
+    fn new(tensor: &ManagedTensor, flags: c_int) -> PyResult<Self> {
+        let view = tensor.view();
+        let device = view.device();
+        if !device.is_host_readable() {
+            return Err(PyBufferError::new_err(format!(
+                "the buffer protocol needs host memory; this tensor is on {device}"
+            )));
+        }
+        let dtype = view.dtype();
+        let format = buffer_format(dtype).ok_or_else(|| {
+            PyBufferError::new_err(format!(
+                "{dtype} has no buffer-protocol format; export it with DLPack instead"
+            ))
+        })?;
+        let itemsize = dtype.size_in_bytes().unwrap_or(1) as isize;
+        let readonly = view.is_read_only();
+        if readonly && flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
+            return Err(PyBufferError::new_err(
+                "the tensor is read-only; a writable buffer was requested",
+            ));
+        }
+        let c = view.is_c_contiguous();
+        let f = view.is_f_contiguous();
+        let refused = |order: &str| {
+            PyBufferError::new_err(format!(
+                "a {order}-contiguous buffer was requested but the tensor's strides are {:?}",
+                view.strides()
+            ))
+        };
+        if flags & ffi::PyBUF_C_CONTIGUOUS == ffi::PyBUF_C_CONTIGUOUS && !c {
+            return Err(refused("C"));
+        }
+        if flags & ffi::PyBUF_F_CONTIGUOUS == ffi::PyBUF_F_CONTIGUOUS && !f {
+            return Err(refused("Fortran"));
+        }
+        if flags & ffi::PyBUF_ANY_CONTIGUOUS == ffi::PyBUF_ANY_CONTIGUOUS && !c && !f {
+            return Err(refused("C or Fortran"));
+        }
+        if flags & ffi::PyBUF_STRIDES != ffi::PyBUF_STRIDES && !c {
+            return Err(refused("C (no strides requested)"));
+        }
+        let mut dims: Vec<isize> = view.shape().iter().map(|&e| e as isize).collect();
+        dims.extend(view.strides().iter().map(|&s| s as isize * itemsize));
+        let elements = view.num_elements() as isize;
+        let data = view.data_ptr();
+        // An empty tensor may have NULL data; buffers want an address.
+        let buf = if data.is_null() {
+            std::ptr::NonNull::<u64>::dangling().as_ptr().cast()
+        } else {
+            data
+        };
+        Ok(BufferLayout {
+            buf,
+            len: elements * itemsize,
+            itemsize,
+            readonly,
+            format: CString::new(format).expect("formats have no NUL"),
+            dims,
+        })
+    }
+
+    /// Fills `view` and hands this layout to it.
+    ///
+    /// # Safety
+    ///
+    /// `view` must be a valid `Py_buffer` to fill, and `owner` must keep the memory alive.
+    unsafe fn fill(self, view: *mut ffi::Py_buffer, owner: Bound<'_, PyAny>) {
+        let ndim = self.dims.len() / 2;
+        let layout = Box::into_raw(Box::new(self));
+        // SAFETY: by the contract; `layout` stays allocated until `__releasebuffer__`.
+        unsafe {
+            let layout = &mut *layout;
+            (*view).obj = owner.into_ptr();
+            (*view).buf = layout.buf;
+            (*view).len = layout.len;
+            (*view).itemsize = layout.itemsize;
+            (*view).readonly = c_int::from(layout.readonly);
+            (*view).format = layout.format.as_ptr().cast_mut();
+            (*view).ndim = ndim as c_int;
+            (*view).shape = layout.dims.as_mut_ptr();
+            (*view).strides = layout.dims.as_mut_ptr().add(ndim);
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = (layout as *mut BufferLayout).cast();
+        }
+    }
+}
+
+/// Imports any DLPack producer or capsule as a `dlbridge.Tensor`.
+#[pyfunction]
+#[pyo3(signature = (x, /, *, device=None, copy=None))]
+fn from_dlpack(
+    x: &Bound<'_, PyAny>,
+    device: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<Tensor> {
+    let device = match device.filter(|d| !d.is_none()) {
+        Some(device) => Some(device_argument("device", device)?),
+        None => None,
+    };
+    let options = ImportOptions {
+        device,
+        copy,
+        stream: None,
+    };
+    Ok(Tensor::new(import(x, &options)?))
+}
+
+/// Reads a shape argument: an int or a sequence of non-negative ints.
+fn shape_argument(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let extents: Vec<i64> = match shape.extract::<i64>() {
+        Ok(n) => vec![n],
+        Err(_) => shape
+            .extract()
+            .map_err(|_| PyTypeError::new_err("shape must be an int or a sequence of ints"))?,
+    };
+    extents
+        .iter()
+        .map(|&extent| {
+            usize::try_from(extent).map_err(|_| {
+                PyValueError::new_err(format!("shape extents must be >= 0, got {extent}"))
+            })
+        })
+        .collect()
+}
+
+fn dtype_argument(dtype: &str) -> PyResult<DataType> {
+    let parsed: DataType = dtype
+        .parse()
+        .map_err(|e: dlbridge::ParseDataTypeError| PyValueError::new_err(e.to_string()))?;
+    parsed
+        .check()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(parsed)
+}
+
+/// A zero-filled tensor in Rust memory (8-byte aligned).
+fn zeroed(shape: &[usize], dtype: DataType) -> PyResult<Tensor> {
+    let elements = shape
+        .iter()
+        .try_fold(1u64, |n, &e| n.checked_mul(e as u64))
+        .ok_or_else(|| PyValueError::new_err("the shape has too many elements"))?;
+    let bytes = dtype
+        .storage_bytes(elements, false)
+        .filter(|&b| b <= isize::MAX as u64 / 2)
+        .ok_or_else(|| PyValueError::new_err("the tensor would be too large"))?;
+    let mut storage = vec![0u64; (bytes as usize).div_ceil(8)];
+    let data = storage.as_mut_ptr().cast();
+    // SAFETY: `storage` holds the compact bytes of the tensor and moves into it unchanged.
+    let tensor = unsafe { Export::from_raw_parts(storage, data, dtype, Device::CPU, shape) }
+        .into_versioned()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(Tensor::new(tensor))
+}
+
+/// A new tensor in Rust memory, of the given shape and dtype (zero-filled).
+#[pyfunction]
+#[pyo3(signature = (shape, dtype="float32"))]
+fn empty(shape: &Bound<'_, PyAny>, dtype: &str) -> PyResult<Tensor> {
+    zeroed(&shape_argument(shape)?, dtype_argument(dtype)?)
+}
+
+/// A new zero-filled tensor in Rust memory.
+#[pyfunction]
+#[pyo3(signature = (shape, dtype="float32"))]
+fn zeros(shape: &Bound<'_, PyAny>, dtype: &str) -> PyResult<Tensor> {
+    zeroed(&shape_argument(shape)?, dtype_argument(dtype)?)
+}
+
+fn counting<T: Element>(n: usize, value: impl Fn(usize) -> T) -> PyResult<Tensor> {
+    let values: Vec<T> = (0..n).map(value).collect();
+    let tensor = Export::new(values, &[n])
+        .into_versioned()
+        .map_err(to_py_err)?;
+    Ok(Tensor::new(tensor))
+}
+
+/// `[0, 1, ..., n - 1]` in Rust memory.
+#[pyfunction]
+#[pyo3(signature = (n, dtype="int64"))]
+fn arange(n: i64, dtype: &str) -> PyResult<Tensor> {
+    let n = usize::try_from(n)
+        .map_err(|_| PyValueError::new_err(format!("n must be >= 0, got {n}")))?;
+    let dtype = dtype_argument(dtype)?;
+    match dtype {
+        DataType::INT8 => counting(n, |i| i as i8),
+        DataType::INT16 => counting(n, |i| i as i16),
+        DataType::INT32 => counting(n, |i| i as i32),
+        DataType::INT64 => counting(n, |i| i as i64),
+        DataType::UINT8 => counting(n, |i| i as u8),
+        DataType::UINT16 => counting(n, |i| i as u16),
+        DataType::UINT32 => counting(n, |i| i as u32),
+        DataType::UINT64 => counting(n, |i| i as u64),
+        DataType::FLOAT16 => counting(n, |i| f16::from_f64(i as f64)),
+        DataType::BFLOAT16 => counting(n, |i| bf16::from_f64(i as f64)),
+        DataType::FLOAT32 => counting(n, |i| i as f32),
+        DataType::FLOAT64 => counting(n, |i| i as f64),
+        DataType::COMPLEX64 => counting(n, |i| Complex::new(i as f32, 0.0)),
+        DataType::COMPLEX128 => counting(n, |i| Complex::new(i as f64, 0.0)),
+        other => Err(PyValueError::new_err(format!(
+            "arange supports integer, float, bfloat16 and complex dtypes, not {other}"
+        ))),
+    }
+}
+
+/// The `dlbridge._dlbridge` extension module.
+#[pymodule]
+fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<Tensor>()?;
+    module.add_function(wrap_pyfunction!(from_dlpack, module)?)?;
+    module.add_function(wrap_pyfunction!(empty, module)?)?;
+    module.add_function(wrap_pyfunction!(zeros, module)?)?;
+    module.add_function(wrap_pyfunction!(arange, module)?)?;
+    module.add(
+        "DLPACK_VERSION",
+        (Version::CURRENT.major, Version::CURRENT.minor),
+    )?;
+    module.add("FLAG_READ_ONLY", Flags::READ_ONLY.bits())?;
+    module.add("FLAG_IS_COPIED", Flags::IS_COPIED.bits())?;
+    module.add(
+        "FLAG_IS_SUBBYTE_TYPE_PADDED",
+        Flags::IS_SUBBYTE_TYPE_PADDED.bits(),
+    )?;
+    Ok(())
+}

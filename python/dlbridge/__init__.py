@@ -1,0 +1,36 @@
+"""dlbridge: DLPack for Rust, in Python.
+
+Zero-copy tensor exchange with any framework that speaks DLPack (NumPy, PyTorch, JAX,
+TensorFlow, PaddlePaddle, CuPy, Arrow, TVM):
+
+>>> import numpy as np, dlbridge
+>>> t = dlbridge.from_dlpack(np.arange(6, dtype=np.float32).reshape(2, 3))
+>>> t.shape, t.dtype, t.device
+((2, 3), 'float32', (1, 0))
+>>> np.from_dlpack(t).sum()
+np.float32(15.0)
+"""
+
+from ._dlbridge import (
+    DLPACK_VERSION,
+    FLAG_IS_COPIED,
+    FLAG_IS_SUBBYTE_TYPE_PADDED,
+    FLAG_READ_ONLY,
+    Tensor,
+    arange,
+    empty,
+    from_dlpack,
+    zeros,
+)
+
+__all__ = [
+    "DLPACK_VERSION",
+    "FLAG_IS_COPIED",
+    "FLAG_IS_SUBBYTE_TYPE_PADDED",
+    "FLAG_READ_ONLY",
+    "Tensor",
+    "arange",
+    "empty",
+    "from_dlpack",
+    "zeros",
+]
