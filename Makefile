@@ -2,15 +2,37 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint rust-test miri bench doc
+.PHONY: tour test lint rust-test miri bench doc venv python-build python-test
 
-## The main job: a runnable tour (export, import, validate, print).
-tour:
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+
+## The main job: the Rust tour (export, import, validate, print), then a NumPy -> dlbridge ->
+## PyTorch round trip through the Python package.
+tour: python-build
 	$(CARGO) run --example tour
+	$(PYTHON) python/examples/round_trip.py
 
 ## Every test: formatting, lints, unit/integration/doc tests (with the ABI check against the
-## real dlpack.h, fetched from the apache-tvm-ffi wheel), and Miri where it is installed.
-test: lint rust-test miri
+## real dlpack.h, fetched from the apache-tvm-ffi wheel), Miri where it is installed, and the
+## Python suite against real frameworks.
+test: lint rust-test miri python-test
+
+## A local virtual environment with the test dependencies (re-installed when the list changes).
+venv: $(VENV)/.installed
+$(VENV)/.installed: python/requirements-test.txt
+	test -x $(PYTHON) || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -r python/requirements-test.txt
+	touch $@
+
+## The extension module, built in release mode into the virtual environment.
+python-build: venv
+	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
+		$(VENV)/bin/maturin develop --release --quiet
+
+python-test: python-build
+	PYTHON=$(PYTHON) bash scripts/python-tests.sh
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -384,3 +384,86 @@ fn sharing_re_exports_imported_memory_without_a_copy() {
         Error::ReadOnlyLegacyExport
     );
 }
+
+#[test]
+fn compact_copies_follow_strides_and_own_their_memory() {
+    // Reversed, transposed and stepped layouts all copy into row-major order.
+    let mut values = vec![1i32, 2, 3, 4];
+    // SAFETY: the last of four elements; strides -2, -1 walk back over all four.
+    let last = unsafe { values.as_mut_ptr().add(3) }.cast();
+    // SAFETY: `values` keeps the four elements alive; the layout stays inside them.
+    let reversed =
+        unsafe { Export::from_raw_parts(values, last, DataType::INT32, Device::CPU, &[2, 2]) }
+            .strides(&[-2, -1])
+            .into_versioned()
+            .unwrap();
+    let copy = reversed.view().to_compact_copy().unwrap();
+    assert_eq!(copy.view().as_slice::<i32>().unwrap(), &[4, 3, 2, 1]);
+    assert_ne!(copy.view().data_ptr(), reversed.view().data_ptr());
+    assert_eq!(copy.view().flags(), Flags::IS_COPIED);
+
+    let stepped = Export::new(vec![0u8, 1, 2, 3, 4, 5, 6, 7], &[2, 2])
+        .strides(&[4, 2])
+        .into_versioned()
+        .unwrap();
+    let copy = stepped.view().to_compact_copy().unwrap();
+    assert_eq!(copy.view().as_slice::<u8>().unwrap(), &[0, 2, 4, 6]);
+    assert_eq!(copy.view().strides(), &[2, 1]);
+
+    // Read-only sources give writable copies; complex128 stays aligned.
+    let source = Export::new(vec![Complex::new(1.0f64, 2.0); 3], &[3])
+        .read_only(true)
+        .into_versioned()
+        .unwrap();
+    let mut copy = source.view().to_compact_copy().unwrap();
+    assert!(!copy.view().is_read_only());
+    copy.as_mut_slice::<Complex<f64>>().unwrap()[0] = Complex::new(0.0, 0.0);
+    assert_eq!(
+        source.view().as_slice::<Complex<f64>>().unwrap()[0],
+        Complex::new(1.0, 2.0)
+    );
+
+    // Packed sub-byte data copies as bytes when compact; empty tensors copy to empty.
+    let mut packed = vec![0xabu8, 0xcd];
+    let data = packed.as_mut_ptr().cast();
+    // SAFETY: two bytes hold four packed float4 values.
+    let float4 =
+        unsafe { Export::from_raw_parts(packed, data, DataType::FLOAT4_E2M1FN, Device::CPU, &[4]) }
+            .into_versioned()
+            .unwrap();
+    let copy = float4.view().to_compact_copy().unwrap();
+    // SAFETY: the copy holds the two packed bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(copy.view().data_ptr().cast::<u8>(), 2) };
+    assert_eq!(bytes, &[0xab, 0xcd]);
+    let empty = Export::new(Vec::<f32>::new(), &[0, 3])
+        .into_versioned()
+        .unwrap();
+    assert_eq!(
+        empty
+            .view()
+            .to_compact_copy()
+            .unwrap()
+            .view()
+            .num_elements(),
+        0
+    );
+
+    // Device memory cannot be copied by the host.
+    struct Handle;
+    // SAFETY: never dereferenced: the copy is refused first.
+    let on_gpu = unsafe {
+        Export::from_raw_parts(
+            Handle,
+            std::ptr::without_provenance_mut(0x1000),
+            DataType::FLOAT32,
+            Device::new(DeviceType::CUDA, 0),
+            &[2],
+        )
+    }
+    .into_versioned()
+    .unwrap();
+    assert!(matches!(
+        on_gpu.view().to_compact_copy(),
+        Err(Error::NotHostReadable { .. })
+    ));
+}
