@@ -112,20 +112,15 @@ pub fn from_dlpack(
             match dlpack.call((), Some(&kwargs)) {
                 Ok(capsule) => capsule,
                 Err(error) if error.is_instance_of::<PyTypeError>(py) => {
-                    // An old producer: no keyword at all. What was asked is done here.
-                    let asks = wanted_device.is_some() || options.copy.is_some();
-                    if options.copy == Some(false) && wanted_device.is_some() {
-                        return Err(error);
-                    }
+                    // An old producer: no keyword at all. What was asked is done here: the
+                    // copy below, the device check in `finish`.
                     copied_here = options.copy == Some(true);
-                    let bare = dlpack.call0();
-                    match bare {
+                    match dlpack.call0() {
                         Ok(capsule) => capsule,
-                        Err(bare_error) if asks => {
+                        Err(bare_error) => {
                             bare_error.set_cause(py, Some(error));
                             return Err(bare_error);
                         }
-                        Err(bare_error) => return Err(bare_error),
                     }
                 }
                 Err(error) => return Err(error),
