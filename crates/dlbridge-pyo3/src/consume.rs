@@ -4,6 +4,7 @@ use dlbridge::{Device, DeviceType, ManagedTensor, Version};
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
 use crate::capsule::{from_capsule, type_name};
@@ -24,7 +25,11 @@ pub struct ImportOptions<'py> {
 /// Reads `obj.__dlpack_device__()`: a `(device_type, device_id)` pair of ints or IntEnums; a
 /// `device_id` of None (Paddle, for CPU) reads as 0.
 pub fn dlpack_device(object: &Bound<'_, PyAny>) -> PyResult<Device> {
-    let result = object.call_method0(intern!(object.py(), "__dlpack_device__"))?;
+    parse_device(&object.call_method0(intern!(object.py(), "__dlpack_device__"))?)
+}
+
+/// Reads what `__dlpack_device__()` returned.
+fn parse_device(result: &Bound<'_, PyAny>) -> PyResult<Device> {
     let bad = || {
         PyTypeError::new_err(format!(
             "__dlpack_device__() must return a (device_type, device_id) tuple of ints, got {}",
@@ -72,25 +77,25 @@ pub fn from_dlpack(
         let tensor = from_capsule(object)?;
         return finish(tensor, None, options, false);
     }
-    if !object.hasattr(intern!(py, "__dlpack__"))? {
+    let Some(dlpack) = object.getattr_opt(intern!(py, "__dlpack__"))? else {
         return Err(PyTypeError::new_err(format!(
             "an object of type {} is not a DLPack producer (it has no __dlpack__ method)",
             type_name(object)
         )));
-    }
-    let producer_device = if object.hasattr(intern!(py, "__dlpack_device__"))? {
-        Some(dlpack_device(object)?)
-    } else {
-        None
+    };
+    let producer_device = match object.getattr_opt(intern!(py, "__dlpack_device__"))? {
+        Some(method) => Some(parse_device(&method.call0()?)?),
+        None => None,
     };
     let wanted_device = options
         .device
         .filter(|device| Some(*device) != producer_device);
     let kwargs = PyDict::new(py);
-    kwargs.set_item(
-        intern!(py, "max_version"),
-        (Version::CURRENT.major, Version::CURRENT.minor),
-    )?;
+    static MAX_VERSION: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+    let max_version = MAX_VERSION.get_or_try_init(py, || {
+        PyTuple::new(py, [Version::CURRENT.major, Version::CURRENT.minor]).map(Bound::unbind)
+    })?;
+    kwargs.set_item(intern!(py, "max_version"), max_version.bind(py))?;
     if let Some(device) = wanted_device {
         kwargs.set_item(
             intern!(py, "dl_device"),
@@ -103,7 +108,6 @@ pub fn from_dlpack(
     if let Some(stream) = &options.stream {
         kwargs.set_item(intern!(py, "stream"), stream)?;
     }
-    let dlpack = object.getattr(intern!(py, "__dlpack__"))?;
     let mut copied_here = false;
     let capsule = match dlpack.call((), Some(&kwargs)) {
         Ok(capsule) => capsule,
