@@ -309,7 +309,10 @@ impl DataType {
             // "float8" or "complex16" would be mistaken for real types: keep those generic.
             None if self.code == DataTypeCode::FLOAT => matches!(self.bits, 16 | 32 | 64),
             None if self.code == DataTypeCode::COMPLEX => matches!(self.bits, 32 | 64 | 128),
-            None if self.code.is_width_generic() => self.bits != 0,
+            // Integers: the power-of-two widths frameworks use, sub-byte ones included.
+            None if self.code.is_width_generic() => {
+                matches!(self.bits, 1 | 2 | 4 | 8 | 16 | 32 | 64)
+            }
             None => {
                 (self.code == DataTypeCode::BOOL && self.bits == 8)
                     || (self.code == DataTypeCode::OPAQUE_HANDLE && self.bits == 64)
@@ -500,6 +503,8 @@ mod tests {
             "",
             "float",
             "int0",
+            "int7",
+            "uint12",
             "float32x0",
             "float32x",
             "xfloat32",
