@@ -6,7 +6,7 @@
 use std::ffi::{c_int, c_void, CString};
 use std::sync::Arc;
 
-use dlbridge::{DataType, Device, DeviceType, Element, Export, Flags, ManagedTensor, Version};
+use dlbridge::{DataType, Device, DeviceType, Element, Flags, ManagedTensor, Version};
 use dlbridge_pyo3::{from_dlpack as import, into_capsule, to_py_err, ImportOptions};
 use half::{bf16, f16};
 use num_complex::Complex;
@@ -436,22 +436,10 @@ fn dtype_argument(dtype: &str) -> PyResult<DataType> {
     Ok(parsed)
 }
 
-/// A zero-filled tensor in Rust memory (8-byte aligned).
+/// A zero-filled tensor in Rust memory (64-byte aligned).
 fn zeroed(shape: &[usize], dtype: DataType) -> PyResult<Tensor> {
-    let elements = shape
-        .iter()
-        .try_fold(1u64, |n, &e| n.checked_mul(e as u64))
-        .ok_or_else(|| PyValueError::new_err("the shape has too many elements"))?;
-    let bytes = dtype
-        .storage_bytes(elements, false)
-        .filter(|&b| b <= isize::MAX as u64 / 2)
-        .ok_or_else(|| PyValueError::new_err("the tensor would be too large"))?;
-    let mut storage = vec![0u64; (bytes as usize).div_ceil(8)];
-    let data = storage.as_mut_ptr().cast();
-    // SAFETY: `storage` holds the compact bytes of the tensor and moves into it unchanged.
-    let tensor = unsafe { Export::from_raw_parts(storage, data, dtype, Device::CPU, shape) }
-        .into_versioned()
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let tensor =
+        ManagedTensor::zeros(dtype, shape).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(Tensor::new(tensor))
 }
 
@@ -470,10 +458,15 @@ fn zeros(shape: &Bound<'_, PyAny>, dtype: &str) -> PyResult<Tensor> {
 }
 
 fn counting<T: Element>(n: usize, value: impl Fn(usize) -> T) -> PyResult<Tensor> {
-    let values: Vec<T> = (0..n).map(value).collect();
-    let tensor = Export::new(values, &[n])
-        .into_versioned()
-        .map_err(to_py_err)?;
+    let mut tensor = ManagedTensor::zeros(T::DTYPE, &[n]).map_err(to_py_err)?;
+    for (i, element) in tensor
+        .as_mut_slice::<T>()
+        .map_err(to_py_err)?
+        .iter_mut()
+        .enumerate()
+    {
+        *element = value(i);
+    }
     Ok(Tensor::new(tensor))
 }
 
@@ -509,14 +502,16 @@ fn arange(n: i64, dtype: &str) -> PyResult<Tensor> {
                             "arange({n}) does not fit {other}: its largest values overflow"
                         ))
                     })?;
-                let mut bytes = bytes;
-                let data = bytes.as_mut_ptr().cast();
-                // SAFETY: `bytes` holds one float8 element per byte and moves into the tensor
-                // with its heap memory unchanged.
-                let tensor =
-                    unsafe { Export::from_raw_parts(bytes, data, other, Device::CPU, &[n]) }
-                        .into_versioned()
-                        .map_err(to_py_err)?;
+                let tensor = ManagedTensor::zeros(other, &[n]).map_err(to_py_err)?;
+                // SAFETY: the new tensor owns `n` bytes (one per float8 element) at its first
+                // element, and nothing else refers to them yet.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        tensor.view().data_ptr().cast::<u8>(),
+                        n,
+                    )
+                };
                 Ok(Tensor::new(tensor))
             }
             None => Err(PyValueError::new_err(format!(

@@ -399,6 +399,26 @@ fn compact_copies_follow_strides_and_own_their_memory() {
             .unwrap();
     let copy = reversed.view().to_compact_copy().unwrap();
     assert_eq!(copy.view().as_slice::<i32>().unwrap(), &[4, 3, 2, 1]);
+    assert_eq!(copy.view().data_ptr() as usize % 64, 0, "64-byte aligned");
+
+    // Pinned (host-readable, non-CPU) memory copies into CPU memory.
+    let mut pinned_values = vec![1.5f32, 2.5];
+    let pinned_data = pinned_values.as_mut_ptr().cast();
+    // SAFETY: two f32 kept alive by the Vec; host-readable, so reading is fine.
+    let pinned = unsafe {
+        Export::from_raw_parts(
+            pinned_values,
+            pinned_data,
+            DataType::FLOAT32,
+            Device::new(DeviceType::CUDA_HOST, 0),
+            &[2],
+        )
+    }
+    .into_versioned()
+    .unwrap();
+    let copy = pinned.view().to_compact_copy().unwrap();
+    assert_eq!(copy.view().device(), Device::CPU);
+    assert_eq!(copy.view().as_slice::<f32>().unwrap(), &[1.5, 2.5]);
     assert_ne!(copy.view().data_ptr(), reversed.view().data_ptr());
     assert_eq!(copy.view().flags(), Flags::IS_COPIED);
 
@@ -466,4 +486,40 @@ fn compact_copies_follow_strides_and_own_their_memory() {
         on_gpu.view().to_compact_copy(),
         Err(Error::NotHostReadable { .. })
     ));
+}
+
+#[test]
+fn zeros_are_aligned_compact_cpu_tensors_of_any_dtype() {
+    for dtype in [
+        DataType::FLOAT32,
+        DataType::BOOL,
+        DataType::COMPLEX128,
+        DataType::FLOAT8_E5M2,
+        DataType::FLOAT4_E2M1FN,
+        DataType::INT8.with_lanes(4),
+    ] {
+        let tensor = ManagedTensor::zeros(dtype, &[3, 5]).unwrap();
+        let view = tensor.view();
+        assert_eq!((view.dtype(), view.device()), (dtype, Device::CPU));
+        assert_eq!(view.strides(), &[5, 1]);
+        assert_eq!(view.data_ptr() as usize % 64, 0);
+        // SAFETY: the tensor owns its compact bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                view.data_ptr().cast::<u8>(),
+                view.compact_byte_size() as usize,
+            )
+        };
+        assert!(bytes.iter().all(|&b| b == 0));
+    }
+    assert!(ManagedTensor::zeros(DataType::FLOAT32, &[0, 7]).is_ok());
+    assert!(matches!(
+        ManagedTensor::zeros(DataType::FLOAT64, &[1 << 40, 1 << 40]),
+        Err(Error::ElementCountOverflow { dim: 1, .. })
+    ));
+    assert!(matches!(
+        ManagedTensor::zeros(DataType::FLOAT64, &[1 << 30, 1 << 30]),
+        Err(Error::ByteSizeOverflow { .. })
+    ));
+    assert!(ManagedTensor::zeros(DataType::new(DataTypeCode::FLOAT, 0, 1), &[1]).is_err());
 }

@@ -1,0 +1,106 @@
+"""Small utilities shared by the dlbridge test files."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import sys
+
+import numpy as np
+
+# Shapes every interop file covers (the last is 32 dimensions of extent 1).
+SHAPES = [(), (0,), (3, 0), (1,), (2, 3), (2, 1, 4), (1,) * 32]
+SHAPE_IDS = ["scalar", "empty", "3x0", "one", "2x3", "2x1x4", "32dims"]
+
+IS_COPIED = 1 << 1
+READ_ONLY = 1 << 0
+
+# bytes per element for every dtype name dlbridge reports that these tests use.
+ITEMSIZE = {
+    "bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
+    "int64": 8, "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
+    "complex32": 4, "complex64": 8, "complex128": 16,
+    "float8_e3m4": 1, "float8_e4m3": 1, "float8_e4m3b11fnuz": 1, "float8_e4m3fn": 1,
+    "float8_e4m3fnuz": 1, "float8_e5m2": 1, "float8_e5m2fnuz": 1, "float8_e8m0fnu": 1,
+}
+
+# numpy-representable dtype names.
+NUMPY_DTYPES = [
+    "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+]
+
+
+def size_of(shape) -> int:
+    n = 1
+    for extent in shape:
+        n *= extent
+    return n
+
+
+def row_major_strides(shape) -> tuple:
+    strides, acc = [], 1
+    for extent in reversed(shape):
+        strides.append(acc)
+        acc *= max(extent, 1)
+    return tuple(reversed(strides))
+
+
+def pattern_bytes(dtype: str, count: int) -> bytes:
+    """A deterministic byte pattern valid for `count` elements of `dtype` (bools are 0/1)."""
+    size = ITEMSIZE[dtype] * count
+    if dtype == "bool":
+        return bytes(i % 2 for i in range(size))
+    return bytes((i * 37 + 11) % 251 for i in range(size))
+
+
+def read_bytes(address, nbytes: int) -> bytes:
+    """Raw bytes at an address (for compact host memory)."""
+    if nbytes == 0:
+        return b""
+    return ctypes.string_at(address, nbytes)
+
+
+def write_bytes(address, data: bytes) -> None:
+    if data:
+        ctypes.memmove(address, data, len(data))
+
+
+def rust_tensor_with_bytes(dlbridge, shape, dtype, data: bytes | None = None):
+    """A Rust-owned dlbridge tensor holding `data` (default: the dtype's pattern)."""
+    t = dlbridge.zeros(shape, dtype=dtype)
+    if data is None:
+        data = pattern_bytes(dtype, size_of(shape))
+    assert t.nbytes == len(data)
+    write_bytes(t.data_ptr, data)
+    return t
+
+
+def aligned_empty(shape, dtype, align: int = 256) -> np.ndarray:
+    """A writable numpy array whose data is aligned to `align` bytes (JAX copies otherwise)."""
+    dt = np.dtype(dtype)
+    n = size_of(shape)
+    raw = np.zeros(n * dt.itemsize + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset : offset + n * dt.itemsize].view(dt).reshape(shape)
+
+
+def np_address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def collect():
+    for _ in range(3):
+        if gc.collect() == 0:
+            break
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        resident_pages = int(f.read().split()[1])
+    return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def refcount(obj) -> int:
+    return sys.getrefcount(obj) - 1

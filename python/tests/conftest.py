@@ -1,0 +1,61 @@
+"""Shared pytest configuration for the dlbridge Python suite.
+
+The hostile-producer toolkit lives in `_producers.py` (ctypes structs, counting deleters,
+spec-following capsule destructors, misbehaving producer classes); `_helpers.py` holds small
+utilities shared by the interop files. Both are importable from every test file because this
+directory is put on sys.path here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+# Hypothesis keeps caches in ./.hypothesis by default: keep them out of the source tree.
+if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
+    import tempfile
+
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(
+        tempfile.gettempdir(), "dlbridge-tests-hypothesis"
+    )
+
+import _producers  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _no_lost_exceptions():
+    """Fail a test during which a ctypes callback of the toolkit ran with an exception in
+    flight (the exception was lost and the caller saw a SystemError instead)."""
+    before = len(_producers.LOST_EXCEPTIONS)
+    yield
+    lost = _producers.LOST_EXCEPTIONS[before:]
+    if lost:
+        pytest.fail(
+            "a ctypes deleter/capsule destructor of the test toolkit ran while an exception "
+            f"was being raised, which ctypes cannot preserve: {lost!r}. Either the test let a "
+            "capsule/tensor die as a temporary during an exception, or the consumer released "
+            "the capsule with its error indicator already set.",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def producers():
+    """The `_producers` module (for tests that prefer a fixture to an import)."""
+    return _producers
+
+
+def pytest_report_header(config):
+    try:
+        import dlbridge  # noqa: F401
+
+        where = getattr(dlbridge, "__file__", "?")
+        return f"dlbridge: {where}"
+    except Exception as exc:  # noqa: BLE001
+        return f"dlbridge: NOT IMPORTABLE ({type(exc).__name__}: {exc})"

@@ -1,0 +1,241 @@
+"""Apache Arrow (pyarrow) <-> dlbridge.
+
+pyarrow 26 facts these tests rely on:
+- `pa.Array.__dlpack__` exports 1-D primitive arrays without nulls: int8..int64,
+  uint8..uint64, float16/32/64 (bool is bit-packed: ArrowTypeError; strings, temporals:
+  ArrowTypeError). Arrays are immutable: the versioned capsule carries READ_ONLY, but the
+  legacy capsule is handed out all the same (pyarrow does not refuse read-only data there);
+- `pa.Tensor.__dlpack__` exports n-D tensors with their strides, flags 0 (a numpy bool
+  tensor is exported as uint8);
+- ArrowTypeError is a TypeError subclass, so an array with nulls makes a consumer retry as
+  with an old producer before the error propagates;
+- `pa.Array.from_dlpack` (1-D, contiguous) and `pa.Tensor.from_dlpack` (n-D, strided, no
+  negative strides: ArrowInvalid) call `__dlpack__(max_version=(1, 3), dl_device=None,
+  copy=None)` and take objects only (no raw capsules); they import int8..int64, uint8..uint64
+  and float16/32/64 only (no bool, complex, bfloat16, float8: ArrowInvalid);
+  `Tensor.from_dlpack` keeps READ_ONLY (`is_mutable` False) and makes every zero-size
+  tensor immutable; `pa.Tensor.__dlpack__` refuses the legacy path for immutable tensors
+  (ArrowNotImplementedError).
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+
+import _producers as P  # noqa: E402
+import dlbridge  # noqa: E402
+from _helpers import (  # noqa: E402
+    READ_ONLY,
+    SHAPE_IDS,
+    SHAPES,
+    np_address,
+    pattern_bytes,
+    read_bytes,
+    refcount,
+    rust_tensor_with_bytes,
+    size_of,
+)
+
+ARROW_DTYPES = [
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64",
+]
+ONE_D = [(0,), (1,), (7,)]
+
+
+def _values(name, n):
+    return np.frombuffer(pattern_bytes(name, n), dtype=name).copy()
+
+
+def _array_address(arr) -> int:
+    return arr.buffers()[1].address + arr.offset * arr.type.bit_width // 8
+
+
+def _tensor_address(x) -> int | None:
+    # (pa.Tensor refuses the legacy path for immutable tensors, so ask for a versioned one)
+    info = P.read_capsule(x.__dlpack__(max_version=(1, 3)))
+    return None if info["data"] is None else info["data"] + info["byte_offset"]
+
+
+# --------------------------------------------------------------------------------------------
+# Arrow -> dlbridge
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ARROW_DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_arrow_array_to_dlbridge(name, n):
+    arr = pa.array(_values(name, n))
+    t = dlbridge.from_dlpack(arr)
+    assert t.dtype == name
+    assert t.shape == (n,)
+    assert t.readonly is True  # Arrow memory is immutable: READ_ONLY on the versioned path
+    assert t.flags & READ_ONLY
+    assert t.version is not None
+    if n:
+        assert t.data_ptr == _array_address(arr)
+        assert read_bytes(t.data_ptr, t.nbytes) == arr.to_numpy().tobytes()
+        assert not np.asarray(t).flags.writeable
+
+
+def test_arrow_sliced_array_to_dlbridge():
+    arr = pa.array(np.arange(10, dtype=np.int64)).slice(3, 4)
+    t = dlbridge.from_dlpack(arr)
+    assert t.shape == (4,)
+    assert t.data_ptr == _array_address(arr)
+    assert np.asarray(t).tolist() == [3, 4, 5, 6]
+
+
+def test_arrow_array_with_nulls_is_refused():
+    # pyarrow raises ArrowTypeError (a TypeError) for every call pattern: after the retries
+    # dlbridge lets the TypeError through.
+    arr = pa.array([1.0, None, 3.0])
+    with pytest.raises(TypeError, match="nulls"):
+        dlbridge.from_dlpack(arr)
+
+
+def test_arrow_bool_array_is_refused():
+    with pytest.raises(TypeError):
+        dlbridge.from_dlpack(pa.array([True, False]))
+
+
+@pytest.mark.parametrize("name", ARROW_DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_arrow_tensor_to_dlbridge(shape, name):
+    host = _values(name, size_of(shape)).reshape(shape)
+    x = pa.Tensor.from_numpy(host)
+    t = dlbridge.from_dlpack(x)
+    assert t.dtype == name
+    assert t.shape == shape
+    if size_of(shape):
+        assert t.data_ptr == _tensor_address(x)
+        assert t.strides == tuple(s // host.itemsize for s in x.strides)
+    np.testing.assert_array_equal(np.asarray(t), host)
+
+
+def test_arrow_strided_tensor_to_dlbridge():
+    host = np.arange(24, dtype=np.float32).reshape(4, 6)[::2, 1::2].T
+    x = pa.Tensor.from_numpy(host)
+    t = dlbridge.from_dlpack(x)
+    assert t.strides == tuple(s // 4 for s in x.strides)
+    assert t.data_ptr == np_address(host)
+    np.testing.assert_array_equal(np.asarray(t), host)
+
+
+def test_arrow_memory_kept_alive():
+    arr = pa.array(np.arange(5, dtype=np.int32))
+    address = _array_address(arr)
+    t = dlbridge.from_dlpack(arr)
+    del arr
+    gc.collect()
+    assert t.data_ptr == address
+    assert np.asarray(t).tolist() == [0, 1, 2, 3, 4]
+
+
+# --------------------------------------------------------------------------------------------
+# dlbridge -> Arrow
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ARROW_DTYPES)
+@pytest.mark.parametrize("shape", ONE_D, ids=["0", "1", "7"])
+def test_dlbridge_to_arrow_array(shape, name):
+    t = rust_tensor_with_bytes(dlbridge, shape, name)
+    arr = pa.Array.from_dlpack(t)
+    assert arr.type == pa.from_numpy_dtype(np.dtype(name))
+    assert len(arr) == shape[0]
+    if shape[0]:
+        assert _array_address(arr) == t.data_ptr
+    assert arr.to_numpy().tobytes() == read_bytes(t.data_ptr, t.nbytes)
+
+
+def test_dlbridge_to_arrow_array_memory_is_shared():
+    t = dlbridge.zeros((3,), dtype="int32")
+    arr = pa.Array.from_dlpack(t)
+    np.asarray(t)[1] = 42  # Arrow arrays are immutable; this only proves the sharing
+    assert arr[1].as_py() == 42
+
+
+@pytest.mark.parametrize("name", ARROW_DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_dlbridge_to_arrow_tensor(shape, name):
+    t = rust_tensor_with_bytes(dlbridge, shape, name)
+    x = pa.Tensor.from_dlpack(t)
+    assert tuple(x.shape) == shape
+    assert x.type == pa.from_numpy_dtype(np.dtype(name))
+    if size_of(shape):
+        assert x.is_mutable  # (pyarrow makes every zero-size tensor immutable)
+        assert _tensor_address(x) == t.data_ptr
+    assert x.to_numpy().tobytes() == read_bytes(t.data_ptr, t.nbytes)
+
+
+def test_dlbridge_to_arrow_tensor_writes_seen_both_ways():
+    t = dlbridge.zeros((2, 3), dtype="float64")
+    x = pa.Tensor.from_dlpack(t)
+    view = x.to_numpy()
+    view[0, 1] = 5.0
+    assert np.asarray(t)[0, 1] == 5.0
+    np.asarray(t)[1, 2] = 6.0
+    assert x.to_numpy()[1, 2] == 6.0
+
+
+@pytest.mark.parametrize(
+    "make", [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[1:, 2:]],
+    ids=["transposed", "stepped", "offset"],
+)
+def test_dlbridge_views_to_arrow_tensor(make):
+    view = make(np.arange(30, dtype=np.int16).reshape(5, 6))
+    t = dlbridge.from_dlpack(view)
+    x = pa.Tensor.from_dlpack(t)
+    assert tuple(x.strides) == view.strides
+    assert _tensor_address(x) == np_address(view)
+    np.testing.assert_array_equal(x.to_numpy(), view)
+
+
+def test_dlbridge_negative_strides_refused_by_arrow():
+    # Arrow tensors cannot have negative strides (ArrowInvalid).
+    t = dlbridge.from_dlpack(np.arange(6, dtype=np.int32)[::-1])
+    with pytest.raises(pa.ArrowInvalid):
+        pa.Tensor.from_dlpack(t)
+
+
+def test_dlbridge_readonly_to_arrow_tensor_stays_readonly():
+    src = np.arange(6, dtype=np.float32).reshape(2, 3)
+    src.flags.writeable = False
+    t = dlbridge.from_dlpack(src)
+    x = pa.Tensor.from_dlpack(t)
+    assert not x.is_mutable  # READ_ONLY went through
+    assert _tensor_address(x) == np_address(src)
+
+
+def test_dlbridge_non_contiguous_to_arrow_array_is_refused():
+    t = dlbridge.from_dlpack(np.arange(10, dtype=np.int32)[::2])
+    with pytest.raises((pa.ArrowInvalid, BufferError, ValueError, TypeError)):
+        pa.Array.from_dlpack(t)
+
+
+def test_tensor_released_after_arrow_objects_die():
+    t = dlbridge.arange(4)
+    rc = refcount(t)
+    arr = pa.Array.from_dlpack(t)
+    x = pa.Tensor.from_dlpack(t)
+    del arr, x
+    gc.collect()
+    assert refcount(t) == rc
+
+
+def test_numpy_dlbridge_arrow_chain_numpy_deleted_first():
+    a = np.arange(6, dtype=np.float32)
+    address = np_address(a)
+    t = dlbridge.from_dlpack(a)
+    del a
+    arr = pa.Array.from_dlpack(t)
+    del t
+    gc.collect()
+    assert _array_address(arr) == address
+    assert arr.to_pylist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
