@@ -25,14 +25,16 @@ pub struct ImportOptions<'py> {
 /// Reads `obj.__dlpack_device__()`: a `(device_type, device_id)` pair of ints or IntEnums; a
 /// `device_id` of None (Paddle, for CPU) reads as 0.
 pub fn dlpack_device(object: &Bound<'_, PyAny>) -> PyResult<Device> {
-    parse_device(&object.call_method0(intern!(object.py(), "__dlpack_device__"))?)
+    device_from_tuple(&object.call_method0(intern!(object.py(), "__dlpack_device__"))?)
 }
 
-/// Reads what `__dlpack_device__()` returned.
-fn parse_device(result: &Bound<'_, PyAny>) -> PyResult<Device> {
+/// Reads a `(device_type, device_id)` tuple, as `__dlpack_device__()` returns it and as
+/// `device=` / `dl_device=` arguments pass it: ints or IntEnums, and a `device_id` of None
+/// (Paddle, for CPU) read as 0. Anything else is a `TypeError`.
+pub fn device_from_tuple(result: &Bound<'_, PyAny>) -> PyResult<Device> {
     let bad = || {
         PyTypeError::new_err(format!(
-            "__dlpack_device__() must return a (device_type, device_id) tuple of ints, got {}",
+            "expected a (device_type, device_id) tuple of ints, got {}",
             result
                 .repr()
                 .map_or_else(|_| "?".to_owned(), |r| r.to_string())
@@ -84,7 +86,7 @@ pub fn from_dlpack(
         )));
     };
     let producer_device = match object.getattr_opt(intern!(py, "__dlpack_device__"))? {
-        Some(method) => Some(parse_device(&method.call0()?)?),
+        Some(method) => Some(device_from_tuple(&method.call0()?)?),
         None => None,
     };
     let wanted_device = options

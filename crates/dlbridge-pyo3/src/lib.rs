@@ -25,7 +25,7 @@ pub use capsule::{
     from_capsule, into_capsule, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
     USED_DLTENSOR_VERSIONED,
 };
-pub use consume::{dlpack_device, from_dlpack, ImportOptions};
+pub use consume::{device_from_tuple, dlpack_device, from_dlpack, ImportOptions};
 pub use dlbridge;
 pub use owner::PyObjectOwner;
 

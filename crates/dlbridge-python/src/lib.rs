@@ -6,8 +6,10 @@
 use std::ffi::{c_int, c_void, CString};
 use std::sync::Arc;
 
-use dlbridge::{DataType, Device, DeviceType, Element, Flags, ManagedTensor, Version};
-use dlbridge_pyo3::{from_dlpack as import, into_capsule, to_py_err, ImportOptions};
+use dlbridge::{DataType, Device, Element, Flags, ManagedTensor, Version};
+use dlbridge_pyo3::{
+    device_from_tuple, from_dlpack as import, into_capsule, to_py_err, ImportOptions,
+};
 use half::{bf16, f16};
 use num_complex::Complex;
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
@@ -31,23 +33,9 @@ impl Tensor {
     }
 }
 
-/// Reads a `(device_type, device_id)` tuple argument.
+/// Reads a `(device_type, device_id)` tuple argument; a malformed one is a `ValueError`.
 fn device_argument(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Device> {
-    let error = || {
-        PyValueError::new_err(format!(
-            "{name} must be a (device_type, device_id) tuple of ints, got {}",
-            value
-                .repr()
-                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
-        ))
-    };
-    let pair = value.cast::<PyTuple>().map_err(|_| error())?;
-    if pair.len() != 2 {
-        return Err(error());
-    }
-    let device_type: i32 = pair.get_item(0)?.extract().map_err(|_| error())?;
-    let device_id: i32 = pair.get_item(1)?.extract().map_err(|_| error())?;
-    Ok(Device::new(DeviceType(device_type), device_id))
+    device_from_tuple(value).map_err(|error| PyValueError::new_err(format!("{name}: {error}")))
 }
 
 /// Reads `max_version`: `None` asks for a legacy capsule, `(major, minor)` for a versioned
