@@ -8,6 +8,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
 use crate::capsule::{from_capsule, type_name};
+use crate::exchange::{exchange_api, exchange_api_enabled};
 use crate::to_py_err;
 
 /// What a consumer asks of a producer.
@@ -67,6 +68,12 @@ pub fn device_from_tuple(result: &Bound<'_, PyAny>) -> PyResult<Device> {
 ///    is made here (on the host), or a device mismatch is reported as `BufferError`;
 /// 4. the capsule that comes back is checked by name and version, whatever was asked for.
 ///
+/// Before all that, when nothing but a plain import is asked for, the fast path: if the
+/// object's type publishes DLPack 1.3's C exchange API (`__dlpack_c_exchange_api__`, PyTorch
+/// and PaddlePaddle do), the tensor is taken with `managed_tensor_from_py_object_no_sync`,
+/// without `__dlpack__`; a `BufferError` there, or a tensor on a device with streams, falls
+/// back to the protocol above. `DLBRIDGE_NO_EXCHANGE_API=1` turns the fast path off.
+///
 /// The device from `__dlpack_device__` wins over the one written in the tensor (PyTorch's
 /// pinned memory), and `copy=True` always yields a private copy: when the producer did not
 /// flag its result IS_COPIED (PyTorch 2.15 forgets), the copy is made here.
@@ -78,6 +85,36 @@ pub fn from_dlpack(
     if object.is_instance_of::<PyCapsule>() {
         let tensor = from_capsule(object)?;
         return finish(tensor, None, options, false);
+    }
+    let api = exchange_api(object)?;
+    // PyTorch views with a lazy conjugation or negation bit hold the unconjugated (unnegated)
+    // values in memory, and both its table and (for negation) its `__dlpack__` export them
+    // as they are: resolve the view first, a copy, which `copy=False` forbids.
+    if let Some(api) = api {
+        if !api.exports_faithfully(object)? {
+            if options.copy == Some(false) {
+                return Err(PyBufferError::new_err(
+                    "copy=False, but a tensor with a lazy conjugation or negation bit needs a \
+                     copy to be exported with its true values",
+                ));
+            }
+            let resolved = object
+                .call_method0(intern!(py, "resolve_conj"))?
+                .call_method0(intern!(py, "resolve_neg"))?;
+            return from_dlpack(&resolved, options);
+        }
+    }
+    // The fast path: the type's C exchange API, for a plain import (no device, copy or stream
+    // requested). It does not synchronize streams, so only host-readable results are kept;
+    // a BufferError falls back to `__dlpack__`.
+    let plain = options.device.is_none() && options.copy.is_none() && options.stream.is_none();
+    if let Some(api) = api.filter(|_| plain && exchange_api_enabled()) {
+        match api.managed_tensor(object) {
+            Ok(tensor) if tensor.view().device().is_host_readable() => return Ok(tensor),
+            Ok(_device_tensor) => {} // dropped; `__dlpack__` synchronizes streams
+            Err(error) if error.is_instance_of::<PyBufferError>(py) => {}
+            Err(error) => return Err(error),
+        }
     }
     let Some(dlpack) = object.getattr_opt(intern!(py, "__dlpack__"))? else {
         return Err(PyTypeError::new_err(format!(

@@ -8,6 +8,8 @@
 //! - **produce** capsules from any managed tensor ([`into_capsule`]), whose destructor frees
 //!   the tensor only when no consumer took it (decided by the capsule's name) and keeps an
 //!   exception in flight intact;
+//! - take the **fast path** of DLPack 1.3's C exchange API (`__dlpack_c_exchange_api__`, as
+//!   PyTorch and PaddlePaddle publish it) when a type offers one ([`exchange_api`]);
 //! - keep Python objects alive from tensors whose deleter may run on any thread
 //!   ([`PyObjectOwner`]).
 //!
@@ -19,6 +21,7 @@
 
 mod capsule;
 mod consume;
+mod exchange;
 mod owner;
 
 pub use capsule::{
@@ -27,6 +30,9 @@ pub use capsule::{
 };
 pub use consume::{device_from_tuple, dlpack_device, from_dlpack, ImportOptions};
 pub use dlbridge;
+pub use exchange::{
+    exchange_api, exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV,
+};
 pub use owner::PyObjectOwner;
 
 use pyo3::exceptions::PyBufferError;

@@ -218,3 +218,18 @@ def test_numpy_dlbridge_paddle_chain_numpy_deleted_first():
     gc.collect()
     assert x.data_ptr() == address
     assert x.numpy().tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_exchange_api_fast_path_is_taken_for_paddle(monkeypatch):
+    # PaddlePaddle publishes DLPack 1.3's C exchange API: dlbridge imports through it without
+    # calling __dlpack__.
+    x = paddle.to_tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+
+    def forbidden(self, *args, **kwargs):
+        raise AssertionError("__dlpack__ was called: the exchange API was not used")
+
+    monkeypatch.setattr(type(x), "__dlpack__", forbidden)
+    t = dlbridge.from_dlpack(x)
+    assert t.shape == (2, 3) and t.dtype == "float32"
+    assert t.data_ptr == x.data_ptr()
+    assert np.from_dlpack(t).tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]

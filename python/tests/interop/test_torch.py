@@ -338,3 +338,80 @@ def test_torch_cuda_tensor_kept_alive():
     gc.collect()
     assert y.data_ptr() == address
     assert y.cpu().tolist() == [0, 1, 2, 3, 4, 5]
+
+
+# --- The C exchange API fast path (DLPack 1.3 `__dlpack_c_exchange_api__`) -----------------
+
+
+def _forbid_dlpack(monkeypatch):
+    """Makes torch's `__dlpack__` fail loudly, so a successful import proves the fast path."""
+
+    def forbidden(self, *args, **kwargs):
+        raise AssertionError("__dlpack__ was called: the exchange API was not used")
+
+    monkeypatch.setattr(torch.Tensor, "__dlpack__", forbidden)
+
+
+def test_exchange_api_fast_path_is_taken_for_torch(monkeypatch):
+    assert type(getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)).__name__ == "PyCapsule"
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    _forbid_dlpack(monkeypatch)
+    t = dlbridge.from_dlpack(x)
+    assert t.data_ptr == x.data_ptr()
+    assert (t.shape, t.strides, t.dtype) == ((3, 4), (4, 1), "float32")
+    x[0, 0] = 7.0
+    assert np.from_dlpack(t)[0, 0] == 7.0
+
+
+def test_requests_beyond_a_plain_import_use_dlpack(monkeypatch):
+    x = torch.arange(4, dtype=torch.float32)
+    _forbid_dlpack(monkeypatch)
+    for kwargs in [{"copy": True}, {"copy": False}, {"device": (1, 0)}]:
+        with pytest.raises(AssertionError, match="__dlpack__ was called"):
+            dlbridge.from_dlpack(x, **kwargs)
+
+
+def test_exchange_api_can_be_switched_off():
+    code = (
+        "import torch, dlbridge\n"
+        "calls = []\n"
+        "original = torch.Tensor.__dlpack__\n"
+        "def counted(self, *a, **k):\n"
+        "    calls.append(1)\n"
+        "    return original(self, *a, **k)\n"
+        "torch.Tensor.__dlpack__ = counted\n"
+        "dlbridge.from_dlpack(torch.ones(3))\n"
+        "print(len(calls))\n"
+    )
+    import os
+    import subprocess
+    import sys
+
+    for switch, expected in [("1", "1"), ("0", "0")]:
+        env = dict(os.environ, DLBRIDGE_NO_EXCHANGE_API=switch)
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip().splitlines()[-1] == expected, (switch, out.stderr)
+
+
+def test_lazy_conjugate_and_negative_views_keep_their_values():
+    # PyTorch's table (and, for negation, its __dlpack__) export the memory of such views as
+    # it is; dlbridge resolves them first.
+    z = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64)
+    conj = z.conj()
+    assert conj.is_conj()
+    assert np.from_dlpack(dlbridge.from_dlpack(conj)).tolist() == [1 - 2j, 3 + 4j]
+    neg = torch.tensor([1.0 + 1.0j]).conj().imag
+    assert neg.is_neg()
+    assert np.from_dlpack(dlbridge.from_dlpack(neg)).tolist() == [-1.0]
+    with pytest.raises(BufferError, match="copy=False"):
+        dlbridge.from_dlpack(neg, copy=False)
+
+
+def test_tensors_requiring_grad_are_imported_through_the_table():
+    # torch's __dlpack__ refuses them; the table exports their data, which is fine to read.
+    g = torch.ones(3, requires_grad=True)
+    t = dlbridge.from_dlpack(g)
+    assert t.data_ptr == g.data_ptr()
+    assert np.from_dlpack(t).tolist() == [1.0, 1.0, 1.0]
