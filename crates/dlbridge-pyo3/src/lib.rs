@@ -23,6 +23,7 @@ mod capsule;
 mod consume;
 mod exchange;
 mod owner;
+mod producer;
 
 pub use capsule::{
     from_capsule, into_capsule, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
@@ -34,6 +35,7 @@ pub use exchange::{
     exchange_api, exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV,
 };
 pub use owner::PyObjectOwner;
+pub use producer::{exchange_api_exports, publish_exchange_api, TensorClass};
 
 use pyo3::exceptions::PyBufferError;
 use pyo3::PyErr;

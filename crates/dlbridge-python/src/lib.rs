@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use dlbridge::{DataType, Device, Element, Flags, ManagedTensor, Version};
 use dlbridge_pyo3::{
-    device_from_tuple, from_dlpack as import, into_capsule, to_py_err, ImportOptions,
+    device_from_tuple, exchange_api_exports, from_dlpack as import, into_capsule,
+    publish_exchange_api, to_py_err, ImportOptions, TensorClass,
 };
 use half::{bf16, f16};
 use num_complex::Complex;
@@ -59,6 +60,23 @@ fn wants_versioned(max_version: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
     let major: i64 = pair.get_item(0)?.extract().map_err(|_| error())?;
     let _minor: i64 = pair.get_item(1)?.extract().map_err(|_| error())?;
     Ok(major >= 1)
+}
+
+impl TensorClass for Tensor {
+    fn tensor(&self) -> &Arc<ManagedTensor> {
+        &self.inner
+    }
+
+    fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+        Py::new(py, Tensor::new(tensor))
+    }
+}
+
+/// Tensors exported through `Tensor.__dlpack_c_exchange_api__` so far (diagnostics: shows
+/// that a consumer took the fast path).
+#[pyfunction]
+fn _exchange_api_exports() -> u64 {
+    exchange_api_exports()
 }
 
 #[pymethods]
@@ -600,6 +618,8 @@ mod minifloat {
 #[pymodule]
 fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Tensor>()?;
+    publish_exchange_api::<Tensor>(module.py())?;
+    module.add_function(wrap_pyfunction!(_exchange_api_exports, module)?)?;
     module.add_function(wrap_pyfunction!(from_dlpack, module)?)?;
     module.add_function(wrap_pyfunction!(empty, module)?)?;
     module.add_function(wrap_pyfunction!(zeros, module)?)?;

@@ -174,13 +174,19 @@ def test_dlbridge_views_to_tvm(make):
     np.testing.assert_array_equal(np.from_dlpack(y), view)
 
 
-def test_dlbridge_readonly_to_tvm_is_buffer_error():
-    # TVM asks for a legacy capsule (no keywords), which cannot say "read-only".
+def test_dlbridge_readonly_to_tvm_goes_through_the_exchange_api():
+    # TVM takes dlbridge.Tensor's C exchange API table, which hands over a versioned tensor
+    # flagged READ_ONLY (the legacy capsule TVM asks `__dlpack__` for could not say so, and
+    # is refused with BufferError).
     src = np.arange(4.0)
     src.flags.writeable = False
     t = dlbridge.from_dlpack(src)
+    before = dlbridge._dlbridge._exchange_api_exports()
+    y = tvm_ffi.from_dlpack(t)
+    assert dlbridge._dlbridge._exchange_api_exports() == before + 1
+    np.testing.assert_array_equal(np.from_dlpack(y), src)
     with pytest.raises(BufferError):
-        tvm_ffi.from_dlpack(t)
+        t.__dlpack__()
 
 
 def test_tensor_released_after_tvm_tensor_dies():

@@ -1,0 +1,269 @@
+//! The C exchange API of DLPack 1.3, producer side: publishing a function table on a PyO3
+//! tensor class, so that consumers (dlbridge, tvm-ffi, ...) exchange its tensors without
+//! calling `__dlpack__`.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use dlbridge::ffi::{
+    DLDeviceType, DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader,
+    DLPackSetError, DLTensor,
+};
+use dlbridge::{DataType, ManagedTensor, Version, MAX_NDIM};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use pyo3::{ffi, PyClass};
+
+use crate::exchange::DLPACK_EXCHANGE_API;
+use crate::to_py_err;
+
+/// A PyO3 class whose instances are tensors: what its type needs to publish the exchange API
+/// with [`publish_exchange_api`].
+pub trait TensorClass: PyClass + Sized + 'static {
+    /// The instance's tensor (shared: exports keep it alive).
+    fn tensor(&self) -> &Arc<ManagedTensor>;
+    /// A new instance owning `tensor` (typically `Py::new(py, Self { .. })`).
+    fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>>;
+}
+
+/// Tensors exported through published tables since the process started (a diagnostic: it
+/// shows that a consumer took the fast path).
+pub fn exchange_api_exports() -> u64 {
+    EXPORTS.load(Ordering::Relaxed)
+}
+
+static EXPORTS: AtomicU64 = AtomicU64::new(0);
+
+/// Publishes DLPack 1.3's C exchange API on `T`'s type, as the attribute
+/// `__dlpack_c_exchange_api__` (a capsule named `dlpack_exchange_api` holding a
+/// process-lifetime `DLPackExchangeAPI`). All five functions are implemented:
+///
+/// - `managed_tensor_allocator`: a zero-filled CPU tensor in Rust memory shaped like the
+///   prototype (other devices are refused through `SetError`);
+/// - `managed_tensor_from_py_object_no_sync`: shares the instance's tensor (one allocation);
+/// - `managed_tensor_to_py_object_no_sync`: wraps an owned tensor in a new instance;
+/// - `dltensor_from_py_object_no_sync`: fills a borrowed `DLTensor`, no allocation;
+/// - `current_work_stream`: NULL (Rust-owned tensors enqueue no device work).
+///
+/// Each function catches panics and reports failures as a Python exception and -1.
+pub fn publish_exchange_api<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
+    let table = table_for::<T>();
+    // SAFETY: the table is leaked, so it lives for the process as the standard requires; the
+    // name is a static C string; no destructor is needed.
+    let capsule =
+        unsafe { ffi::PyCapsule_New(table.cast_mut().cast(), DLPACK_EXCHANGE_API.as_ptr(), None) };
+    if capsule.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference to a capsule.
+    let capsule: Bound<'_, PyCapsule> =
+        unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() };
+    py.get_type::<T>()
+        .setattr("__dlpack_c_exchange_api__", capsule)
+}
+
+fn table_for<T: TensorClass>() -> *const DLPackExchangeAPI {
+    static TABLES: OnceLock<Mutex<HashMap<TypeId, usize>>> = OnceLock::new();
+    let tables = TABLES.get_or_init(Default::default);
+    let mut tables = tables
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let address = *tables.entry(TypeId::of::<T>()).or_insert_with(|| {
+        let table = Box::new(DLPackExchangeAPI {
+            header: DLPackExchangeAPIHeader {
+                version: Version::CURRENT,
+                prev_api: std::ptr::null_mut(),
+            },
+            managed_tensor_allocator: Some(allocate),
+            managed_tensor_from_py_object_no_sync: Some(from_py_object::<T>),
+            managed_tensor_to_py_object_no_sync: Some(to_py_object::<T>),
+            dltensor_from_py_object_no_sync: Some(dltensor_from_py_object::<T>),
+            current_work_stream: Some(current_work_stream),
+        });
+        Box::into_raw(table) as usize
+    });
+    address as *const DLPackExchangeAPI
+}
+
+/// Runs `body` for a table function: a Python error or a panic becomes a Python exception
+/// and -1. The standard has consumers call with the GIL held; attaching (a no-op then) also
+/// keeps a consumer that forgot it from corrupting the interpreter.
+fn with_gil_held(body: impl FnOnce(Python<'_>) -> PyResult<()>) -> c_int {
+    Python::attach(|py| with_python(py, body))
+}
+
+fn with_python(py: Python<'_>, body: impl FnOnce(Python<'_>) -> PyResult<()>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(|| body(py))) {
+        Ok(Ok(())) => 0,
+        Ok(Err(error)) => {
+            error.restore(py);
+            -1
+        }
+        Err(_) => {
+            PyRuntimeError::new_err("dlbridge: a panic in a DLPack exchange API function")
+                .restore(py);
+            -1
+        }
+    }
+}
+
+/// The instance behind a `PyObject*` handed to a table function.
+///
+/// # Safety
+///
+/// `object` must be a live Python object, borrowed for `'py`.
+unsafe fn instance<'py, T: TensorClass>(
+    py: Python<'py>,
+    object: *mut c_void,
+) -> PyResult<Bound<'py, T>> {
+    // SAFETY: by the contract.
+    let object = unsafe { Bound::from_borrowed_ptr(py, object.cast()) };
+    Ok(object.cast_into::<T>()?)
+}
+
+unsafe extern "C" fn from_py_object<T: TensorClass>(
+    object: *mut c_void,
+    out: *mut *mut DLManagedTensorVersioned,
+) -> c_int {
+    with_gil_held(|py| {
+        // SAFETY: the consumer passes a live object of the table's type.
+        let instance = unsafe { instance::<T>(py, object) }?;
+        let tensor = Arc::clone(instance.borrow().tensor());
+        let shared = tensor.share_versioned().map_err(to_py_err)?;
+        let raw = shared
+            .into_raw()
+            .versioned()
+            .expect("shared tensors are versioned");
+        EXPORTS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: `out` is the consumer's slot for the owned tensor.
+        unsafe { out.write(raw) };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn to_py_object<T: TensorClass>(
+    tensor: *mut DLManagedTensorVersioned,
+    out: *mut *mut c_void,
+) -> c_int {
+    with_gil_held(|py| {
+        // SAFETY: the caller hands over an owned tensor (ownership is stolen, on success and
+        // on failure alike: a rejected tensor is deleted).
+        let tensor = unsafe { ManagedTensor::from_raw_versioned(tensor) }.map_err(to_py_err)?;
+        let object = T::new_instance(py, tensor)?;
+        // SAFETY: `out` is the caller's slot for a new reference.
+        unsafe { out.write(object.into_ptr().cast()) };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn dltensor_from_py_object<T: TensorClass>(
+    object: *mut c_void,
+    out: *mut DLTensor,
+) -> c_int {
+    with_gil_held(|py| {
+        // SAFETY: the consumer passes a live object of the table's type.
+        let instance = unsafe { instance::<T>(py, object) }?;
+        let borrowed = instance.borrow();
+        let view = borrowed.tensor().view();
+        // The shape and strides point into the instance's tensor, which the object keeps
+        // alive at least until control returns to the caller, as the standard requires.
+        let described = DLTensor {
+            data: view.data_ptr(),
+            device: view.device(),
+            ndim: view.ndim() as i32,
+            dtype: view.dtype(),
+            shape: view.shape().as_ptr().cast_mut(),
+            strides: view.strides().as_ptr().cast_mut(),
+            byte_offset: 0,
+        };
+        // SAFETY: `out` is the caller's DLTensor to fill.
+        unsafe { out.write(described) };
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn current_work_stream(
+    _device_type: DLDeviceType,
+    _device_id: i32,
+    out_current_stream: *mut *mut c_void,
+) -> c_int {
+    if !out_current_stream.is_null() {
+        // SAFETY: the caller's slot for the stream; Rust-owned tensors have none.
+        unsafe { out_current_stream.write(std::ptr::null_mut()) };
+    }
+    0
+}
+
+unsafe extern "C" fn allocate(
+    prototype: *mut DLTensor,
+    out: *mut *mut DLManagedTensorVersioned,
+    error_ctx: *mut c_void,
+    set_error: DLPackSetError,
+) -> c_int {
+    let result = catch_unwind(AssertUnwindSafe(
+        || -> Result<*mut DLManagedTensorVersioned, String> {
+            if prototype.is_null() || out.is_null() {
+                return Err("NULL prototype or output pointer".to_owned());
+            }
+            // SAFETY: a caller-provided prototype; only dtype, ndim, shape and device are read.
+            let prototype = unsafe { &*prototype };
+            if !prototype.device.is_host_readable() {
+                return Err(format!(
+                    "dlbridge allocates in host memory only, not on {}",
+                    prototype.device
+                ));
+            }
+            let ndim = prototype.ndim;
+            if !(0..=MAX_NDIM).contains(&ndim) {
+                return Err(format!("prototype ndim = {ndim} is out of range"));
+            }
+            let shape: &[i64] = if ndim == 0 {
+                &[]
+            } else if prototype.shape.is_null() {
+                return Err(format!("prototype shape is NULL with ndim = {ndim}"));
+            } else {
+                // SAFETY: a caller-provided shape of `ndim` values.
+                unsafe { std::slice::from_raw_parts(prototype.shape, ndim as usize) }
+            };
+            let extents = shape
+                .iter()
+                .map(|&extent| {
+                    usize::try_from(extent).map_err(|_| format!("negative extent {extent}"))
+                })
+                .collect::<Result<Vec<usize>, String>>()?;
+            let dtype: DataType = prototype.dtype;
+            let tensor = ManagedTensor::zeros(dtype, &extents).map_err(|e| e.to_string())?;
+            Ok(tensor.into_raw().versioned().expect("zeros are versioned"))
+        },
+    ));
+    match result {
+        Ok(Ok(tensor)) => {
+            // SAFETY: checked non-NULL above.
+            unsafe { out.write(tensor) };
+            0
+        }
+        Ok(Err(message)) => report(error_ctx, set_error, &message),
+        Err(_) => report(error_ctx, set_error, "dlbridge: a panic in the allocator"),
+    }
+}
+
+/// Reports an allocator failure through `SetError`, as the standard asks.
+fn report(error_ctx: *mut c_void, set_error: DLPackSetError, message: &str) -> c_int {
+    if let Some(set_error) = set_error {
+        let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: the caller's callback with its own context; both strings outlive the call.
+        unsafe {
+            set_error(
+                error_ctx,
+                c"BufferError".as_ptr() as *const c_char,
+                message.as_ptr(),
+            )
+        };
+    }
+    -1
+}

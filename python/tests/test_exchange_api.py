@@ -1,0 +1,182 @@
+"""DLPack 1.3's C exchange API on `dlbridge.Tensor`: the table passes every check a consumer
+would make (each of the five functions called through ctypes), and real consumers (tvm-ffi,
+dlbridge itself) take it."""
+
+import ctypes
+from ctypes import CFUNCTYPE, POINTER, PYFUNCTYPE, Structure, c_char_p, c_int, c_int32, c_void_p
+
+import numpy as np
+import pytest
+
+import _producers as P
+import dlbridge
+
+# The table's functions are called with the GIL held and report errors as Python exceptions:
+# PYFUNCTYPE keeps the GIL and raises the error a call left set.
+SET_ERROR = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p)
+ALLOCATOR = PYFUNCTYPE(
+    c_int, POINTER(P.DLTensor), POINTER(POINTER(P.DLManagedTensorVersioned)), c_void_p, SET_ERROR
+)
+FROM_PY_OBJECT = PYFUNCTYPE(c_int, c_void_p, POINTER(POINTER(P.DLManagedTensorVersioned)))
+TO_PY_OBJECT = PYFUNCTYPE(c_int, POINTER(P.DLManagedTensorVersioned), POINTER(c_void_p))
+DLTENSOR_FROM_PY_OBJECT = PYFUNCTYPE(c_int, c_void_p, POINTER(P.DLTensor))
+CURRENT_WORK_STREAM = PYFUNCTYPE(c_int, c_int32, c_int32, POINTER(c_void_p))
+
+
+class Header(Structure):
+    _fields_ = [("version", P.DLPackVersion), ("prev_api", c_void_p)]
+
+
+class ExchangeAPI(Structure):
+    _fields_ = [
+        ("header", Header),
+        ("managed_tensor_allocator", c_void_p),
+        ("managed_tensor_from_py_object_no_sync", c_void_p),
+        ("managed_tensor_to_py_object_no_sync", c_void_p),
+        ("dltensor_from_py_object_no_sync", c_void_p),
+        ("current_work_stream", c_void_p),
+    ]
+
+
+assert ctypes.sizeof(ExchangeAPI) == 56
+
+
+@pytest.fixture(scope="module")
+def table():
+    capsule = dlbridge.Tensor.__dlpack_c_exchange_api__
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = c_void_p
+    get_pointer.argtypes = [ctypes.py_object, c_char_p]
+    address = get_pointer(capsule, b"dlpack_exchange_api")
+    assert address
+    return ExchangeAPI.from_address(address)
+
+
+def _function(table, name, prototype):
+    address = getattr(table, name)
+    assert address, f"{name} is NULL"
+    return prototype(address)
+
+
+def _free(tensor_pointer):
+    managed = tensor_pointer.contents
+    managed.deleter(ctypes.addressof(managed))
+
+
+def test_the_table_is_version_1_3_with_every_member(table):
+    assert (table.header.version.major, table.header.version.minor) == (1, 3)
+    assert table.header.prev_api is None
+    for name, _ in ExchangeAPI._fields_[1:]:
+        assert getattr(table, name), name
+
+
+def test_managed_tensor_from_py_object_shares_memory(table):
+    source = np.arange(6, dtype=np.int32).reshape(2, 3)
+    t = dlbridge.from_dlpack(source)
+    export = _function(table, "managed_tensor_from_py_object_no_sync", FROM_PY_OBJECT)
+    out = POINTER(P.DLManagedTensorVersioned)()
+    assert export(id(t), ctypes.byref(out)) == 0
+    managed = out.contents
+    assert (managed.version.major, managed.version.minor) == (1, 3)
+    tensor = managed.dl_tensor
+    assert tensor.data == t.data_ptr and tensor.byte_offset == 0
+    assert [tensor.shape[i] for i in range(2)] == [2, 3]
+    assert [tensor.strides[i] for i in range(2)] == [3, 1]
+    assert (tensor.device.device_type, tensor.device.device_id) == (1, 0)
+    _free(out)
+
+
+def test_managed_tensor_from_py_object_keeps_read_only(table):
+    source = np.arange(3.0)
+    source.flags.writeable = False
+    t = dlbridge.from_dlpack(source)
+    export = _function(table, "managed_tensor_from_py_object_no_sync", FROM_PY_OBJECT)
+    out = POINTER(P.DLManagedTensorVersioned)()
+    assert export(id(t), ctypes.byref(out)) == 0
+    assert out.contents.flags & P.FLAG_READ_ONLY
+    _free(out)
+
+
+def test_managed_tensor_from_py_object_refuses_other_types(table):
+    export = _function(table, "managed_tensor_from_py_object_no_sync", FROM_PY_OBJECT)
+    out = POINTER(P.DLManagedTensorVersioned)()
+    wrong = object()
+    # The error the call leaves set surfaces as an exception of the call.
+    with pytest.raises(TypeError):
+        export(id(wrong), ctypes.byref(out))
+    assert not out
+
+
+def test_managed_tensor_to_py_object_steals_the_tensor(table):
+    record = P.make_from_numpy(np.arange(4, dtype=np.float64))
+    wrap = _function(table, "managed_tensor_to_py_object_no_sync", TO_PY_OBJECT)
+    out = c_void_p()
+    tensor_pointer = ctypes.cast(record.address, POINTER(P.DLManagedTensorVersioned))
+    assert wrap(tensor_pointer, ctypes.byref(out)) == 0
+    obj = ctypes.cast(out, ctypes.py_object).value
+    ctypes.pythonapi.Py_DecRef(ctypes.py_object(obj))  # the call returned a new reference
+    assert isinstance(obj, dlbridge.Tensor)
+    assert np.from_dlpack(obj).tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert record.deleter_calls == 0
+    del obj
+    P.collect()
+    assert record.deleter_calls == 1
+
+
+def test_dltensor_from_py_object_fills_a_borrowed_descriptor(table):
+    source = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    t = dlbridge.from_dlpack(source)
+    describe = _function(table, "dltensor_from_py_object_no_sync", DLTENSOR_FROM_PY_OBJECT)
+    out = P.DLTensor()
+    assert describe(id(t), ctypes.byref(out)) == 0
+    assert out.data == t.data_ptr and out.ndim == 2 and out.byte_offset == 0
+    assert [out.shape[i] for i in range(2)] == [3, 2]
+    assert [out.strides[i] for i in range(2)] == [4, 2]
+    assert (out.dtype.code, out.dtype.bits, out.dtype.lanes) == (2, 32, 1)
+
+
+def test_current_work_stream_is_null_on_the_cpu(table):
+    stream = _function(table, "current_work_stream", CURRENT_WORK_STREAM)
+    out = c_void_p(12345)
+    assert stream(1, 0, ctypes.byref(out)) == 0
+    assert out.value is None
+
+
+def test_the_allocator_makes_rust_owned_tensors_and_reports_errors(table):
+    allocate = _function(table, "managed_tensor_allocator", ALLOCATOR)
+    errors = []
+
+    @SET_ERROR
+    def set_error(ctx, kind, message):
+        errors.append((kind.decode(), message.decode()))
+
+    shape = (ctypes.c_int64 * 2)(2, 3)
+    prototype = P.DLTensor()
+    prototype.device = P.DLDevice(1, 0)
+    prototype.ndim = 2
+    prototype.dtype = P.DLDataType(2, 32, 1)
+    prototype.shape = ctypes.cast(shape, POINTER(ctypes.c_int64))
+    out = POINTER(P.DLManagedTensorVersioned)()
+    assert allocate(ctypes.byref(prototype), ctypes.byref(out), None, set_error) == 0
+    tensor = out.contents.dl_tensor
+    assert [tensor.shape[i] for i in range(2)] == [2, 3]
+    assert tensor.data % 64 == 0
+    assert ctypes.string_at(tensor.data, 24) == bytes(24)
+    _free(out)
+    assert errors == []
+
+    prototype.device = P.DLDevice(2, 0)  # CUDA: not ours to allocate
+    assert allocate(ctypes.byref(prototype), ctypes.byref(out), None, set_error) == -1
+    assert errors and errors[0][0] == "BufferError" and "CUDA" in errors[0][1]
+
+
+def test_consumers_take_the_table():
+    t = dlbridge.from_dlpack(np.arange(5, dtype=np.int64))
+    before = dlbridge._dlbridge._exchange_api_exports()
+    again = dlbridge.from_dlpack(t)
+    assert again.data_ptr == t.data_ptr
+    assert dlbridge._dlbridge._exchange_api_exports() == before + 1
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    x = tvm_ffi.from_dlpack(t)
+    assert dlbridge._dlbridge._exchange_api_exports() == before + 2
+    assert tuple(x.shape) == (5,)
