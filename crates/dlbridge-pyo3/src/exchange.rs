@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::sync::{Mutex, OnceLock};
 
-use dlbridge::ffi::{DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader};
+use dlbridge::ffi::{
+    DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLTensor,
+};
 use dlbridge::ManagedTensor;
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
@@ -52,6 +54,28 @@ impl ExchangeApi {
         let py = object.py();
         let conj = object.call_method0(intern!(py, "is_conj"))?.is_truthy()?;
         Ok(!conj && !object.call_method0(intern!(py, "is_neg"))?.is_truthy()?)
+    }
+
+    /// Describes `object` (of the table's type) with `dltensor_from_py_object_no_sync`: a
+    /// borrowed descriptor, valid while `object` lives unchanged, made without allocating.
+    /// `None` when the table does not offer the function.
+    pub fn describe(&self, object: &Bound<'_, PyAny>) -> PyResult<Option<DLTensor>> {
+        let Some(describe) = self.table.dltensor_from_py_object_no_sync else {
+            return Ok(None);
+        };
+        let mut tensor = std::mem::MaybeUninit::<DLTensor>::zeroed();
+        // SAFETY: the table's contract: `object` is of the table's type, the GIL is held, and
+        // `tensor` is a DLTensor to fill.
+        let status = unsafe { describe(object.as_ptr().cast(), tensor.as_mut_ptr()) };
+        if status != 0 {
+            return Err(PyErr::take(object.py()).unwrap_or_else(|| {
+                PyBufferError::new_err(format!(
+                    "dltensor_from_py_object_no_sync failed ({status}) without an error"
+                ))
+            }));
+        }
+        // SAFETY: filled on success (and zeroed before, a valid DLTensor bit pattern).
+        Ok(Some(unsafe { tensor.assume_init() }))
     }
 
     /// Exports `object` (of the table's type) as an owned, validated tensor with

@@ -22,6 +22,7 @@
 mod capsule;
 mod consume;
 mod exchange;
+mod kernel;
 mod owner;
 mod producer;
 
@@ -34,6 +35,7 @@ pub use dlbridge;
 pub use exchange::{
     exchange_api, exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV,
 };
+pub use kernel::{AnyLayout, CContiguous, FContiguous, Layout, TensorArg, TensorArgMut};
 pub use owner::PyObjectOwner;
 pub use producer::{exchange_api_exports, publish_exchange_api, TensorClass};
 

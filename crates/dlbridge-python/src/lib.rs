@@ -614,12 +614,66 @@ mod minifloat {
     }
 }
 
+/// Kernels over typed tensor arguments, for the test suite (`dlbridge._dlbridge._testing`):
+/// they show the argument types at work on every framework.
+mod testing {
+    use dlbridge_pyo3::{CContiguous, TensorArg, TensorArgMut};
+    use ndarray::{Ix1, Ix2, IxDyn};
+    use pyo3::prelude::*;
+
+    /// `out[...] = x * factor`, with the GIL released while it runs.
+    #[pyfunction]
+    pub fn scale(
+        py: Python<'_>,
+        x: TensorArg<'_, f32, Ix2, CContiguous>,
+        mut out: TensorArgMut<'_, f32, Ix2>,
+        factor: f32,
+    ) {
+        py.detach(|| {
+            out.view_mut()
+                .zip_mut_with(&x.view(), |o, &v| *o = v * factor)
+        });
+    }
+
+    /// Adds one to every element, in place.
+    #[pyfunction]
+    pub fn add_one(mut x: TensorArgMut<'_, f64, Ix1>) {
+        x.view_mut().mapv_inplace(|v| v + 1.0);
+    }
+
+    /// Sums a float32 tensor of any shape and layout.
+    #[pyfunction]
+    pub fn total(x: TensorArg<'_, f32, IxDyn>) -> f64 {
+        x.view().iter().map(|&v| f64::from(v)).sum()
+    }
+
+    /// Takes three tensors and does nothing: the cost of the arguments alone.
+    #[pyfunction]
+    pub fn noop3(
+        _a: TensorArg<'_, f32, IxDyn>,
+        _b: TensorArg<'_, f32, IxDyn>,
+        _c: TensorArg<'_, f32, IxDyn>,
+    ) {
+    }
+
+    /// Takes three plain objects and does nothing: the floor of a three-argument call.
+    #[pyfunction]
+    pub fn noop3_objects(_a: &Bound<'_, PyAny>, _b: &Bound<'_, PyAny>, _c: &Bound<'_, PyAny>) {}
+}
+
 /// The `dlbridge._dlbridge` extension module.
 #[pymodule]
 fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Tensor>()?;
     publish_exchange_api::<Tensor>(module.py())?;
     module.add_function(wrap_pyfunction!(_exchange_api_exports, module)?)?;
+    let testing = PyModule::new(module.py(), "_testing")?;
+    testing.add_function(wrap_pyfunction!(testing::scale, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::add_one, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::total, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::noop3, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::noop3_objects, &testing)?)?;
+    module.add_submodule(&testing)?;
     module.add_function(wrap_pyfunction!(from_dlpack, module)?)?;
     module.add_function(wrap_pyfunction!(empty, module)?)?;
     module.add_function(wrap_pyfunction!(zeros, module)?)?;

@@ -186,6 +186,31 @@ impl<'a> TensorView<'a> {
     }
 }
 
+impl<'a> TensorView<'a> {
+    /// A mutable `ndarray` view of the elements, for a descriptor borrowed from a producer
+    /// (as typed kernel arguments get it). Refused, like [`ManagedTensor::as_array_mut`], for
+    /// read-only tensors, overlapping layouts and everything typed access refuses.
+    ///
+    /// # Safety
+    ///
+    /// Nothing else may read or write the elements during `'a`, and the producer must allow
+    /// writes to them.
+    pub unsafe fn as_array_mut_unchecked<T: Element>(&self) -> Result<ArrayViewMutD<'a, T>> {
+        self.check_writable()?;
+        let first = self.elements::<T>()?.as_ptr().cast_mut();
+        let layout = NdLayout::new(self.shape(), self.strides())?;
+        let lowest = layout.lowest(first);
+        // SAFETY: as in `TensorView::as_array`; in addition the layout was checked
+        // overlap-free (ndarray's own overlap test agrees: both sort the axes of extent above
+        // 1 by absolute stride and require each stride to clear what the smaller ones reach).
+        let mut raw = unsafe { RawArrayViewMut::from_shape_ptr(layout.stride_shape(), lowest) };
+        layout.orient(&mut raw);
+        // SAFETY: the elements are writable (not read-only, host-readable, checked above), each
+        // reached by one index only, and the caller guarantees exclusive access for `'a`.
+        Ok(unsafe { raw.deref_into_view_mut() })
+    }
+}
+
 impl ManagedTensor {
     /// The tensor as a mutable `ndarray` view, without copying (feature `ndarray`).
     ///
@@ -203,19 +228,8 @@ impl ManagedTensor {
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     pub fn as_array_mut<T: Element>(&mut self) -> Result<ArrayViewMutD<'_, T>> {
-        let first = self.elements_mut::<T>()?.as_mut_ptr();
-        let view = self.view();
-        let layout = NdLayout::new(view.shape(), view.strides())?;
-        let lowest = layout.lowest(first);
-        // SAFETY: as in `TensorView::as_array`; in addition the layout was checked
-        // overlap-free (ndarray's own overlap test agrees: both sort the axes of extent above
-        // 1 by absolute stride and require each stride to clear what the smaller ones reach).
-        let mut raw = unsafe { RawArrayViewMut::from_shape_ptr(layout.stride_shape(), lowest) };
-        layout.orient(&mut raw);
-        // SAFETY: the elements are writable (not read-only, host-readable, checked by
-        // `elements_mut`), each reached by one index only, and `&mut self` gives this view
-        // exclusive access to them for its lifetime.
-        Ok(unsafe { raw.deref_into_view_mut() })
+        // SAFETY: `&mut self` gives the view exclusive access to the tensor's elements.
+        unsafe { self.view().as_array_mut_unchecked() }
     }
 
     /// Exports an owned `ndarray` array as a versioned, writable managed tensor, without

@@ -1,0 +1,285 @@
+//! Typed tensor arguments for `#[pyfunction]`s: a Rust kernel written once takes NumPy,
+//! PyTorch, JAX (any DLPack producer) zero-copy, with its expectations checked at extraction.
+//!
+//! ```ignore
+//! #[pyfunction]
+//! fn scale(py: Python<'_>, x: TensorArg<'_, f32, Ix2, CContiguous>, mut out: TensorArgMut<'_, f32, Ix2>, factor: f32) {
+//!     py.detach(|| out.view_mut().zip_mut_with(&x.view(), |o, &v| *o = v * factor));
+//! }
+//! ```
+
+use std::fmt::Write as _;
+use std::marker::PhantomData;
+
+use dlbridge::ffi::DLTensor;
+use dlbridge::{Element, ManagedTensor, TensorView};
+use ndarray::{ArrayView, ArrayViewMut, Dimension, IxDyn};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+
+use crate::exchange::{exchange_api, exchange_api_enabled};
+use crate::{from_dlpack, ImportOptions};
+
+/// A memory layout a typed argument may require.
+pub trait Layout: 'static {
+    /// How the layout is named in error messages ("C-contiguous"), empty for any layout.
+    const NAME: &'static str;
+    /// Whether `view` has this layout.
+    fn accepts(view: &TensorView<'_>) -> bool;
+}
+
+/// Any strides (negative, broadcast for reading, transposed): the default.
+pub struct AnyLayout;
+/// Compact row-major strides.
+pub struct CContiguous;
+/// Compact column-major strides.
+pub struct FContiguous;
+
+impl Layout for AnyLayout {
+    const NAME: &'static str = "";
+    fn accepts(_: &TensorView<'_>) -> bool {
+        true
+    }
+}
+
+impl Layout for CContiguous {
+    const NAME: &'static str = "C-contiguous ";
+    fn accepts(view: &TensorView<'_>) -> bool {
+        view.is_c_contiguous()
+    }
+}
+
+impl Layout for FContiguous {
+    const NAME: &'static str = "F-contiguous ";
+    fn accepts(view: &TensorView<'_>) -> bool {
+        view.is_f_contiguous()
+    }
+}
+
+/// Where an argument's descriptor came from: borrowed from the producer through its exchange
+/// API table (no allocation), or imported and owned for the call.
+enum Source {
+    Borrowed(#[allow(dead_code)] DLTensor),
+    Owned(#[allow(dead_code)] ManagedTensor),
+}
+
+/// A read-only tensor argument of element type `T`, dimensionality `D` and layout `L`,
+/// borrowed zero-copy from any DLPack producer for the duration of the call.
+///
+/// Extraction checks the data type, the number of dimensions, the layout and that the data is
+/// in host memory, and raises `TypeError` naming what was expected and what was received:
+/// `argument 'x': expected a float32 C-contiguous cpu tensor with 2 dimensions, got float64
+/// shape (3, 4) strides (1, 3) on CPU:0`. When the producer's type publishes DLPack 1.3's C
+/// exchange API (PyTorch, PaddlePaddle, dlbridge), the descriptor is borrowed through
+/// `dltensor_from_py_object_no_sync` without any heap allocation; otherwise the tensor is
+/// imported with [`from_dlpack`] and released after the call.
+///
+/// The argument is `Send` and `Sync`: the GIL may be released while the kernel runs (`py.detach`).
+pub struct TensorArg<'a, T: Element, D: Dimension = IxDyn, L: Layout = AnyLayout> {
+    view: ArrayView<'a, T, D>,
+    _source: Source,
+    _layout: PhantomData<L>,
+}
+
+/// A writable tensor argument: as [`TensorArg`], and refused for read-only tensors and for
+/// layouts in which two indices reach the same element. Writes are seen by the caller's
+/// tensor (NumPy array, PyTorch tensor, ...).
+pub struct TensorArgMut<'a, T: Element, D: Dimension = IxDyn, L: Layout = AnyLayout> {
+    view: ArrayViewMut<'a, T, D>,
+    _source: Source,
+    _layout: PhantomData<L>,
+}
+
+// SAFETY: the view is a borrow of the argument's elements for the call, which the caller's
+// reference keeps alive; the descriptor is plain data. Sending it to another thread while the
+// GIL is released is what `ArrayView` allows for `T: Sync`.
+unsafe impl<T: Element, D: Dimension, L: Layout> Send for TensorArg<'_, T, D, L> {}
+// SAFETY: as above, with exclusive access (`T: Send`).
+unsafe impl<T: Element, D: Dimension, L: Layout> Send for TensorArgMut<'_, T, D, L> {}
+// SAFETY: `&TensorArg` only reads the elements (`T: Sync`).
+unsafe impl<T: Element, D: Dimension, L: Layout> Sync for TensorArg<'_, T, D, L> {}
+// SAFETY: `&TensorArgMut` only reads the elements; writes need `&mut`.
+unsafe impl<T: Element, D: Dimension, L: Layout> Sync for TensorArgMut<'_, T, D, L> {}
+
+impl<'a, T: Element, D: Dimension, L: Layout> TensorArg<'a, T, D, L> {
+    /// The elements as an `ndarray` view.
+    pub fn view(&self) -> ArrayView<'_, T, D> {
+        self.view.view()
+    }
+
+    /// The elements as a slice in memory order, when the layout is contiguous.
+    pub fn as_slice(&self) -> Option<&[T]> {
+        self.view.as_slice_memory_order()
+    }
+}
+
+impl<'a, T: Element, D: Dimension, L: Layout> TensorArgMut<'a, T, D, L> {
+    /// The elements as an `ndarray` view.
+    pub fn view(&self) -> ArrayView<'_, T, D> {
+        self.view.view()
+    }
+
+    /// The elements as a mutable `ndarray` view.
+    pub fn view_mut(&mut self) -> ArrayViewMut<'_, T, D> {
+        self.view.view_mut()
+    }
+
+    /// The elements as a mutable slice in memory order, when the layout is contiguous.
+    pub fn as_mut_slice(&mut self) -> Option<&mut [T]> {
+        self.view.as_slice_memory_order_mut()
+    }
+}
+
+/// What an argument's type asks for, in words: "a float32 C-contiguous cpu tensor with 2
+/// dimensions".
+fn expectation<T: Element, D: Dimension, L: Layout>(writable: bool) -> String {
+    let mut text = format!(
+        "a {}{} {}cpu tensor",
+        if writable { "writable " } else { "" },
+        T::DTYPE,
+        L::NAME
+    );
+    if let Some(ndim) = D::NDIM {
+        let _ = write!(
+            text,
+            " with {ndim} dimension{}",
+            if ndim == 1 { "" } else { "s" }
+        );
+    }
+    text
+}
+
+/// What was received, in words: "float64 shape (3, 4) strides (1, 3) on CPU:0".
+fn received(view: &TensorView<'_>) -> String {
+    let tuple = |values: &[i64]| match values {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            values
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!(
+        "{} shape {} strides {} on {}{}",
+        view.dtype(),
+        tuple(view.shape()),
+        tuple(view.strides()),
+        view.device(),
+        if view.is_read_only() {
+            " (read-only)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Checks a descriptor against an argument type's expectations.
+fn check<T: Element, D: Dimension, L: Layout>(
+    view: &TensorView<'_>,
+    writable: bool,
+) -> PyResult<()> {
+    let fits = view.dtype() == T::DTYPE
+        && D::NDIM.is_none_or(|ndim| ndim == view.ndim())
+        && L::accepts(view)
+        && view.device().is_host_readable()
+        && !(writable && view.is_read_only());
+    if fits {
+        Ok(())
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "expected {}, got {}",
+            expectation::<T, D, L>(writable),
+            received(view)
+        )))
+    }
+}
+
+/// Borrows or imports the tensor behind `object`.
+fn acquire(object: &Bound<'_, PyAny>) -> PyResult<Source> {
+    if exchange_api_enabled() {
+        if let Some(api) = exchange_api(object)? {
+            if api.exports_faithfully(object)? {
+                if let Some(tensor) = api.describe(object)? {
+                    return Ok(Source::Borrowed(tensor));
+                }
+            }
+        }
+    }
+    Ok(Source::Owned(from_dlpack(
+        object,
+        &ImportOptions::default(),
+    )?))
+}
+
+/// The validated view of an acquired source.
+fn view_of(source: &Source) -> PyResult<TensorView<'_>> {
+    match source {
+        // SAFETY: the producer filled the descriptor for an object the caller keeps alive and
+        // unchanged for the call.
+        Source::Borrowed(tensor) => unsafe { TensorView::from_dltensor(tensor) }
+            .map_err(|e| PyTypeError::new_err(e.to_string())),
+        Source::Owned(tensor) => Ok(tensor.view()),
+    }
+}
+
+fn array_error(error: dlbridge::Error) -> PyErr {
+    PyTypeError::new_err(error.to_string())
+}
+
+impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
+    for TensorArg<'a, T, D, L>
+{
+    type Error = PyErr;
+
+    fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let source = acquire(&object)?;
+        let view = view_of(&source)?;
+        check::<T, D, L>(&view, false)?;
+        let array = view
+            .as_array::<T>()
+            .map_err(array_error)?
+            .into_dimensionality::<D>()
+            .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+        // SAFETY: the view reads elements that live as long as the argument object, which the
+        // caller borrows for `'a` (borrowed source), or as long as the owned tensor stored in
+        // the returned value (owned source); it holds no reference into `source` itself (its
+        // shape and strides are copied into the view).
+        let array =
+            unsafe { std::mem::transmute::<ArrayView<'_, T, D>, ArrayView<'a, T, D>>(array) };
+        Ok(TensorArg {
+            view: array,
+            _source: source,
+            _layout: PhantomData,
+        })
+    }
+}
+
+impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
+    for TensorArgMut<'a, T, D, L>
+{
+    type Error = PyErr;
+
+    fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let source = acquire(&object)?;
+        let view = view_of(&source)?;
+        check::<T, D, L>(&view, true)?;
+        // SAFETY: the argument is the caller's tensor, lent to this call for writing (as any
+        // in-place kernel argument); nothing else accesses it while the call runs.
+        let array = unsafe { view.as_array_mut_unchecked::<T>() }
+            .map_err(array_error)?
+            .into_dimensionality::<D>()
+            .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+        // SAFETY: as for `TensorArg`: the elements outlive `'a` and the view holds no
+        // reference into `source`.
+        let array =
+            unsafe { std::mem::transmute::<ArrayViewMut<'_, T, D>, ArrayViewMut<'a, T, D>>(array) };
+        Ok(TensorArgMut {
+            view: array,
+            _source: source,
+            _layout: PhantomData,
+        })
+    }
+}

@@ -1,0 +1,89 @@
+"""Typed tensor arguments (`TensorArg`, `TensorArgMut` of dlbridge-pyo3), through the test
+kernels in `dlbridge._dlbridge._testing`: zero-copy on NumPy and PyTorch, writes seen by the
+caller, and every constraint violation named."""
+
+import numpy as np
+import pytest
+
+from dlbridge._dlbridge import _testing as K
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_writes_through_mutable_arguments_are_seen_by_the_caller(framework):
+    if framework == "numpy":
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        out = np.zeros((2, 3), dtype=np.float32)
+    else:
+        x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+        out = torch.zeros(2, 3)
+    K.scale(x, out, 2.0)
+    assert np.asarray(out).tolist() == [[0, 2, 4], [6, 8, 10]]
+    v = np.zeros(3) if framework == "numpy" else torch.zeros(3, dtype=torch.float64)
+    K.add_one(v)
+    K.add_one(v)
+    assert np.asarray(v).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_mutable_arguments_may_be_strided():
+    out = torch.zeros(3, 2).t()  # a (2, 3) view with strides (1, 2)
+    K.scale(torch.ones(2, 3), out, 5.0)
+    assert out.tolist() == [[5.0] * 3] * 2
+    base = np.zeros(8)
+    K.add_one(base[::-2])
+    assert base.tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
+
+
+def test_any_layout_reads_any_strides():
+    assert K.total(torch.ones(3, 4).t()) == 12.0
+    assert K.total(np.arange(6, dtype=np.float32)[::-1]) == 15.0
+    assert K.total(np.ones((2, 0), dtype=np.float32)) == 0.0
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (
+            lambda: K.scale(np.zeros((2, 3)), np.zeros((2, 3), np.float32), 1.0),
+            "expected a float32 C-contiguous cpu tensor with 2 dimensions, got float64 "
+            "shape (2, 3) strides (3, 1) on CPU:0",
+        ),
+        (
+            lambda: K.scale(np.zeros((3, 2), np.float32).T, np.zeros((2, 3), np.float32), 1.0),
+            "got float32 shape (2, 3) strides (1, 2)",
+        ),
+        (
+            lambda: K.scale(np.zeros(6, np.float32), np.zeros((2, 3), np.float32), 1.0),
+            "with 2 dimensions, got float32 shape (6,) strides (1,)",
+        ),
+        (
+            lambda: K.add_one(np.frombuffer(bytes(16), dtype=np.float64)),
+            "expected a writable float64 cpu tensor with 1 dimension, got float64 shape (2,) "
+            "strides (1,) on CPU:0 (read-only)",
+        ),
+        (lambda: K.total("not a tensor"), "is not a DLPack producer"),
+    ],
+)
+def test_violations_name_what_was_expected_and_received(call, message):
+    with pytest.raises(TypeError) as caught:
+        call()
+    assert message in str(caught.value)
+
+
+def test_overlapping_layouts_are_refused_for_writing():
+    broadcast = np.broadcast_to(np.zeros(1), (4,))
+    broadcast.flags.writeable  # numpy marks broadcasts read-only already
+    with pytest.raises(TypeError):
+        K.add_one(broadcast)
+
+
+def test_the_fast_path_borrows_torch_tensors_without_dlpack(monkeypatch):
+    def forbidden(self, *args, **kwargs):
+        raise AssertionError("__dlpack__ was called")
+
+    monkeypatch.setattr(torch.Tensor, "__dlpack__", forbidden)
+    out = torch.zeros(2, 2)
+    K.scale(torch.ones(2, 2), out, 4.0)
+    assert out.tolist() == [[4.0, 4.0], [4.0, 4.0]]
+    assert K.noop3(out, out, out) is None
