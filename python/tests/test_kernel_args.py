@@ -87,3 +87,13 @@ def test_the_fast_path_borrows_torch_tensors_without_dlpack(monkeypatch):
     K.scale(torch.ones(2, 2), out, 4.0)
     assert out.tolist() == [[4.0, 4.0], [4.0, 4.0]]
     assert K.noop3(out, out, out) is None
+
+
+def test_lazy_pytorch_views_are_read_resolved_and_never_written():
+    neg = torch.tensor([1.0 + 1.0j, 2.0 + 3.0j]).conj().imag  # [-1, -3] behind a neg bit
+    assert neg.is_neg()
+    assert K.total(neg) == -4.0
+    conj_source = torch.tensor([1.0 + 1.0j], dtype=torch.complex64)
+    with pytest.raises(TypeError, match="lazy conjugation or negation bit"):
+        K.scale(torch.ones(1, 2), neg.reshape(1, 2), 1.0)
+    assert conj_source.conj().is_conj()

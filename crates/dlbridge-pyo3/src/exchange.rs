@@ -8,7 +8,7 @@ use std::sync::{Mutex, OnceLock};
 use dlbridge::ffi::{
     DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLTensor,
 };
-use dlbridge::ManagedTensor;
+use dlbridge::{DataType, DataTypeCode, ManagedTensor};
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::intern;
@@ -51,9 +51,36 @@ impl ExchangeApi {
         if !self.lazy_bits {
             return Ok(true);
         }
+        let dtype = self.describe(object)?.map(|tensor| tensor.dtype);
+        self.is_faithful(object, dtype)
+    }
+
+    /// [`ExchangeApi::exports_faithfully`] for an object whose data type is known: only
+    /// complex tensors can carry the conjugation bit, only floating-point and complex ones the
+    /// negation bit, so integer and boolean tensors need no check at all.
+    pub fn is_faithful(
+        &self,
+        object: &Bound<'_, PyAny>,
+        dtype: Option<DataType>,
+    ) -> PyResult<bool> {
+        if !self.lazy_bits {
+            return Ok(true);
+        }
+        let code = dtype.map(|dtype| dtype.code);
+        let complex = code.is_none_or(|code| code == DataTypeCode::COMPLEX);
+        let signed_float = complex
+            || code.is_some_and(|code| {
+                matches!(code, DataTypeCode::FLOAT | DataTypeCode::BFLOAT)
+                    || (7..=17).contains(&code.0)
+            });
         let py = object.py();
-        let conj = object.call_method0(intern!(py, "is_conj"))?.is_truthy()?;
-        Ok(!conj && !object.call_method0(intern!(py, "is_neg"))?.is_truthy()?)
+        if complex && object.call_method0(intern!(py, "is_conj"))?.is_truthy()? {
+            return Ok(false);
+        }
+        if signed_float && object.call_method0(intern!(py, "is_neg"))?.is_truthy()? {
+            return Ok(false);
+        }
+        Ok(true)
     }
 
     /// Describes `object` (of the table's type) with `dltensor_from_py_object_no_sync`: a

@@ -198,16 +198,25 @@ fn check<T: Element, D: Dimension, L: Layout>(
 }
 
 /// Borrows or imports the tensor behind `object`.
-fn acquire(object: &Bound<'_, PyAny>) -> PyResult<Source> {
-    if exchange_api_enabled() {
-        if let Some(api) = exchange_api(object)? {
-            if api.exports_faithfully(object)? {
-                if let Some(tensor) = api.describe(object)? {
-                    return Ok(Source::Borrowed(tensor));
-                }
-            }
+fn acquire(object: &Bound<'_, PyAny>, writable: bool) -> PyResult<Source> {
+    if let Some(api) = exchange_api(object)? {
+        let described = if exchange_api_enabled() {
+            api.describe(object)?
+        } else {
+            None
+        };
+        let faithful = api.is_faithful(object, described.map(|tensor| tensor.dtype))?;
+        if !faithful && writable {
+            return Err(PyTypeError::new_err(
+                "a PyTorch view with a lazy conjugation or negation bit cannot be written in \
+                 place (its memory holds other values); pass x.resolve_conj().resolve_neg()",
+            ));
+        }
+        if let Some(tensor) = described.filter(|_| faithful) {
+            return Ok(Source::Borrowed(tensor));
         }
     }
+    // `from_dlpack` resolves lazy PyTorch views (a copy, read-only use only).
     Ok(Source::Owned(from_dlpack(
         object,
         &ImportOptions::default(),
@@ -235,7 +244,7 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
     type Error = PyErr;
 
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let source = acquire(&object)?;
+        let source = acquire(&object, false)?;
         let view = view_of(&source)?;
         check::<T, D, L>(&view, false)?;
         let array = view
@@ -263,7 +272,7 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
     type Error = PyErr;
 
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let source = acquire(&object)?;
+        let source = acquire(&object, true)?;
         let view = view_of(&source)?;
         check::<T, D, L>(&view, true)?;
         // SAFETY: the argument is the caller's tensor, lent to this call for writing (as any
