@@ -2,16 +2,17 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint rust-test miri bench doc venv python-build python-test
+.PHONY: tour test lint rust-test miri bench doc venv python-build python-test example-build
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 
 ## The main job: the Rust tour (export, import, validate, print), then a NumPy -> dlbridge ->
 ## PyTorch round trip through the Python package.
-tour: python-build
+tour: python-build example-build
 	$(CARGO) run --example tour
 	$(PYTHON) python/examples/round_trip.py
+	$(PYTHON) examples/matmul/demo.py
 
 ## Every test: formatting, lints, unit/integration/doc tests (with the ABI check against the
 ## real dlpack.h, fetched from the apache-tvm-ffi wheel), Miri where it is installed, and the
@@ -31,8 +32,13 @@ python-build: venv
 	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet
 
+## The example extension (examples/matmul): one Rust kernel for NumPy, PyTorch and JAX.
+example-build: venv
+	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
+		$(VENV)/bin/maturin develop --release --quiet -m examples/matmul/Cargo.toml
+
 ## Under CI every framework must be there: a test file skipped for a missing one fails.
-python-test: python-build
+python-test: python-build example-build
 	PYTHON=$(PYTHON) PYTHON_TESTS_STRICT=$(if $(filter true,$(CI)),1,0) \
 		bash scripts/python-tests.sh
 

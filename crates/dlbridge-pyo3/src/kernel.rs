@@ -10,6 +10,7 @@
 
 use std::fmt::Write as _;
 use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 use dlbridge::ffi::DLTensor;
 use dlbridge::{Element, ManagedTensor, TensorView};
@@ -77,6 +78,7 @@ enum Source {
 /// The argument is `Send` and `Sync`: the GIL may be released while the kernel runs (`py.detach`).
 pub struct TensorArg<'a, T: Element, D: Dimension = IxDyn, L: Layout = AnyLayout> {
     view: ArrayView<'a, T, D>,
+    object: NonNull<pyo3::ffi::PyObject>,
     _source: Source,
     _layout: PhantomData<L>,
 }
@@ -86,12 +88,14 @@ pub struct TensorArg<'a, T: Element, D: Dimension = IxDyn, L: Layout = AnyLayout
 /// tensor (NumPy array, PyTorch tensor, ...).
 pub struct TensorArgMut<'a, T: Element, D: Dimension = IxDyn, L: Layout = AnyLayout> {
     view: ArrayViewMut<'a, T, D>,
+    object: NonNull<pyo3::ffi::PyObject>,
     _source: Source,
     _layout: PhantomData<L>,
 }
 
 // SAFETY: the view is a borrow of the argument's elements for the call, which the caller's
-// reference keeps alive; the descriptor is plain data. Sending it to another thread while the
+// reference keeps alive; the descriptor is plain data, and the object pointer is only used
+// with the GIL held (`object` takes a `Python` token). Sending it to another thread while the
 // GIL is released is what `ArrayView` allows for `T: Sync`.
 unsafe impl<T: Element, D: Dimension, L: Layout> Send for TensorArg<'_, T, D, L> {}
 // SAFETY: as above, with exclusive access (`T: Send`).
@@ -101,7 +105,27 @@ unsafe impl<T: Element, D: Dimension, L: Layout> Sync for TensorArg<'_, T, D, L>
 // SAFETY: `&TensorArgMut` only reads the elements; writes need `&mut`.
 unsafe impl<T: Element, D: Dimension, L: Layout> Sync for TensorArgMut<'_, T, D, L> {}
 
+/// The argument's Python object, from the pointer the caller keeps alive for the call.
+///
+/// # Safety
+///
+/// `object` must be alive (the caller's reference to the argument), and the GIL held (`py`).
+unsafe fn object_of<'py>(
+    py: Python<'py>,
+    object: NonNull<pyo3::ffi::PyObject>,
+) -> Bound<'py, PyAny> {
+    // SAFETY: by the contract; a new strong reference is taken.
+    unsafe { Bound::from_borrowed_ptr(py, object.as_ptr()) }
+}
+
 impl<'a, T: Element, D: Dimension, L: Layout> TensorArg<'a, T, D, L> {
+    /// The Python object passed as this argument (to return results of its framework with
+    /// [`crate::return_like`], say).
+    pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        // SAFETY: the caller holds the argument for the call, which outlives `self`.
+        unsafe { object_of(py, self.object) }
+    }
+
     /// The elements as an `ndarray` view.
     pub fn view(&self) -> ArrayView<'_, T, D> {
         self.view.view()
@@ -114,6 +138,12 @@ impl<'a, T: Element, D: Dimension, L: Layout> TensorArg<'a, T, D, L> {
 }
 
 impl<'a, T: Element, D: Dimension, L: Layout> TensorArgMut<'a, T, D, L> {
+    /// The Python object passed as this argument.
+    pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        // SAFETY: the caller holds the argument for the call, which outlives `self`.
+        unsafe { object_of(py, self.object) }
+    }
+
     /// The elements as an `ndarray` view.
     pub fn view(&self) -> ArrayView<'_, T, D> {
         self.view.view()
@@ -260,6 +290,7 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
             unsafe { std::mem::transmute::<ArrayView<'_, T, D>, ArrayView<'a, T, D>>(array) };
         Ok(TensorArg {
             view: array,
+            object: NonNull::new(object.as_ptr()).expect("a Python object"),
             _source: source,
             _layout: PhantomData,
         })
@@ -287,6 +318,7 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
             unsafe { std::mem::transmute::<ArrayViewMut<'_, T, D>, ArrayViewMut<'a, T, D>>(array) };
         Ok(TensorArgMut {
             view: array,
+            object: NonNull::new(object.as_ptr()).expect("a Python object"),
             _source: source,
             _layout: PhantomData,
         })

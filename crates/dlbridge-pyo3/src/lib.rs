@@ -25,6 +25,7 @@ mod exchange;
 mod kernel;
 mod owner;
 mod producer;
+mod returning;
 
 pub use capsule::{
     from_capsule, into_capsule, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
@@ -38,6 +39,7 @@ pub use exchange::{
 pub use kernel::{AnyLayout, CContiguous, FContiguous, Layout, TensorArg, TensorArgMut};
 pub use owner::PyObjectOwner;
 pub use producer::{exchange_api_exports, publish_exchange_api, TensorClass};
+pub use returning::{return_like, TensorProducer};
 
 use pyo3::exceptions::PyBufferError;
 use pyo3::PyErr;

@@ -1,0 +1,133 @@
+//! Returning Rust-owned tensors to Python as the caller's framework's own objects.
+
+use dlbridge::ManagedTensor;
+use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use crate::capsule::into_capsule;
+use crate::exchange::exchange_api;
+use crate::to_py_err;
+
+/// A one-shot DLPack producer around an owned tensor: what framework `from_dlpack` functions
+/// that want an object with `__dlpack__` (NumPy, JAX) are given. It answers `max_version` as
+/// the standard says: a legacy capsule when it is None or below 1 (JAX asks that way).
+#[pyclass(module = "dlbridge_pyo3", name = "TensorProducer")]
+pub struct TensorProducer {
+    tensor: Option<ManagedTensor>,
+    device: (i32, i32),
+}
+
+#[pymethods]
+impl TensorProducer {
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__<'py>(
+        &mut self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<(i64, i64)>,
+        dl_device: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = (stream, dl_device, copy);
+        let tensor = self
+            .tensor
+            .take()
+            .ok_or_else(|| PyTypeError::new_err("this tensor was already exported"))?;
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        let tensor = match (versioned, tensor.is_versioned()) {
+            (true, true) | (false, false) => tensor,
+            (true, false) => std::sync::Arc::new(tensor)
+                .share_versioned()
+                .map_err(to_py_err)?,
+            (false, true) => std::sync::Arc::new(tensor)
+                .share_legacy()
+                .map_err(to_py_err)?,
+        };
+        into_capsule(py, tensor)
+    }
+
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        self.device
+    }
+}
+
+/// Returns a Rust-owned tensor to Python as an object of the same framework as `like` (an
+/// input of the call, say), zero-copy:
+///
+/// - when `like`'s type publishes DLPack 1.3's C exchange API (PyTorch, PaddlePaddle,
+///   dlbridge), through its `managed_tensor_to_py_object_no_sync`;
+/// - otherwise through the `from_dlpack` of `like`'s top-level module (`numpy.from_dlpack`,
+///   `jax.numpy.from_dlpack`, ...), handed a one-shot [`TensorProducer`].
+///
+/// The result shares the tensor's memory; the tensor's deleter runs when the framework frees
+/// its object.
+pub fn return_like<'py>(
+    py: Python<'py>,
+    tensor: ManagedTensor,
+    like: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(api) = exchange_api(like)? {
+        if let Some(wrap) = api.table().managed_tensor_to_py_object_no_sync {
+            let raw = tensor.into_raw();
+            let raw = match raw.versioned() {
+                Some(raw) => raw,
+                None => {
+                    // SAFETY: taken back at once; re-export it versioned below.
+                    let legacy = unsafe { ManagedTensor::from_raw(raw) }.map_err(to_py_err)?;
+                    let shared = std::sync::Arc::new(legacy)
+                        .share_versioned()
+                        .map_err(to_py_err)?;
+                    shared
+                        .into_raw()
+                        .versioned()
+                        .expect("shared tensors are versioned")
+                }
+            };
+            let mut out: *mut std::ffi::c_void = std::ptr::null_mut();
+            // SAFETY: the table's contract: it steals the owned tensor and returns a new
+            // reference (or -1 with a Python error set); the GIL is held.
+            let status = unsafe { wrap(raw, &mut out) };
+            if status != 0 || out.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            // SAFETY: a new reference to the framework's object.
+            return Ok(unsafe { Bound::from_owned_ptr(py, out.cast()) });
+        }
+    }
+    let device = tensor.view().device();
+    let producer = Py::new(
+        py,
+        TensorProducer {
+            tensor: Some(tensor),
+            device: (device.device_type.0, device.device_id),
+        },
+    )?;
+    let module_name: String = like
+        .get_type()
+        .getattr(intern!(py, "__module__"))?
+        .extract()?;
+    let root = match module_name.split('.').next().unwrap_or_default() {
+        // JAX arrays are defined in jaxlib; their `from_dlpack` is JAX's.
+        "jaxlib" => "jax",
+        other => other,
+    };
+    let module = py.import(root)?;
+    let mut from_dlpack = module.getattr_opt(intern!(py, "from_dlpack"))?;
+    for namespace in [intern!(py, "numpy"), intern!(py, "dlpack")] {
+        if from_dlpack.is_some() {
+            break;
+        }
+        if let Some(namespace) = module.getattr_opt(namespace)? {
+            from_dlpack = namespace.getattr_opt(intern!(py, "from_dlpack"))?;
+        }
+    }
+    let Some(from_dlpack) = from_dlpack else {
+        return Err(PyTypeError::new_err(format!(
+            "cannot return a tensor like an object of module {module_name}: {root} has no \
+             from_dlpack"
+        )));
+    };
+    from_dlpack.call1((producer,))
+}

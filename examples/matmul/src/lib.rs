@@ -1,0 +1,100 @@
+//! The cross-framework kernel, done in Rust: one matmul and one elementwise add, written once
+//! against `dlbridge-pyo3`'s typed tensor arguments, called zero-copy on NumPy arrays, PyTorch
+//! tensors and JAX arrays, and returning results of the caller's own framework.
+//!
+//! ```text
+//! >>> import numpy as np, torch, dlbridge_matmul
+//! >>> dlbridge_matmul.matmul(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))  # numpy in, numpy out
+//! >>> dlbridge_matmul.matmul(torch.ones(2, 3), torch.ones(3, 4))                        # torch in, torch out
+//! ```
+
+use dlbridge::{DataType, ManagedTensor};
+use dlbridge_pyo3::{return_like, to_py_err, TensorArg, TensorArgMut};
+use ndarray::{linalg::general_mat_mul, Ix2, IxDyn};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+/// `a @ b` for two float32 matrices, as a new tensor of `a`'s framework (zero-copy). The GIL is released
+/// while the product is computed.
+#[pyfunction]
+fn matmul<'py>(
+    py: Python<'py>,
+    a: TensorArg<'_, f32, Ix2>,
+    b: TensorArg<'_, f32, Ix2>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (rows, inner) = a.view().dim();
+    let (inner_b, cols) = b.view().dim();
+    if inner != inner_b {
+        return Err(PyValueError::new_err(format!(
+            "matmul: a has shape ({rows}, {inner}) and b ({inner_b}, {cols}): inner extents differ"
+        )));
+    }
+    let mut result = ManagedTensor::zeros(DataType::FLOAT32, &[rows, cols]).map_err(to_py_err)?;
+    let mut out = result.as_array_mut::<f32>().map_err(to_py_err)?;
+    py.detach(|| {
+        let mut out = out
+            .view_mut()
+            .into_dimensionality::<Ix2>()
+            .expect("a 2-d result");
+        general_mat_mul(1.0, &a.view(), &b.view(), 0.0, &mut out);
+    });
+    drop(out);
+    return_like(py, result, &a.object(py))
+}
+
+/// `out[...] = a @ b`, in place, for a preallocated float32 result of any framework.
+#[pyfunction]
+fn matmul_into(
+    py: Python<'_>,
+    a: TensorArg<'_, f32, Ix2>,
+    b: TensorArg<'_, f32, Ix2>,
+    mut out: TensorArgMut<'_, f32, Ix2>,
+) -> PyResult<()> {
+    let (rows, inner) = a.view().dim();
+    let (inner_b, cols) = b.view().dim();
+    if inner != inner_b || out.view().dim() != (rows, cols) {
+        return Err(PyValueError::new_err(format!(
+            "matmul_into: shapes ({rows}, {inner}) @ ({inner_b}, {cols}) -> {:?} do not fit",
+            out.view().dim()
+        )));
+    }
+    py.detach(|| general_mat_mul(1.0, &a.view(), &b.view(), 0.0, &mut out.view_mut()));
+    Ok(())
+}
+
+/// `a + b` elementwise for float32 tensors of one shape (any layout), as a new tensor of
+/// `a`'s framework.
+#[pyfunction]
+fn add<'py>(
+    py: Python<'py>,
+    a: TensorArg<'_, f32, IxDyn>,
+    b: TensorArg<'_, f32, IxDyn>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if a.view().shape() != b.view().shape() {
+        return Err(PyValueError::new_err(format!(
+            "add: shapes {:?} and {:?} differ",
+            a.view().shape(),
+            b.view().shape()
+        )));
+    }
+    let mut result =
+        ManagedTensor::zeros(DataType::FLOAT32, a.view().shape()).map_err(to_py_err)?;
+    let mut out = result.as_array_mut::<f32>().map_err(to_py_err)?;
+    py.detach(|| {
+        ndarray::Zip::from(&mut out)
+            .and(&a.view())
+            .and(&b.view())
+            .for_each(|o, &x, &y| *o = x + y)
+    });
+    drop(out);
+    return_like(py, result, &a.object(py))
+}
+
+/// The example module.
+#[pymodule]
+fn dlbridge_matmul(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(matmul, module)?)?;
+    module.add_function(wrap_pyfunction!(matmul_into, module)?)?;
+    module.add_function(wrap_pyfunction!(add, module)?)?;
+    Ok(())
+}

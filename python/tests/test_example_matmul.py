@@ -1,0 +1,57 @@
+"""The example extension (examples/matmul): one Rust matmul and add for NumPy, PyTorch and
+JAX, results of the caller's framework, checked against each framework's own operations."""
+
+import numpy as np
+import pytest
+
+kernels = pytest.importorskip("dlbridge_matmul")
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(1)
+A = RNG.standard_normal((56, 56), dtype=np.float32)
+B = RNG.standard_normal((56, 56), dtype=np.float32)
+
+
+def test_numpy_in_numpy_out():
+    c = kernels.matmul(A, B)
+    assert isinstance(c, np.ndarray) and c.flags.writeable
+    np.testing.assert_allclose(c, A @ B, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(kernels.add(A, B), A + B)
+
+
+def test_torch_in_torch_out_with_strided_inputs_and_in_place_results():
+    a, b = torch.from_numpy(A), torch.from_numpy(B)
+    c = kernels.matmul(a.T, b[:, :40])
+    assert isinstance(c, torch.Tensor) and c.shape == (56, 40)
+    torch.testing.assert_close(c, a.T @ b[:, :40], rtol=1e-4, atol=1e-4)
+    out = torch.zeros(56, 56)
+    kernels.matmul_into(a, b, out)
+    torch.testing.assert_close(out, a @ b, rtol=1e-4, atol=1e-4)
+    out_np = np.zeros((56, 56), np.float32)
+    kernels.matmul_into(A, B, out_np)
+    np.testing.assert_allclose(out_np, A @ B, rtol=1e-4, atol=1e-4)
+
+
+def test_jax_in_jax_out():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    a, b = jnp.asarray(A), jnp.asarray(B)
+    c = kernels.matmul(a, b)
+    assert isinstance(c, jax.Array)
+    np.testing.assert_allclose(np.asarray(c), np.asarray(a @ b), rtol=1e-3, atol=1e-3)
+
+
+def test_results_are_rust_memory_shared_not_copied():
+    import dlbridge
+
+    c = kernels.matmul(torch.ones(2, 3), torch.ones(3, 2))
+    assert dlbridge.from_dlpack(c).data_ptr == c.data_ptr()
+    assert c.data_ptr() % 64 == 0  # dlbridge's allocation, handed over zero-copy
+
+
+def test_shape_errors_are_value_errors():
+    with pytest.raises(ValueError, match="inner extents differ"):
+        kernels.matmul(A[:, :3], B)
+    with pytest.raises(TypeError, match="expected a float32"):
+        kernels.matmul(A.astype(np.float64), B)
