@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint rust-test miri bench doc venv python-build python-test example-build
+.PHONY: tour test lint rust-test miri bench doc venv python-build python-test example-build bench-python
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -65,6 +65,10 @@ miri:
 bench:
 	$(CARGO) bench -p dlbridge-benches
 	python3 benches/criterion_medians.py
+
+## The Python side-by-side benchmark (dlbridge, NumPy, PyTorch, tvm-ffi): BENCHMARKS.md.
+bench-python: python-build example-build
+	$(PYTHON) benches/python_exchange.py
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --all-features --no-deps

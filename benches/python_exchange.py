@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Side-by-side timings of DLPack exchanges in Python: dlbridge and its peers, one run.
 
-Run with the project's environment: `.venv/bin/python benches/python_exchange.py` (after
-`make python-build`). Prints a Markdown table of the median time per call, 4x4 float32 CPU.
+Run with the project's environment: `make bench-python` (or, after `make python-build
+example-build`, `.venv/bin/python benches/python_exchange.py`). Prints a Markdown table of
+the median time per call; tensors are 4x4 float32 on the CPU unless a row says otherwise.
 """
 
 import statistics
@@ -17,6 +18,14 @@ try:
     import torch
 except ImportError:  # pragma: no cover - torch is in the test environment
     torch = None
+try:
+    import tvm_ffi
+except ImportError:  # pragma: no cover - apache-tvm-ffi is in the test environment
+    tvm_ffi = None
+try:
+    import dlbridge_matmul as matmul_kernels
+except ImportError:  # pragma: no cover - built by `make example-build`
+    matmul_kernels = None
 
 
 def per_call(function, calls=20_000, repeats=7):
@@ -52,10 +61,40 @@ def main():
             ("torch.from_dlpack(numpy_array)", lambda: torch.from_dlpack(array)),
             ("torch.from_dlpack(torch_tensor)", lambda: torch.from_dlpack(t)),
             ("torch.from_dlpack(dlbridge_tensor)", lambda: torch.from_dlpack(tensor)),
+            ("numpy.from_dlpack(torch_tensor)", lambda: np.from_dlpack(t)),
             ("dlbridge.from_dlpack(torch_tensor)", lambda: dlbridge.from_dlpack(t)),
         ]
+        if tvm_ffi is not None:
+            cases += [
+                ("tvm_ffi.from_dlpack(torch_tensor)", lambda: tvm_ffi.from_dlpack(t)),
+                ("tvm_ffi.from_dlpack(dlbridge_tensor)", lambda: tvm_ffi.from_dlpack(tensor)),
+            ]
+        from dlbridge._dlbridge import _testing as kernels
+
+        a, b, c = (torch.ones(4, 4) for _ in range(3))
+        na, nb, nc = (np.ones((4, 4), dtype=np.float32) for _ in range(3))
+        cases += [
+            ("no-op, 3 torch tensors, dlbridge TensorArg", lambda: kernels.noop3(a, b, c)),
+            ("no-op, 3 numpy arrays, dlbridge TensorArg", lambda: kernels.noop3(na, nb, nc)),
+            ("no-op, 3 plain objects, PyO3 (the floor)", lambda: kernels.noop3_objects(a, b, c)),
+        ]
+        if tvm_ffi is not None:
+            nop = tvm_ffi.get_global_func("testing.nop")
+            cases += [
+                ("no-op, 3 torch tensors, tvm-ffi `testing.nop`", lambda: nop(a, b, c)),
+                ("no-op, 3 numpy arrays, tvm-ffi `testing.nop`", lambda: nop(na, nb, nc)),
+            ]
+        if matmul_kernels is not None:
+            x = torch.randn(56, 56)
+            y = torch.randn(56, 56)
+            cases += [
+                ("matmul 56x56 float32, dlbridge example (torch in/out)",
+                 lambda: matmul_kernels.matmul(x, y)),
+                ("matmul 56x56 float32, torch.matmul", lambda: torch.matmul(x, y)),
+            ]
     print(f"Python {sys.version.split()[0]}, numpy {np.__version__}"
-          + (f", torch {torch.__version__}" if torch is not None else ""))
+          + (f", torch {torch.__version__}" if torch is not None else "")
+          + (f", apache-tvm-ffi {tvm_ffi.__version__}" if tvm_ffi is not None else ""))
     print()
     print("| path | median per call |")
     print("|---|---|")
