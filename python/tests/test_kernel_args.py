@@ -97,3 +97,23 @@ def test_lazy_pytorch_views_are_read_resolved_and_never_written():
     with pytest.raises(TypeError, match="lazy conjugation or negation bit"):
         K.scale(torch.ones(1, 2), neg.reshape(1, 2), 1.0)
     assert conj_source.conj().is_conj()
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_a_written_argument_may_not_alias_another(framework):
+    if framework == "numpy":
+        x = np.ones((2, 3), dtype=np.float32)
+        view_of_x = x[:, :]
+    else:
+        x = torch.ones(2, 3)
+        view_of_x = x[:, :]
+    with pytest.raises(ValueError, match="overlaps another tensor argument"):
+        K.scale(x, x, 2.0)
+    with pytest.raises(ValueError, match="overlaps another tensor argument"):
+        K.scale(x, view_of_x, 2.0)
+    assert np.asarray(x).tolist() == [[1.0] * 3] * 2  # nothing was written
+    # Reading one tensor through several arguments is fine, and nothing stays claimed.
+    assert K.noop3(x, x, x) is None
+    out = np.zeros((2, 3), np.float32) if framework == "numpy" else torch.zeros(2, 3)
+    K.scale(x, out, 2.0)
+    assert np.asarray(out).tolist() == [[2.0] * 3] * 2

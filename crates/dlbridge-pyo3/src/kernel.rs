@@ -11,11 +11,13 @@
 use std::fmt::Write as _;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use dlbridge::ffi::DLTensor;
 use dlbridge::{Element, ManagedTensor, TensorView};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, IxDyn};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::exchange::{exchange_api, exchange_api_enabled};
@@ -57,6 +59,74 @@ impl Layout for FContiguous {
     }
 }
 
+/// The memory of the tensor arguments alive in the process, and whether each is written: a
+/// tensor written through a [`TensorArgMut`] must not be reached through any other argument
+/// at the same time (that would alias a `&mut`), whatever thread holds the other one.
+static CLAIMS: Mutex<Vec<Claimed>> = Mutex::new(Vec::new());
+
+struct Claimed {
+    id: u64,
+    start: usize,
+    end: usize,
+    written: bool,
+}
+
+/// An argument's entry in [`CLAIMS`], removed when the argument is dropped.
+struct Claim {
+    id: u64,
+}
+
+impl Claim {
+    /// Registers the bytes `view` reaches; refuses an overlap with a written argument (or,
+    /// for a written one, with any argument).
+    fn new(view: &TensorView<'_>, written: bool) -> PyResult<Self> {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let size = view.dtype().size_in_bytes().unwrap_or(1) as i128;
+        if view.num_elements() == 0 {
+            return Ok(Claim { id: 0 });
+        }
+        let (low, high) = dlbridge::layout::offset_range(view.shape(), view.strides())
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let base = view.data_ptr() as usize as i128;
+        let start = (base + i128::from(low) * size) as usize;
+        let end = (base + (i128::from(high) + 1) * size) as usize;
+        let mut claims = CLAIMS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if claims
+            .iter()
+            .any(|other| (written || other.written) && start < other.end && other.start < end)
+        {
+            return Err(PyValueError::new_err(
+                "this tensor's memory overlaps another tensor argument in use, and one of them \
+                 is written (TensorArgMut): pass separate tensors",
+            ));
+        }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        claims.push(Claimed {
+            id,
+            start,
+            end,
+            written,
+        });
+        Ok(Claim { id })
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if self.id == 0 {
+            return;
+        }
+        let mut claims = CLAIMS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(index) = claims.iter().position(|claimed| claimed.id == self.id) {
+            claims.swap_remove(index);
+        }
+    }
+}
+
 /// Where an argument's descriptor came from: borrowed from the producer through its exchange
 /// API table (no allocation), or imported and owned for the call.
 enum Source {
@@ -78,16 +148,19 @@ enum Source {
 /// The argument is `Send` and `Sync`: the GIL may be released while the kernel runs (`py.detach`).
 pub struct TensorArg<'a, T: Element, D: Dimension = IxDyn, L: Layout = AnyLayout> {
     view: ArrayView<'a, T, D>,
+    _claim: Claim,
     object: NonNull<pyo3::ffi::PyObject>,
     _source: Source,
     _layout: PhantomData<L>,
 }
 
-/// A writable tensor argument: as [`TensorArg`], and refused for read-only tensors and for
-/// layouts in which two indices reach the same element. Writes are seen by the caller's
-/// tensor (NumPy array, PyTorch tensor, ...).
+/// A writable tensor argument: as [`TensorArg`], and refused for read-only tensors, for
+/// layouts in which two indices reach the same element, and (`ValueError`) for memory that
+/// another tensor argument in use also reaches, so that no element is ever both borrowed and
+/// written. Writes are seen by the caller's tensor (NumPy array, PyTorch tensor, ...).
 pub struct TensorArgMut<'a, T: Element, D: Dimension = IxDyn, L: Layout = AnyLayout> {
     view: ArrayViewMut<'a, T, D>,
+    _claim: Claim,
     object: NonNull<pyo3::ffi::PyObject>,
     _source: Source,
     _layout: PhantomData<L>,
@@ -277,6 +350,7 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
         let source = acquire(&object, false)?;
         let view = view_of(&source)?;
         check::<T, D, L>(&view, false)?;
+        let claim = Claim::new(&view, false)?;
         let array = view
             .as_array::<T>()
             .map_err(array_error)?
@@ -290,6 +364,7 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
             unsafe { std::mem::transmute::<ArrayView<'_, T, D>, ArrayView<'a, T, D>>(array) };
         Ok(TensorArg {
             view: array,
+            _claim: claim,
             object: NonNull::new(object.as_ptr()).expect("a Python object"),
             _source: source,
             _layout: PhantomData,
@@ -306,6 +381,7 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
         let source = acquire(&object, true)?;
         let view = view_of(&source)?;
         check::<T, D, L>(&view, true)?;
+        let claim = Claim::new(&view, true)?;
         // SAFETY: the argument is the caller's tensor, lent to this call for writing (as any
         // in-place kernel argument); nothing else accesses it while the call runs.
         let array = unsafe { view.as_array_mut_unchecked::<T>() }
@@ -318,6 +394,7 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
             unsafe { std::mem::transmute::<ArrayViewMut<'_, T, D>, ArrayViewMut<'a, T, D>>(array) };
         Ok(TensorArgMut {
             view: array,
+            _claim: claim,
             object: NonNull::new(object.as_ptr()).expect("a Python object"),
             _source: source,
             _layout: PhantomData,
