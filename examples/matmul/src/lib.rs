@@ -22,13 +22,7 @@ fn matmul<'py>(
     a: TensorArg<'_, f32, Ix2>,
     b: TensorArg<'_, f32, Ix2>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (rows, inner) = a.view().dim();
-    let (inner_b, cols) = b.view().dim();
-    if inner != inner_b {
-        return Err(PyValueError::new_err(format!(
-            "matmul: a has shape ({rows}, {inner}) and b ({inner_b}, {cols}): inner extents differ"
-        )));
-    }
+    let (rows, cols) = product_shape(&a, &b)?;
     let mut result = ManagedTensor::zeros(DataType::FLOAT32, &[rows, cols]).map_err(to_py_err)?;
     let mut out = result.as_array_mut::<f32>().map_err(to_py_err)?;
     py.detach(|| {
@@ -42,6 +36,21 @@ fn matmul<'py>(
     return_like(py, result, &a.object(py))
 }
 
+/// The shape of `a @ b`, or a `ValueError` naming both shapes.
+fn product_shape(
+    a: &TensorArg<'_, f32, Ix2>,
+    b: &TensorArg<'_, f32, Ix2>,
+) -> PyResult<(usize, usize)> {
+    let (rows, inner) = a.view().dim();
+    let (inner_b, cols) = b.view().dim();
+    if inner != inner_b {
+        return Err(PyValueError::new_err(format!(
+            "matmul: a has shape ({rows}, {inner}) and b ({inner_b}, {cols}): inner extents differ"
+        )));
+    }
+    Ok((rows, cols))
+}
+
 /// `out[...] = a @ b`, in place, for a preallocated float32 result of any framework.
 #[pyfunction]
 fn matmul_into(
@@ -50,11 +59,10 @@ fn matmul_into(
     b: TensorArg<'_, f32, Ix2>,
     mut out: TensorArgMut<'_, f32, Ix2>,
 ) -> PyResult<()> {
-    let (rows, inner) = a.view().dim();
-    let (inner_b, cols) = b.view().dim();
-    if inner != inner_b || out.view().dim() != (rows, cols) {
+    let shape = product_shape(&a, &b)?;
+    if out.view().dim() != shape {
         return Err(PyValueError::new_err(format!(
-            "matmul_into: shapes ({rows}, {inner}) @ ({inner_b}, {cols}) -> {:?} do not fit",
+            "matmul_into: a @ b has shape {shape:?} but out has {:?}",
             out.view().dim()
         )));
     }
