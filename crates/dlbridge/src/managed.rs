@@ -128,6 +128,7 @@ impl ManagedTensor {
     /// not NULL, must point to `ndim` values, and for a host-readable device the data must be
     /// readable (and writable unless flagged read-only) wherever the layout reaches, for as
     /// long as the tensor lives.
+    #[inline]
     pub unsafe fn from_raw_versioned(ptr: *mut DLManagedTensorVersioned) -> Result<Self> {
         // SAFETY: forwarded.
         unsafe { Self::from_raw(RawManagedTensor::Versioned(ptr)) }
@@ -140,6 +141,7 @@ impl ManagedTensor {
     /// # Safety
     ///
     /// As for [`ManagedTensor::from_raw_versioned`], for a `DLManagedTensor`.
+    #[inline]
     pub unsafe fn from_raw_legacy(ptr: *mut DLManagedTensor) -> Result<Self> {
         // SAFETY: forwarded.
         unsafe { Self::from_raw(RawManagedTensor::Legacy(ptr)) }
@@ -152,6 +154,7 @@ impl ManagedTensor {
     /// # Safety
     ///
     /// As for the constructor of the pointer's layout.
+    #[inline]
     pub unsafe fn from_raw(raw: RawManagedTensor) -> Result<Self> {
         // SAFETY: forwarded.
         unsafe { Self::try_from_raw(raw) }.map_err(|(error, raw)| {
@@ -172,6 +175,7 @@ impl ManagedTensor {
     ///
     /// As for [`ManagedTensor::from_raw_versioned`]; on success the caller must not use the
     /// pointer again.
+    #[inline]
     pub unsafe fn try_from_raw(
         raw: RawManagedTensor,
     ) -> std::result::Result<Self, (Error, RawManagedTensor)> {
@@ -199,6 +203,7 @@ impl ManagedTensor {
     /// # Safety
     ///
     /// `owned` must be owned by the caller and `checked` the successful validation of it.
+    #[inline]
     unsafe fn wrap(owned: Owned, checked: Checked) -> Self {
         let mut tensor = ManagedTensor {
             owned,
@@ -335,6 +340,7 @@ impl ManagedTensor {
 /// # Safety
 ///
 /// `owned` must be live, with `shape` and `strides` valid for `ndim` values when not NULL.
+#[inline]
 unsafe fn validate(owned: Owned) -> Result<Checked> {
     match owned {
         Owned::Versioned(ptr) => {
