@@ -117,3 +117,46 @@ def test_a_written_argument_may_not_alias_another(framework):
     out = np.zeros((2, 3), np.float32) if framework == "numpy" else torch.zeros(2, 3)
     K.scale(x, out, 2.0)
     assert np.asarray(out).tolist() == [[2.0] * 3] * 2
+
+
+def test_buffer_protocol_exporters_are_tensor_arguments():
+    # NumPy arrays (and any other exporter of host memory) are read through the buffer
+    # protocol, without the DLPack negotiation.
+    import array
+
+    assert K.total(array.array("f", [1.0, 2.0, 3.5])) == 6.5
+    values = array.array("d", [1.0, 2.0])
+    K.add_one(values)
+    K.add_one(memoryview(values))
+    assert values.tolist() == [3.0, 4.0]
+    with pytest.raises(TypeError, match=r"\(read-only\)"):
+        K.add_one(memoryview(bytes(16)).cast("d"))
+    assert K.total(np.arange(6, dtype=np.float32)[::2]) == 6.0
+    assert K.total(np.arange(6, dtype=np.float32).reshape(2, 3).T) == 15.0
+    with pytest.raises(TypeError, match="got int64"):
+        K.total(np.arange(3, dtype=np.int64))
+
+
+def test_numpy_read_only_and_foreign_byte_order():
+    ro = np.ones(3)
+    ro.flags.writeable = False
+    with pytest.raises(TypeError, match=r"\(read-only\)"):
+        K.add_one(ro)
+    big_endian = np.arange(3, dtype=">f4")
+    # Not native: the buffer path declines, and NumPy's own DLPack export refuses it.
+    with pytest.raises((BufferError, TypeError)):
+        K.total(big_endian)
+
+
+def test_numpy_arguments_do_not_call_dlpack(monkeypatch):
+    calls = []
+    original = np.ndarray.__dlpack__
+
+    class Counting(np.ndarray):
+        def __dlpack__(self, *args, **kwargs):
+            calls.append(1)
+            return original(self, *args, **kwargs)
+
+    x = np.ones((2, 2), dtype=np.float32).view(Counting)
+    assert K.total(x) == 4.0
+    assert calls == []

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use dlbridge::ffi::DLTensor;
-use dlbridge::{Element, ManagedTensor, TensorView};
+use dlbridge::{DataType, Element, ManagedTensor, TensorView};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, IxDyn};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -130,8 +130,53 @@ impl Drop for Claim {
 /// Where an argument's descriptor came from: borrowed from the producer through its exchange
 /// API table (no allocation), or imported and owned for the call.
 enum Source {
-    Borrowed(#[allow(dead_code)] DLTensor),
+    Borrowed,
+    Buffer(#[allow(dead_code)] HeldBuffer),
     Owned(#[allow(dead_code)] ManagedTensor),
+}
+
+/// A buffer-protocol export (NumPy arrays, any exporter of host memory) held for the call and
+/// released, with the GIL, when the argument is dropped. Boxed: some exporters point the
+/// buffer's fields at the buffer itself.
+struct HeldBuffer(Box<pyo3::ffi::Py_buffer>);
+
+impl Drop for HeldBuffer {
+    fn drop(&mut self) {
+        Python::attach(|_py| {
+            // SAFETY: filled by a successful `PyObject_GetBuffer`, released once, here, with
+            // the GIL held.
+            unsafe { pyo3::ffi::PyBuffer_Release(&mut *self.0) }
+        });
+    }
+}
+
+/// The most dimensions the buffer-protocol path handles (more go through DLPack).
+const BUFFER_MAX_NDIM: usize = 32;
+
+/// The DLPack data type of a `struct`-module buffer format with this item size, for the
+/// formats host tensors use (native byte order only).
+fn buffer_dtype(format: &[u8], itemsize: isize) -> Option<DataType> {
+    let format = match format {
+        [b'@' | b'=' | b'<', rest @ ..] if cfg!(target_endian = "little") => rest,
+        [b'@' | b'=', rest @ ..] => rest,
+        other => other,
+    };
+    let dtype = match format {
+        b"b" => DataType::INT8,
+        b"B" => DataType::UINT8,
+        b"h" => DataType::INT16,
+        b"H" => DataType::UINT16,
+        b"i" | b"l" | b"q" => DataType::int((itemsize * 8) as u8),
+        b"I" | b"L" | b"Q" => DataType::uint((itemsize * 8) as u8),
+        b"e" => DataType::FLOAT16,
+        b"f" => DataType::FLOAT32,
+        b"d" => DataType::FLOAT64,
+        b"?" => DataType::BOOL,
+        b"Zf" => DataType::COMPLEX64,
+        b"Zd" => DataType::COMPLEX128,
+        _ => return None,
+    };
+    (dtype.size_in_bytes() == Some(itemsize as usize)).then_some(dtype)
 }
 
 /// A read-only tensor argument of element type `T`, dimensionality `D` and layout `L`,
@@ -253,7 +298,7 @@ fn expectation<T: Element, D: Dimension, L: Layout>(writable: bool) -> String {
 }
 
 /// What was received, in words: "float64 shape (3, 4) strides (1, 3) on CPU:0".
-fn received(view: &TensorView<'_>) -> String {
+fn received(view: &TensorView<'_>, read_only: bool) -> String {
     let tuple = |values: &[i64]| match values {
         [one] => format!("({one},)"),
         _ => format!(
@@ -271,11 +316,7 @@ fn received(view: &TensorView<'_>) -> String {
         tuple(view.shape()),
         tuple(view.strides()),
         view.device(),
-        if view.is_read_only() {
-            " (read-only)"
-        } else {
-            ""
-        }
+        if read_only { " (read-only)" } else { "" }
     )
 }
 
@@ -283,25 +324,33 @@ fn received(view: &TensorView<'_>) -> String {
 fn check<T: Element, D: Dimension, L: Layout>(
     view: &TensorView<'_>,
     writable: bool,
+    read_only: bool,
 ) -> PyResult<()> {
     let fits = view.dtype() == T::DTYPE
         && D::NDIM.is_none_or(|ndim| ndim == view.ndim())
         && L::accepts(view)
         && view.device().is_host_readable()
-        && !(writable && view.is_read_only());
+        && !(writable && read_only);
     if fits {
         Ok(())
     } else {
         Err(PyTypeError::new_err(format!(
             "expected {}, got {}",
             expectation::<T, D, L>(writable),
-            received(view)
+            received(view, read_only)
         )))
     }
 }
 
-/// Borrows or imports the tensor behind `object`.
-fn acquire(object: &Bound<'_, PyAny>, writable: bool) -> PyResult<Source> {
+/// Borrows or imports the tensor behind `object`, and runs `make` on its validated view while
+/// the descriptor is alive. In order: the producer's C exchange API
+/// (`dltensor_from_py_object_no_sync`, no allocation), the buffer protocol (NumPy and other
+/// host-memory exporters, no negotiation), then a full DLPack import held for the call.
+fn extract_with<R>(
+    object: &Bound<'_, PyAny>,
+    writable: bool,
+    make: impl Fn(&TensorView<'_>, bool) -> PyResult<R>,
+) -> PyResult<(Source, R)> {
     if let Some(api) = exchange_api(object)? {
         let described = if exchange_api_enabled() {
             api.describe(object)?
@@ -316,26 +365,88 @@ fn acquire(object: &Bound<'_, PyAny>, writable: bool) -> PyResult<Source> {
             ));
         }
         if let Some(tensor) = described.filter(|_| faithful) {
-            return Ok(Source::Borrowed(tensor));
+            // SAFETY: the producer filled the descriptor for an object the caller keeps alive
+            // and unchanged for the call.
+            let view = unsafe { TensorView::from_dltensor(&tensor) }
+                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            return Ok((Source::Borrowed, make(&view, false)?));
         }
+    } else if let Some(result) = extract_buffer(object, &make)? {
+        return Ok(result);
     }
     // `from_dlpack` resolves lazy PyTorch views (a copy, read-only use only).
-    Ok(Source::Owned(from_dlpack(
-        object,
-        &ImportOptions::default(),
-    )?))
+    let tensor = from_dlpack(object, &ImportOptions::default())?;
+    let made = {
+        let view = tensor.view();
+        make(&view, view.is_read_only())?
+    };
+    Ok((Source::Owned(tensor), made))
 }
 
-/// The validated view of an acquired source.
-fn view_of(source: &Source) -> PyResult<TensorView<'_>> {
-    match source {
-        // SAFETY: the producer filled the descriptor for an object the caller keeps alive and
-        // unchanged for the call.
-        Source::Borrowed(tensor) => unsafe { TensorView::from_dltensor(tensor) }
-            .map_err(|e| PyTypeError::new_err(e.to_string())),
-        Source::Owned(tensor) => Ok(tensor.view()),
+/// The buffer-protocol path of [`extract_with`]; `None` when the object has no usable buffer
+/// (no buffer, a format or layout this path does not take): DLPack is tried next.
+fn extract_buffer<R>(
+    object: &Bound<'_, PyAny>,
+    make: &impl Fn(&TensorView<'_>, bool) -> PyResult<R>,
+) -> PyResult<Option<(Source, R)>> {
+    // SAFETY: a live object; the call only inspects its type.
+    if unsafe { pyo3::ffi::PyObject_CheckBuffer(object.as_ptr()) } != 1 {
+        return Ok(None);
     }
+    // SAFETY: an all-zero Py_buffer is a valid value to hand to `PyObject_GetBuffer`.
+    let mut buffer: Box<pyo3::ffi::Py_buffer> = Box::new(unsafe { std::mem::zeroed() });
+    // SAFETY: a live object and a Py_buffer to fill; strides and format are requested.
+    if unsafe {
+        pyo3::ffi::PyObject_GetBuffer(object.as_ptr(), &mut *buffer, pyo3::ffi::PyBUF_RECORDS_RO)
+    } != 0
+    {
+        drop(PyErr::take(object.py()));
+        return Ok(None);
+    }
+    let held = HeldBuffer(buffer);
+    let buffer = &*held.0;
+    let ndim = buffer.ndim as usize;
+    if buffer.format.is_null() || ndim > BUFFER_MAX_NDIM || buffer.itemsize <= 0 {
+        return Ok(None);
+    }
+    // SAFETY: a filled buffer's format is a NUL-terminated string.
+    let format = unsafe { std::ffi::CStr::from_ptr(buffer.format) }.to_bytes();
+    let Some(dtype) = buffer_dtype(format, buffer.itemsize) else {
+        return Ok(None);
+    };
+    let mut strides = [0i64; BUFFER_MAX_NDIM];
+    if ndim > 0 {
+        if buffer.shape.is_null() || buffer.strides.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: strides were requested: `ndim` byte strides.
+        let byte_strides = unsafe { std::slice::from_raw_parts(buffer.strides, ndim) };
+        for (stride, &bytes) in strides.iter_mut().zip(byte_strides) {
+            if bytes % buffer.itemsize != 0 {
+                return Ok(None);
+            }
+            *stride = (bytes / buffer.itemsize) as i64;
+        }
+    }
+    let tensor = DLTensor {
+        data: buffer.buf,
+        device: dlbridge::Device::CPU,
+        ndim: ndim as i32,
+        dtype,
+        // `Py_ssize_t` is `i64` wherever this crate builds (checked below).
+        shape: buffer.shape.cast::<i64>(),
+        strides: strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    // SAFETY: the buffer's memory, shape and the local strides stay valid while `held` and
+    // `strides` live, which is past every use of the view (inside `make`).
+    let view = unsafe { TensorView::from_dltensor(&tensor) }
+        .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+    let made = make(&view, buffer.readonly != 0)?;
+    Ok(Some((Source::Buffer(held), made)))
 }
+
+const _: () = assert!(std::mem::size_of::<isize>() == std::mem::size_of::<i64>());
 
 fn array_error(error: dlbridge::Error) -> PyErr {
     PyTypeError::new_err(error.to_string())
@@ -347,21 +458,22 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
     type Error = PyErr;
 
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let source = acquire(&object, false)?;
-        let view = view_of(&source)?;
-        check::<T, D, L>(&view, false)?;
-        let claim = Claim::new(&view, false)?;
-        let array = view
-            .as_array::<T>()
-            .map_err(array_error)?
-            .into_dimensionality::<D>()
-            .map_err(|e| PyTypeError::new_err(e.to_string()))?;
-        // SAFETY: the view reads elements that live as long as the argument object, which the
-        // caller borrows for `'a` (borrowed source), or as long as the owned tensor stored in
-        // the returned value (owned source); it holds no reference into `source` itself (its
-        // shape and strides are copied into the view).
-        let array =
-            unsafe { std::mem::transmute::<ArrayView<'_, T, D>, ArrayView<'a, T, D>>(array) };
+        let (source, (claim, array)) = extract_with(&object, false, |view, read_only| {
+            check::<T, D, L>(view, false, read_only)?;
+            let claim = Claim::new(view, false)?;
+            let array = view
+                .as_array::<T>()
+                .map_err(array_error)?
+                .into_dimensionality::<D>()
+                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            // SAFETY: the view reads elements that live as long as the argument object, which
+            // the caller borrows for `'a` (borrowed and buffer sources; a held buffer keeps
+            // them exported), or as long as the owned tensor stored in the returned value; it
+            // holds no reference to the descriptor (shape and strides are copied into it).
+            let array =
+                unsafe { std::mem::transmute::<ArrayView<'_, T, D>, ArrayView<'a, T, D>>(array) };
+            Ok((claim, array))
+        })?;
         Ok(TensorArg {
             view: array,
             _claim: claim,
@@ -378,20 +490,23 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
     type Error = PyErr;
 
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let source = acquire(&object, true)?;
-        let view = view_of(&source)?;
-        check::<T, D, L>(&view, true)?;
-        let claim = Claim::new(&view, true)?;
-        // SAFETY: the argument is the caller's tensor, lent to this call for writing (as any
-        // in-place kernel argument); nothing else accesses it while the call runs.
-        let array = unsafe { view.as_array_mut_unchecked::<T>() }
-            .map_err(array_error)?
-            .into_dimensionality::<D>()
-            .map_err(|e| PyTypeError::new_err(e.to_string()))?;
-        // SAFETY: as for `TensorArg`: the elements outlive `'a` and the view holds no
-        // reference into `source`.
-        let array =
-            unsafe { std::mem::transmute::<ArrayViewMut<'_, T, D>, ArrayViewMut<'a, T, D>>(array) };
+        let (source, (claim, array)) = extract_with(&object, true, |view, read_only| {
+            check::<T, D, L>(view, true, read_only)?;
+            let claim = Claim::new(view, true)?;
+            // SAFETY: the argument is the caller's tensor, not read-only, lent to this call for
+            // writing (as any in-place kernel argument); the claim above guarantees that no
+            // other tensor argument reaches its memory while the call runs.
+            let array = unsafe { view.as_array_mut_unchecked::<T>() }
+                .map_err(array_error)?
+                .into_dimensionality::<D>()
+                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            // SAFETY: as for `TensorArg`: the elements outlive `'a` and the view holds no
+            // reference to the descriptor.
+            let array = unsafe {
+                std::mem::transmute::<ArrayViewMut<'_, T, D>, ArrayViewMut<'a, T, D>>(array)
+            };
+            Ok((claim, array))
+        })?;
         Ok(TensorArgMut {
             view: array,
             _claim: claim,
