@@ -89,31 +89,47 @@ pub fn from_dlpack(
     let api = exchange_api(object)?;
     // PyTorch views with a lazy conjugation or negation bit hold the unconjugated (unnegated)
     // values in memory, and both its table and (for negation) its `__dlpack__` export them
-    // as they are: resolve the view first, a copy, which `copy=False` forbids.
-    if let Some(api) = api {
-        if !api.exports_faithfully(object)? {
-            if options.copy == Some(false) {
-                return Err(PyBufferError::new_err(
-                    "copy=False, but a tensor with a lazy conjugation or negation bit needs a \
-                     copy to be exported with its true values",
-                ));
-            }
-            let resolved = object
-                .call_method0(intern!(py, "resolve_conj"))?
-                .call_method0(intern!(py, "resolve_neg"))?;
-            return from_dlpack(&resolved, options);
+    // as they are: such a view is resolved first, a copy, which `copy=False` forbids.
+    let resolve_lazy_view = || -> PyResult<ManagedTensor> {
+        if options.copy == Some(false) {
+            return Err(PyBufferError::new_err(
+                "copy=False, but a tensor with a lazy conjugation or negation bit needs a copy \
+                 to be exported with its true values",
+            ));
         }
-    }
-    // The fast path: the type's C exchange API, for a plain import (no device, copy or stream
-    // requested). It does not synchronize streams, so only host-readable results are kept;
-    // a BufferError falls back to `__dlpack__`.
-    let plain = options.device.is_none() && options.copy.is_none() && options.stream.is_none();
-    if let Some(api) = api.filter(|_| plain && exchange_api_enabled()) {
-        match api.managed_tensor(object) {
-            Ok(tensor) if tensor.view().device().is_host_readable() => return Ok(tensor),
-            Ok(_device_tensor) => {} // dropped; `__dlpack__` synchronizes streams
-            Err(error) if error.is_instance_of::<PyBufferError>(py) => {}
-            Err(error) => return Err(error),
+        let resolved = object
+            .call_method0(intern!(py, "resolve_conj"))?
+            .call_method0(intern!(py, "resolve_neg"))?;
+        from_dlpack(&resolved, options)
+    };
+    if let Some(api) = api {
+        // The fast path: the type's C exchange API, for a plain import (no device, copy or
+        // stream requested). The exported tensor's dtype tells whether the lazy-bit check is
+        // needed, so the table is called once. It does not synchronize streams, so only
+        // host-readable results are kept; a BufferError falls back to `__dlpack__`.
+        let plain = options.device.is_none() && options.copy.is_none() && options.stream.is_none();
+        let mut faithful = None;
+        if plain && exchange_api_enabled() {
+            match api.managed_tensor(object) {
+                Ok(tensor) => {
+                    let is_faithful = api.is_faithful(object, Some(tensor.view().dtype()))?;
+                    if is_faithful && tensor.view().device().is_host_readable() {
+                        return Ok(tensor);
+                    }
+                    // Dropped: resolved below, or taken again through `__dlpack__`, which
+                    // synchronizes streams.
+                    faithful = Some(is_faithful);
+                }
+                Err(error) if error.is_instance_of::<PyBufferError>(py) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let faithful = match faithful {
+            Some(faithful) => faithful,
+            None => api.exports_faithfully(object)?,
+        };
+        if !faithful {
+            return resolve_lazy_view();
         }
     }
     let Some(dlpack) = object.getattr_opt(intern!(py, "__dlpack__"))? else {
