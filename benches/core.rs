@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use dlbridge::ffi::{DLManagedTensorVersioned, DLTensor};
-use dlbridge::{DataType, Device, Export, ManagedTensor, Version};
+use dlbridge::{DataType, Device, Export, ManagedTensor, TensorView, Version};
 
 /// A foreign producer's deleter that owns nothing (the tensor is reused across iterations),
 /// so the benchmark measures dlbridge, not a C allocator.
@@ -98,5 +98,26 @@ fn export(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, import, export);
+fn borrowed_view(c: &mut Criterion) {
+    let foreign = ForeignTensor::new();
+    let descriptor: &DLTensor = &foreign.managed.dl_tensor;
+    c.bench_function("borrow_validate_array_view_4d", |b| {
+        b.iter(|| {
+            // SAFETY: the descriptor and its data outlive the view.
+            let view = unsafe { TensorView::from_dltensor(black_box(descriptor)) }.unwrap();
+            let array = view.as_array_dim::<f32, ndarray::Ix4>().unwrap();
+            black_box(array.as_ptr());
+        })
+    });
+    c.bench_function("borrow_validate_array_view_4d_dyn", |b| {
+        b.iter(|| {
+            // SAFETY: as above.
+            let view = unsafe { TensorView::from_dltensor(black_box(descriptor)) }.unwrap();
+            let array = view.as_array::<f32>().unwrap();
+            black_box(array.as_ptr());
+        })
+    });
+}
+
+criterion_group!(benches, import, export, borrowed_view);
 criterion_main!(benches);

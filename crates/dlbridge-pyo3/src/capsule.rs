@@ -58,15 +58,20 @@ unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
     unsafe {
         ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback)
     };
-    // SAFETY: `capsule` is a live capsule; `PyCapsule_IsValid` checks its name without
-    // setting an error, and the pointer of a valid, unconsumed capsule is our tensor.
+    // SAFETY: `capsule` is a live capsule (a capsule's name never fails to read); its
+    // pointer is read without a name check only once its name was found to be ours.
     unsafe {
-        if ffi::PyCapsule_IsValid(capsule, DLTENSOR_VERSIONED.as_ptr()) == 1 {
-            let ptr = ffi::PyCapsule_GetPointer(capsule, DLTENSOR_VERSIONED.as_ptr());
-            RawManagedTensor::Versioned(ptr.cast::<DLManagedTensorVersioned>()).delete();
-        } else if ffi::PyCapsule_IsValid(capsule, DLTENSOR.as_ptr()) == 1 {
-            let ptr = ffi::PyCapsule_GetPointer(capsule, DLTENSOR.as_ptr());
-            RawManagedTensor::Legacy(ptr.cast::<DLManagedTensor>()).delete();
+        let name = ffi::PyCapsule_GetName(capsule);
+        let pointer = ffi::PyCapsule_GetPointer(capsule, name);
+        match capsule_kind(name) {
+            Some(CapsuleKind::Versioned) => {
+                RawManagedTensor::Versioned(pointer.cast::<DLManagedTensorVersioned>()).delete()
+            }
+            Some(CapsuleKind::Legacy) => {
+                RawManagedTensor::Legacy(pointer.cast::<DLManagedTensor>()).delete()
+            }
+            // Renamed `used_*` by a consumer, which owns the tensor now.
+            None => {}
         }
     }
     // SAFETY: restores exactly what was fetched above (possibly nothing).
@@ -74,6 +79,39 @@ unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
     unsafe {
         ffi::PyErr_Restore(kind, value, traceback)
     };
+}
+
+/// The unconsumed capsule names this crate gives.
+enum CapsuleKind {
+    Versioned,
+    Legacy,
+}
+
+/// Which unconsumed DLPack name `name` is, if any: by address first (the names this crate
+/// gives are its own statics, and consumers rename capsules to theirs), then by content.
+///
+/// # Safety
+///
+/// `name` must be NULL or a NUL-terminated string.
+unsafe fn capsule_kind(name: *const std::ffi::c_char) -> Option<CapsuleKind> {
+    if name == DLTENSOR_VERSIONED.as_ptr() {
+        return Some(CapsuleKind::Versioned);
+    }
+    if name == DLTENSOR.as_ptr() {
+        return Some(CapsuleKind::Legacy);
+    }
+    if name.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string by the contract.
+    let name = unsafe { CStr::from_ptr(name) };
+    if name == DLTENSOR_VERSIONED {
+        Some(CapsuleKind::Versioned)
+    } else if name == DLTENSOR {
+        Some(CapsuleKind::Legacy)
+    } else {
+        None
+    }
 }
 
 /// Takes the tensor out of a DLPack capsule named `dltensor_versioned` or `dltensor`.

@@ -8,8 +8,10 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
 use crate::capsule::{from_capsule, type_name};
-use crate::exchange::{exchange_api, exchange_api_enabled};
+use crate::exchange::exchange_api_enabled;
+use crate::numpy;
 use crate::to_py_err;
+use crate::type_info::type_info;
 
 /// What a consumer asks of a producer.
 #[derive(Clone, Debug, Default)]
@@ -74,6 +76,11 @@ pub fn device_from_tuple(result: &Bound<'_, PyAny>) -> PyResult<Device> {
 /// without `__dlpack__`; a `BufferError` there, or a tensor on a device with streams, falls
 /// back to the protocol above. `DLBRIDGE_NO_EXCHANGE_API=1` turns the fast path off.
 ///
+/// NumPy arrays (exactly `numpy.ndarray`) take a fast path of their own for a plain import:
+/// the array's struct is read directly and the tensor keeps the array alive, which is what
+/// `__dlpack__` would export (READ_ONLY for a read-only array); data types and layouts that
+/// `__dlpack__` refuses or converts go through it, so its errors are NumPy's.
+///
 /// The device from `__dlpack_device__` wins over the one written in the tensor (PyTorch's
 /// pinned memory), and `copy=True` always yields a private copy: when the producer did not
 /// flag its result IS_COPIED (PyTorch 2.15 forgets), the copy is made here.
@@ -86,7 +93,15 @@ pub fn from_dlpack(
         let tensor = from_capsule(object)?;
         return finish(tensor, None, options, false);
     }
-    let api = exchange_api(object)?;
+    let info = type_info(object)?;
+    let plain = options.device.is_none() && options.copy.is_none() && options.stream.is_none();
+    if info.numpy_array && plain {
+        // SAFETY: the type is exactly `numpy.ndarray`.
+        if let Some(tensor) = unsafe { numpy::import(object) }? {
+            return Ok(tensor);
+        }
+    }
+    let api = info.exchange;
     // PyTorch views with a lazy conjugation or negation bit hold the unconjugated (unnegated)
     // values in memory, and both its table and (for negation) its `__dlpack__` export them
     // as they are: such a view is resolved first, a copy, which `copy=False` forbids.
@@ -107,12 +122,11 @@ pub fn from_dlpack(
         // stream requested). The exported tensor's dtype tells whether the lazy-bit check is
         // needed, so the table is called once. It does not synchronize streams, so only
         // host-readable results are kept; a BufferError falls back to `__dlpack__`.
-        let plain = options.device.is_none() && options.copy.is_none() && options.stream.is_none();
         let mut faithful = None;
         if plain && exchange_api_enabled() {
             match api.managed_tensor(object) {
                 Ok(tensor) => {
-                    let is_faithful = api.is_faithful(object, Some(tensor.view().dtype()))?;
+                    let is_faithful = api.is_faithful(object, Some(&tensor.view()))?;
                     if is_faithful && tensor.view().device().is_host_readable() {
                         return Ok(tensor);
                     }

@@ -1,14 +1,13 @@
 //! The C exchange API of DLPack 1.3 (`__dlpack_c_exchange_api__`), consumer side: importing
 //! a tensor through its type's function table, without calling `__dlpack__`.
 
-use std::collections::HashMap;
 use std::ffi::CStr;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use dlbridge::ffi::{
     DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLTensor,
 };
-use dlbridge::{DataType, DataTypeCode, ManagedTensor};
+use dlbridge::{DataTypeCode, ManagedTensor, TensorView};
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::intern;
@@ -16,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
 use crate::to_py_err;
+use crate::type_info::type_info;
 
 /// Name of the capsule a tensor type publishes its table in.
 pub const DLPACK_EXCHANGE_API: &CStr = c"dlpack_exchange_api";
@@ -31,7 +31,40 @@ pub struct ExchangeApi {
     /// The type has PyTorch's lazy conjugation and negation bits (`is_conj()`, `is_neg()`),
     /// which its table ignores: such views are exported with the wrong values, so they must
     /// take the `__dlpack__` path (which refuses or resolves them).
-    lazy_bits: bool,
+    lazy_bits: Option<&'static LazyBits>,
+}
+
+/// The type's `is_conj` and `is_neg` attributes, held for the life of the process and called
+/// with the object as their one argument (`type(x).is_neg(x)`), which spares the bound method
+/// object that `x.is_neg()` makes.
+struct LazyBits {
+    is_conj: Py<PyAny>,
+    is_neg: Py<PyAny>,
+}
+
+impl LazyBits {
+    /// Calls `method(object)` and reads its truth.
+    fn ask(method: &Py<PyAny>, object: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = object.py();
+        let args = [object.as_ptr()];
+        // SAFETY: a live callable and one live argument, the GIL held (`py`).
+        let result = unsafe {
+            ffi::PyObject_Vectorcall(method.as_ptr(), args.as_ptr(), 1, std::ptr::null_mut())
+        };
+        if result.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: a new reference, owned here.
+        let result = unsafe { Bound::from_owned_ptr(py, result) };
+        // The methods return exactly True or False; anything else by its truth value.
+        if result.is(&*pyo3::types::PyBool::new(py, true)) {
+            Ok(true)
+        } else if result.is(&*pyo3::types::PyBool::new(py, false)) {
+            Ok(false)
+        } else {
+            result.is_truthy()
+        }
+    }
 }
 
 // SAFETY: the table is immutable, process-lifetime data of C function pointers.
@@ -48,36 +81,56 @@ impl ExchangeApi {
     /// Whether the table can export `object` faithfully: not for a PyTorch view with a lazy
     /// conjugation or negation bit, whose memory holds the unconjugated (unnegated) values.
     pub fn exports_faithfully(&self, object: &Bound<'_, PyAny>) -> PyResult<bool> {
-        if !self.lazy_bits {
+        if self.lazy_bits.is_none() {
             return Ok(true);
         }
-        let dtype = self.describe(object)?.map(|tensor| tensor.dtype);
-        self.is_faithful(object, dtype)
+        match self.describe(object)? {
+            Some(tensor) => {
+                // SAFETY: filled by the producer for `object`, which lives unchanged while the
+                // view is used here.
+                let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(to_py_err)?;
+                self.is_faithful(object, Some(&view))
+            }
+            None => self.is_faithful(object, None),
+        }
     }
 
-    /// [`ExchangeApi::exports_faithfully`] for an object whose data type is known: only
-    /// complex tensors can carry the conjugation bit, only floating-point and complex ones the
-    /// negation bit, so integer and boolean tensors need no check at all.
+    /// [`ExchangeApi::exports_faithfully`] for an object whose exported descriptor is known
+    /// (`None`: unknown, every bit is asked). The type's `is_conj()` / `is_neg()` cost about
+    /// 85 ns each (PyTorch releases the GIL in them), so they are asked only where the bit can
+    /// be set:
+    ///
+    /// - the conjugation bit only on complex tensors;
+    /// - the negation bit on complex and floating-point tensors; on floating-point ones only
+    ///   when the layout is not C-contiguous or has at most one element. PyTorch's public
+    ///   views give a real tensor the negation bit only as the imaginary part of a conjugated
+    ///   complex tensor (`x.conj().imag`), which steps by two through the complex storage and
+    ///   so is never C-contiguous with two or more elements, whatever view is taken of it
+    ///   next; copies (`contiguous()`, `clone()`) resolve the bit. Only `as_strided` on such a
+    ///   view and the private `torch._neg_view` escape this, and are not checked.
+    ///
+    /// Integer and boolean tensors need no check at all.
     pub fn is_faithful(
         &self,
         object: &Bound<'_, PyAny>,
-        dtype: Option<DataType>,
+        tensor: Option<&TensorView<'_>>,
     ) -> PyResult<bool> {
-        if !self.lazy_bits {
+        let Some(lazy_bits) = self.lazy_bits else {
             return Ok(true);
-        }
-        let code = dtype.map(|dtype| dtype.code);
+        };
+        let code = tensor.map(|tensor| tensor.dtype().code);
         let complex = code.is_none_or(|code| code == DataTypeCode::COMPLEX);
-        let signed_float = complex
-            || code.is_some_and(|code| {
-                matches!(code, DataTypeCode::FLOAT | DataTypeCode::BFLOAT)
-                    || (7..=17).contains(&code.0)
-            });
-        let py = object.py();
-        if complex && object.call_method0(intern!(py, "is_conj"))?.is_truthy()? {
+        let float = code.is_some_and(|code| {
+            matches!(code, DataTypeCode::FLOAT | DataTypeCode::BFLOAT) || (7..=17).contains(&code.0)
+        });
+        let may_be_negated_view = complex
+            || (float
+                && tensor
+                    .is_some_and(|tensor| tensor.num_elements() <= 1 || !tensor.is_c_contiguous()));
+        if complex && LazyBits::ask(&lazy_bits.is_conj, object)? {
             return Ok(false);
         }
-        if signed_float && object.call_method0(intern!(py, "is_neg"))?.is_truthy()? {
+        if may_be_negated_view && LazyBits::ask(&lazy_bits.is_neg, object)? {
             return Ok(false);
         }
         Ok(true)
@@ -139,32 +192,14 @@ pub fn exchange_api_enabled() -> bool {
     })
 }
 
-/// Per-type cache: the type is kept alive so that its address is never reused by another.
-type Cache = Mutex<HashMap<usize, (Py<PyType>, Option<ExchangeApi>)>>;
-
 /// The exchange API of `object`'s type, if it publishes one of major version 1 (walking
-/// `prev_api` to find it). Looked up once per type and cached.
+/// `prev_api` to find it). Looked up once per type and cached (the type is kept alive).
 pub fn exchange_api(object: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let kind = object.get_type();
-    let key = kind.as_ptr() as usize;
-    if let Some((_, api)) = cache.lock().map_err(poisoned)?.get(&key) {
-        return Ok(*api);
-    }
-    let api = lookup(&kind)?;
-    cache
-        .lock()
-        .map_err(poisoned)?
-        .insert(key, (kind.unbind(), api));
-    Ok(api)
+    Ok(type_info(object)?.exchange)
 }
 
-fn poisoned<T>(_: T) -> PyErr {
-    PyBufferError::new_err("the exchange API cache is poisoned")
-}
-
-fn lookup(kind: &Bound<'_, PyType>) -> PyResult<Option<ExchangeApi>> {
+/// Reads a type's exchange API, for the per-type cache.
+pub(crate) fn lookup_exchange_api(kind: &Bound<'_, PyType>) -> PyResult<Option<ExchangeApi>> {
     let py = kind.py();
     let header: *const DLPackExchangeAPIHeader =
         match kind.getattr_opt(intern!(py, "__dlpack_c_exchange_api__"))? {
@@ -208,8 +243,16 @@ fn lookup(kind: &Bound<'_, PyType>) -> PyResult<Option<ExchangeApi>> {
             if table.managed_tensor_from_py_object_no_sync.is_none() {
                 return Ok(None);
             }
-            let lazy_bits =
-                kind.hasattr(intern!(py, "is_conj"))? && kind.hasattr(intern!(py, "is_neg"))?;
+            let lazy_bits = match (
+                kind.getattr_opt(intern!(py, "is_conj"))?,
+                kind.getattr_opt(intern!(py, "is_neg"))?,
+            ) {
+                (Some(is_conj), Some(is_neg)) => Some(&*Box::leak(Box::new(LazyBits {
+                    is_conj: is_conj.unbind(),
+                    is_neg: is_neg.unbind(),
+                }))),
+                _ => None,
+            };
             return Ok(Some(ExchangeApi { table, lazy_bits }));
         }
         // SAFETY: as above; `prev_api` is in the stable header.

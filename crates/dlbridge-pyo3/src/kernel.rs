@@ -11,16 +11,17 @@
 use std::fmt::Write as _;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 use dlbridge::ffi::DLTensor;
 use dlbridge::{DataType, Element, ManagedTensor, TensorView};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, IxDyn};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use crate::exchange::{exchange_api, exchange_api_enabled};
+use crate::claims::Claim;
+use crate::exchange::exchange_api_enabled;
+use crate::numpy;
+use crate::type_info::type_info;
 use crate::{from_dlpack, ImportOptions};
 
 /// A memory layout a typed argument may require.
@@ -56,74 +57,6 @@ impl Layout for FContiguous {
     const NAME: &'static str = "F-contiguous ";
     fn accepts(view: &TensorView<'_>) -> bool {
         view.is_f_contiguous()
-    }
-}
-
-/// The memory of the tensor arguments alive in the process, and whether each is written: a
-/// tensor written through a [`TensorArgMut`] must not be reached through any other argument
-/// at the same time (that would alias a `&mut`), whatever thread holds the other one.
-static CLAIMS: Mutex<Vec<Claimed>> = Mutex::new(Vec::new());
-
-struct Claimed {
-    id: u64,
-    start: usize,
-    end: usize,
-    written: bool,
-}
-
-/// An argument's entry in [`CLAIMS`], removed when the argument is dropped.
-struct Claim {
-    id: u64,
-}
-
-impl Claim {
-    /// Registers the bytes `view` reaches; refuses an overlap with a written argument (or,
-    /// for a written one, with any argument).
-    fn new(view: &TensorView<'_>, written: bool) -> PyResult<Self> {
-        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-        let size = view.dtype().size_in_bytes().unwrap_or(1) as i128;
-        if view.num_elements() == 0 {
-            return Ok(Claim { id: 0 });
-        }
-        let (low, high) = dlbridge::layout::offset_range(view.shape(), view.strides())
-            .map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let base = view.data_ptr() as usize as i128;
-        let start = (base + i128::from(low) * size) as usize;
-        let end = (base + (i128::from(high) + 1) * size) as usize;
-        let mut claims = CLAIMS
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if claims
-            .iter()
-            .any(|other| (written || other.written) && start < other.end && other.start < end)
-        {
-            return Err(PyValueError::new_err(
-                "this tensor's memory overlaps another tensor argument in use, and one of them \
-                 is written (TensorArgMut): pass separate tensors",
-            ));
-        }
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        claims.push(Claimed {
-            id,
-            start,
-            end,
-            written,
-        });
-        Ok(Claim { id })
-    }
-}
-
-impl Drop for Claim {
-    fn drop(&mut self) {
-        if self.id == 0 {
-            return;
-        }
-        let mut claims = CLAIMS
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(index) = claims.iter().position(|claimed| claimed.id == self.id) {
-            claims.swap_remove(index);
-        }
     }
 }
 
@@ -351,25 +284,37 @@ fn extract_with<R>(
     writable: bool,
     make: impl Fn(&TensorView<'_>, bool) -> PyResult<R>,
 ) -> PyResult<(Source, R)> {
-    if let Some(api) = exchange_api(object)? {
+    let info = type_info(object)?;
+    if let Some(api) = info.exchange {
         let described = if exchange_api_enabled() {
             api.describe(object)?
         } else {
             None
         };
-        let faithful = api.is_faithful(object, described.map(|tensor| tensor.dtype))?;
+        let view = match &described {
+            // SAFETY: the producer filled the descriptor for an object the caller keeps alive
+            // and unchanged for the call.
+            Some(tensor) => Some(
+                unsafe { TensorView::from_dltensor(tensor) }
+                    .map_err(|e| PyTypeError::new_err(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let faithful = api.is_faithful(object, view.as_ref())?;
         if !faithful && writable {
             return Err(PyTypeError::new_err(
                 "a PyTorch view with a lazy conjugation or negation bit cannot be written in \
                  place (its memory holds other values); pass x.resolve_conj().resolve_neg()",
             ));
         }
-        if let Some(tensor) = described.filter(|_| faithful) {
-            // SAFETY: the producer filled the descriptor for an object the caller keeps alive
-            // and unchanged for the call.
-            let view = unsafe { TensorView::from_dltensor(&tensor) }
-                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+        if let Some(view) = view.filter(|_| faithful) {
             return Ok((Source::Borrowed, make(&view, false)?));
+        }
+    } else if info.numpy_array {
+        // SAFETY: the type is exactly `numpy.ndarray`; the caller holds the array for the
+        // call, and the view is used only inside `make`.
+        if let Some(made) = unsafe { numpy::with_array_view(object, &make) }? {
+            return Ok((Source::Borrowed, made));
         }
     } else if let Some(result) = extract_buffer(object, &make)? {
         return Ok(result);
@@ -460,12 +405,8 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         let (source, (claim, array)) = extract_with(&object, false, |view, read_only| {
             check::<T, D, L>(view, false, read_only)?;
-            let claim = Claim::new(view, false)?;
-            let array = view
-                .as_array::<T>()
-                .map_err(array_error)?
-                .into_dimensionality::<D>()
-                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            let claim = Claim::new(object.py(), view, false)?;
+            let array = view.as_array_dim::<T, D>().map_err(array_error)?;
             // SAFETY: the view reads elements that live as long as the argument object, which
             // the caller borrows for `'a` (borrowed and buffer sources; a held buffer keeps
             // them exported), or as long as the owned tensor stored in the returned value; it
@@ -492,14 +433,12 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         let (source, (claim, array)) = extract_with(&object, true, |view, read_only| {
             check::<T, D, L>(view, true, read_only)?;
-            let claim = Claim::new(view, true)?;
+            let claim = Claim::new(object.py(), view, true)?;
             // SAFETY: the argument is the caller's tensor, not read-only, lent to this call for
             // writing (as any in-place kernel argument); the claim above guarantees that no
             // other tensor argument reaches its memory while the call runs.
-            let array = unsafe { view.as_array_mut_unchecked::<T>() }
-                .map_err(array_error)?
-                .into_dimensionality::<D>()
-                .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+            let array =
+                unsafe { view.as_array_mut_unchecked_dim::<T, D>() }.map_err(array_error)?;
             // SAFETY: as for `TensorArg`: the elements outlive `'a` and the view holds no
             // reference to the descriptor.
             let array = unsafe {

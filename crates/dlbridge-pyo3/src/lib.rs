@@ -20,12 +20,15 @@
 #![warn(missing_docs)]
 
 mod capsule;
+mod claims;
 mod consume;
 mod exchange;
 mod kernel;
+mod numpy;
 mod owner;
 mod producer;
 mod returning;
+mod type_info;
 
 pub use capsule::{
     from_capsule, into_capsule, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,

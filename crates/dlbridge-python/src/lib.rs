@@ -650,9 +650,9 @@ mod testing {
     /// Takes three tensors and does nothing: the cost of the arguments alone.
     #[pyfunction]
     pub fn noop3(
-        _a: TensorArg<'_, f32, IxDyn>,
-        _b: TensorArg<'_, f32, IxDyn>,
-        _c: TensorArg<'_, f32, IxDyn>,
+        _a: TensorArg<'_, f32, Ix2>,
+        _b: TensorArg<'_, f32, Ix2>,
+        _c: TensorArg<'_, f32, Ix2>,
     ) {
     }
 

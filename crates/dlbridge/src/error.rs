@@ -145,6 +145,13 @@ pub enum Error {
         /// The byte found.
         value: u8,
     },
+    /// A view of a fixed number of dimensions was asked of a tensor with another number.
+    DimensionalityMismatch {
+        /// The number of dimensions of the view asked for.
+        expected: usize,
+        /// The tensor's number of dimensions.
+        actual: usize,
+    },
     /// An export's strides do not have one entry per dimension.
     StridesLength {
         /// Number of dimensions of the shape.
@@ -300,6 +307,10 @@ impl fmt::Display for Error {
                 f,
                 "bool element at offset {offset} holds the byte {value:#04x}, which is \
                  neither 0 nor 1"
+            ),
+            Error::DimensionalityMismatch { expected, actual } => write!(
+                f,
+                "ndim: a view of {expected} dimensions was asked of a tensor with {actual}"
             ),
             Error::StridesLength { ndim, strides } => write!(
                 f,

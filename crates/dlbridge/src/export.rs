@@ -14,6 +14,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use crate::view::Checked;
 use crate::{
     layout, DataType, Device, Element, Error, Flags, ManagedTensor, Result, TensorView, Version,
     MAX_NDIM,
@@ -272,19 +273,25 @@ impl<'s, O: Send + 'static> Export<'s, O> {
         // SAFETY: the buffer's pointer (or the caller of `from_raw_parts`) guarantees the
         // memory for the layout, which was bounds-checked above where the length is known.
         unsafe {
-            export_owner(self.owner, ndim, descriptor, |_, shape_out, strides_out| {
-                for (out, extent) in shape_out.iter_mut().zip(shape) {
-                    *out = extent;
-                }
-                match strides {
-                    Some(strides) => {
-                        for (out, &stride) in strides_out.iter_mut().zip(strides) {
-                            *out = stride as i64;
-                        }
+            export_owner(
+                self.owner,
+                ndim,
+                descriptor,
+                None,
+                |_, shape_out, strides_out| {
+                    for (out, extent) in shape_out.iter_mut().zip(shape) {
+                        *out = extent;
                     }
-                    None => layout::fill_row_major_strides(shape_out, strides_out),
-                }
-            })
+                    match strides {
+                        Some(strides) => {
+                            for (out, &stride) in strides_out.iter_mut().zip(strides) {
+                                *out = stride as i64;
+                            }
+                        }
+                        None => layout::fill_row_major_strides(shape_out, strides_out),
+                    }
+                },
+            )
         }
     }
 }
@@ -475,14 +482,26 @@ fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
         legacy,
     };
     let ndim = view.ndim();
+    // The same descriptor with explicit strides: the source's validation holds for it.
+    let checked = Checked {
+        elements: view.num_elements(),
+        strides_missing: false,
+    };
     // SAFETY: the new tensor describes exactly the memory of the validated `tensor`, which it
-    // keeps alive through the `Arc` it owns; read-only stays read-only.
+    // keeps alive through the `Arc` it owns, with its shape, strides, data type and device;
+    // read-only stays read-only.
     unsafe {
-        export_owner(tensor, ndim, descriptor, |owner, shape, strides| {
-            let view = owner.view();
-            shape.copy_from_slice(view.shape());
-            strides.copy_from_slice(view.strides());
-        })
+        export_owner(
+            tensor,
+            ndim,
+            descriptor,
+            Some(checked),
+            |owner, shape, strides| {
+                let view = owner.view();
+                shape.copy_from_slice(view.shape());
+                strides.copy_from_slice(view.strides());
+            },
+        )
     }
 }
 
@@ -514,7 +533,9 @@ fn block_layout<M, O>(ndim: usize) -> Option<(Layout, usize)> {
 }
 
 /// Moves `owner` into a new export block of `ndim` dimensions, lets `fill` write the shape and
-/// strides (reading the owner at its final address), and validates the result.
+/// strides (reading the owner at its final address), and validates the result, unless the
+/// caller passes the validation of a tensor with the same descriptor (`prevalidated`: sharing
+/// a validated tensor, whose shape, strides, data type and device are copied as they are).
 ///
 /// # Safety
 ///
@@ -525,6 +546,7 @@ pub(crate) unsafe fn export_owner<O: Send + 'static>(
     owner: O,
     ndim: usize,
     descriptor: Descriptor,
+    prevalidated: Option<Checked>,
     fill: impl FnOnce(&O, &mut [i64], &mut [i64]),
 ) -> Result<ManagedTensor> {
     if ndim > MAX_NDIM as usize {
@@ -540,9 +562,14 @@ pub(crate) unsafe fn export_owner<O: Send + 'static>(
             unsafe { allocate_block::<DLManagedTensorVersioned, O>(owner, ndim, descriptor, fill) };
         crate::RawManagedTensor::Versioned(block.as_ptr())
     };
-    // SAFETY: a freshly built tensor that we own, with valid shape and strides; the memory
-    // contract is the caller's.
-    unsafe { ManagedTensor::from_raw(raw) }
+    match prevalidated {
+        // SAFETY: a freshly built tensor that we own, whose descriptor the caller vouches for
+        // with the validation of an identical one.
+        Some(checked) => Ok(unsafe { ManagedTensor::from_prevalidated(raw, checked) }),
+        // SAFETY: a freshly built tensor that we own, with valid shape and strides; the memory
+        // contract is the caller's.
+        None => unsafe { ManagedTensor::from_raw(raw) },
+    }
 }
 
 /// A managed struct layout an export block can hold.

@@ -198,6 +198,28 @@ impl ManagedTensor {
         }
     }
 
+    /// Takes ownership of a tensor without validating it again: for exports that copy the
+    /// descriptor of a tensor this crate validated.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be non-NULL, owned by the caller, and `checked` the validation of a
+    /// descriptor identical to its own (version, data type, device, shape, strides, flags
+    /// aside from READ_ONLY).
+    #[inline]
+    pub(crate) unsafe fn from_prevalidated(raw: RawManagedTensor, checked: Checked) -> Self {
+        let owned = match raw {
+            // SAFETY: non-NULL by the contract.
+            RawManagedTensor::Versioned(ptr) => {
+                Owned::Versioned(unsafe { NonNull::new_unchecked(ptr) })
+            }
+            // SAFETY: non-NULL by the contract.
+            RawManagedTensor::Legacy(ptr) => Owned::Legacy(unsafe { NonNull::new_unchecked(ptr) }),
+        };
+        // SAFETY: owned, and `checked` holds for it (the contract).
+        unsafe { Self::wrap(owned, checked) }
+    }
+
     /// Wraps a validated tensor, making compact strides when the producer sent none.
     ///
     /// # Safety

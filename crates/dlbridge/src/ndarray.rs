@@ -34,8 +34,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{fence, Ordering};
 
 use ::ndarray::{
-    ArcArray, Array, ArrayBase, ArrayView, ArrayViewD, ArrayViewMutD, Axis, Dimension, IxDyn,
-    RawArrayView, RawArrayViewMut, RawData, ShapeBuilder, StrideShape,
+    ArcArray, Array, ArrayBase, ArrayView, ArrayViewD, ArrayViewMut, ArrayViewMutD, Axis,
+    Dimension, IxDyn, RawArrayView, RawArrayViewMut, RawData, ShapeBuilder, StrideShape,
 };
 
 use crate::export::{export_owner, Descriptor};
@@ -45,48 +45,63 @@ use crate::{Device, Element, Error, Flags, ManagedTensor, Result, TensorView};
 // without loss on every platform this crate builds for.
 const _: () = assert!(std::mem::size_of::<isize>() <= std::mem::size_of::<i64>());
 
-/// A validated DLPack layout expressed the way ndarray's pointer constructors want it.
-struct NdLayout {
+/// A validated DLPack layout expressed the way ndarray's pointer constructors want it, in
+/// ndarray's dimension type `D` (a fixed `Ix2` keeps everything on the stack).
+struct NdLayout<D: Dimension> {
     /// The extents.
-    dim: IxDyn,
+    dim: D,
     /// The absolute strides; 0 for dimensions of extent 1 and for every dimension of an empty
     /// tensor.
-    strides: IxDyn,
+    strides: D,
     /// Elements from the first logical element to the lowest address reached (`<= 0`).
     low_offset: isize,
     /// Whether the tensor has no elements (its view gets a dangling pointer).
     empty: bool,
-    /// The axes whose DLPack stride is negative (extent above 1), to flip after construction.
-    negative: Vec<usize>,
+    /// Bit `i` set: axis `i` has a negative DLPack stride (extent above 1), to flip after
+    /// construction. Axes from 64 on are in `negative_beyond_64`.
+    negative: u64,
+    /// The negative axes from 64 on (rare: only tensors of more than 64 dimensions).
+    negative_beyond_64: Vec<usize>,
 }
 
-impl NdLayout {
+impl<D: Dimension> NdLayout<D> {
     /// Converts a layout that `check_descriptor` accepted.
     ///
-    /// Fails only for an empty tensor whose non-zero extents multiply past `isize::MAX`
-    /// (`[2^62, 4, 0]` is a valid DLPack tensor but not a valid ndarray shape); a non-empty
-    /// validated layout always converts, as its elements fit in `isize::MAX` bytes.
+    /// Fails with [`Error::DimensionalityMismatch`] when `D` has a fixed number of dimensions
+    /// other than the layout's, and for an empty tensor whose non-zero extents multiply past
+    /// `isize::MAX` (`[2^62, 4, 0]` is a valid DLPack tensor but not a valid ndarray shape); a
+    /// non-empty validated layout always converts, as its elements fit in `isize::MAX` bytes.
+    #[inline]
     fn new(shape: &[i64], strides: &[i64]) -> Result<Self> {
         let ndim = shape.len();
-        let mut dim = IxDyn::zeros(ndim);
-        let mut abs_strides = IxDyn::zeros(ndim);
+        if let Some(expected) = D::NDIM.filter(|&expected| expected != ndim) {
+            return Err(Error::DimensionalityMismatch {
+                expected,
+                actual: ndim,
+            });
+        }
+        let mut dim = D::zeros(ndim);
+        let mut abs_strides = D::zeros(ndim);
         let mut nonzero_product: usize = 1;
-        for (axis, &extent) in shape.iter().enumerate() {
+        let mut empty = false;
+        for (axis, (&extent, len)) in shape.iter().zip(dim.slice_mut()).enumerate() {
             let overflow = || Error::ElementCountOverflow { dim: axis, extent };
-            let len = usize::try_from(extent).map_err(|_| overflow())?;
-            if len != 0 {
+            *len = usize::try_from(extent).map_err(|_| overflow())?;
+            if *len == 0 {
+                empty = true;
+            } else {
                 nonzero_product = nonzero_product
-                    .checked_mul(len)
+                    .checked_mul(*len)
                     .filter(|&product| product <= isize::MAX as usize)
                     .ok_or_else(overflow)?;
             }
-            dim[axis] = len;
         }
-        let empty = shape.contains(&0);
         let mut low_offset: isize = 0;
-        let mut negative = Vec::new();
+        let mut negative = 0u64;
+        let mut negative_beyond_64 = Vec::new();
         if !empty {
-            for (axis, (&len, &stride)) in dim.slice().iter().zip(strides).enumerate() {
+            let axes = dim.slice().iter().zip(strides).zip(abs_strides.slice_mut());
+            for (axis, ((&len, &stride), abs_stride)) in axes.enumerate() {
                 if len == 1 {
                     continue;
                 }
@@ -94,13 +109,17 @@ impl NdLayout {
                 // `isize::MAX`; the checks only guard against a caller breaking that.
                 let overflow = || Error::StrideOverflow { dim: axis, stride };
                 let step = isize::try_from(stride).map_err(|_| overflow())?;
-                abs_strides[axis] = step.unsigned_abs();
+                *abs_stride = step.unsigned_abs();
                 if step < 0 {
                     low_offset = (len as isize - 1)
                         .checked_mul(step)
                         .and_then(|reach| low_offset.checked_add(reach))
                         .ok_or_else(overflow)?;
-                    negative.push(axis);
+                    if axis < 64 {
+                        negative |= 1 << axis;
+                    } else {
+                        negative_beyond_64.push(axis);
+                    }
                 }
             }
         }
@@ -110,16 +129,13 @@ impl NdLayout {
             low_offset,
             empty,
             negative,
+            negative_beyond_64,
         })
-    }
-
-    /// The shape with the absolute strides, for `from_shape_ptr`.
-    fn stride_shape(&self) -> StrideShape<IxDyn> {
-        self.dim.clone().strides(self.strides.clone())
     }
 
     /// The pointer to hand to `from_shape_ptr`: the lowest address the layout reaches, given
     /// its first logical element; a dangling pointer for an empty tensor.
+    #[inline]
     fn lowest<T>(&self, first: *mut T) -> *mut T {
         if self.empty {
             NonNull::dangling().as_ptr()
@@ -129,10 +145,36 @@ impl NdLayout {
         }
     }
 
+    /// The shape with the absolute strides, for `from_shape_ptr`, and what `orient` needs.
+    #[inline]
+    fn into_parts(self) -> (StrideShape<D>, Orientation) {
+        let orientation = Orientation {
+            negative: self.negative,
+            negative_beyond_64: self.negative_beyond_64,
+        };
+        (self.dim.strides(self.strides), orientation)
+    }
+}
+
+/// The axes of a layout whose DLPack strides are negative.
+struct Orientation {
+    /// Bit `i` set: axis `i` has a negative stride.
+    negative: u64,
+    /// The negative axes from 64 on.
+    negative_beyond_64: Vec<usize>,
+}
+
+impl Orientation {
     /// Flips the axes with negative DLPack strides, bringing the pointer back to the first
     /// logical element and the strides to DLPack's (extent-1 axes keep stride 0).
-    fn orient<S: RawData>(&self, array: &mut ArrayBase<S, IxDyn>) {
-        for &axis in &self.negative {
+    #[inline]
+    fn orient<S: RawData, D: Dimension>(&self, array: &mut ArrayBase<S, D>) {
+        let mut bits = self.negative;
+        while bits != 0 {
+            array.invert_axis(Axis(bits.trailing_zeros() as usize));
+            bits &= bits - 1;
+        }
+        for &axis in &self.negative_beyond_64 {
             array.invert_axis(Axis(axis));
         }
     }
@@ -168,8 +210,28 @@ impl<'a> TensorView<'a> {
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     pub fn as_array<T: Element>(&self) -> Result<ArrayViewD<'a, T>> {
+        self.as_array_dim::<T, IxDyn>()
+    }
+
+    /// [`TensorView::as_array`] with ndarray's dimension type chosen by the caller: a fixed
+    /// `Ix2` view keeps its shape and strides on the stack (no allocation), which is what
+    /// typed kernel arguments use. A fixed `D` of another number of dimensions than the
+    /// tensor's is [`Error::DimensionalityMismatch`].
+    ///
+    /// ```
+    /// use dlbridge::Export;
+    /// use ndarray::Ix2;
+    ///
+    /// let tensor = Export::new(vec![1u8, 2, 3, 4, 5, 6], &[2, 3]).into_versioned()?;
+    /// let matrix = tensor.view().as_array_dim::<u8, Ix2>()?;
+    /// assert_eq!(matrix[[1, 2]], 6);
+    /// assert!(tensor.view().as_array_dim::<u8, ndarray::Ix3>().is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[inline]
+    pub fn as_array_dim<T: Element, D: Dimension>(&self) -> Result<ArrayView<'a, T, D>> {
         let elements = self.elements::<T>()?;
-        let layout = NdLayout::new(self.shape(), self.strides())?;
+        let layout = NdLayout::<D>::new(self.shape(), self.strides())?;
         let lowest = layout.lowest(elements.as_ptr().cast_mut());
         // SAFETY: `lowest` is non-NULL and aligned (an aligned first element moved by whole
         // elements, or dangling when empty); the absolute strides from the lowest address
@@ -177,8 +239,9 @@ impl<'a> TensorView<'a> {
         // `'a` and span at most `isize::MAX` bytes; the non-zero extents multiply to at most
         // `isize::MAX`; the strides are non-negative. An empty layout has zero strides, so its
         // dangling pointer is only ever offset by zero.
-        let mut raw = unsafe { RawArrayView::from_shape_ptr(layout.stride_shape(), lowest) };
-        layout.orient(&mut raw);
+        let (stride_shape, orientation) = layout.into_parts();
+        let mut raw = unsafe { RawArrayView::from_shape_ptr(stride_shape, lowest) };
+        orientation.orient(&mut raw);
         // SAFETY: `elements` checked the device, the data type, the alignment and every bool;
         // the memory stays valid and is not written except through this crate (which needs
         // exclusive access to the tensor) for `'a`, per the view's own guarantee.
@@ -196,15 +259,29 @@ impl<'a> TensorView<'a> {
     /// Nothing else may read or write the elements during `'a`, and the producer must allow
     /// writes to them.
     pub unsafe fn as_array_mut_unchecked<T: Element>(&self) -> Result<ArrayViewMutD<'a, T>> {
+        // SAFETY: the caller's guarantee, passed on.
+        unsafe { self.as_array_mut_unchecked_dim::<T, IxDyn>() }
+    }
+
+    /// [`TensorView::as_array_mut_unchecked`] with ndarray's dimension type chosen by the
+    /// caller, as [`TensorView::as_array_dim`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`TensorView::as_array_mut_unchecked`].
+    pub unsafe fn as_array_mut_unchecked_dim<T: Element, D: Dimension>(
+        &self,
+    ) -> Result<ArrayViewMut<'a, T, D>> {
         self.check_writable()?;
         let first = self.elements::<T>()?.as_ptr().cast_mut();
-        let layout = NdLayout::new(self.shape(), self.strides())?;
+        let layout = NdLayout::<D>::new(self.shape(), self.strides())?;
         let lowest = layout.lowest(first);
-        // SAFETY: as in `TensorView::as_array`; in addition the layout was checked
+        // SAFETY: as in `TensorView::as_array_dim`; in addition the layout was checked
         // overlap-free (ndarray's own overlap test agrees: both sort the axes of extent above
         // 1 by absolute stride and require each stride to clear what the smaller ones reach).
-        let mut raw = unsafe { RawArrayViewMut::from_shape_ptr(layout.stride_shape(), lowest) };
-        layout.orient(&mut raw);
+        let (stride_shape, orientation) = layout.into_parts();
+        let mut raw = unsafe { RawArrayViewMut::from_shape_ptr(stride_shape, lowest) };
+        orientation.orient(&mut raw);
         // SAFETY: the elements are writable (not read-only, host-readable, checked above), each
         // reached by one index only, and the caller guarantees exclusive access for `'a`.
         Ok(unsafe { raw.deref_into_view_mut() })
@@ -349,7 +426,7 @@ impl ManagedTensor {
         // invariant) that `owner` keeps alive and unchanged while it lives, by this function's
         // contract; the tensor is read-only.
         unsafe {
-            export_owner(owner, view.ndim(), descriptor, |_, shape, strides| {
+            export_owner(owner, view.ndim(), descriptor, None, |_, shape, strides| {
                 write_dims(view.shape(), view.strides(), shape, strides);
             })
         }
@@ -400,7 +477,7 @@ where
     // SAFETY: forwarded from this function's contract; the shape and strides written are the
     // array's own.
     unsafe {
-        export_owner(array, ndim, descriptor, |array, shape, strides| {
+        export_owner(array, ndim, descriptor, None, |array, shape, strides| {
             write_dims(array.shape(), array.strides(), shape, strides);
         })
     }

@@ -48,17 +48,30 @@ def _np_source(shape, dtype):
 # --------------------------------------------------------------------------------------------
 
 
+def _import(a, route):
+    """`dlbridge.from_dlpack` by the direct path (the array's struct read as it is; dlbridge's
+    own export, version 1.3) or by the protocol (`copy=False` is no plain import, so it
+    negotiates with `__dlpack__`: NumPy's export, version 1.0)."""
+    if route == "direct":
+        return dlbridge.from_dlpack(a)
+    return dlbridge.from_dlpack(a, copy=False)
+
+
+ROUTE_VERSION = {"direct": (1, 3), "protocol": (1, 0)}
+
+
+@pytest.mark.parametrize("route", ["direct", "protocol"])
 @pytest.mark.parametrize("dtype", NUMPY_DTYPES)
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
-def test_numpy_to_dlbridge(shape, dtype):
+def test_numpy_to_dlbridge(shape, dtype, route):
     a = _np_source(shape, dtype)
-    t = dlbridge.from_dlpack(a)
+    t = _import(a, route)
     assert t.shape == a.shape
     assert t.dtype == dtype
     assert t.ndim == a.ndim and t.size == a.size and t.nbytes == a.nbytes
     assert t.device == (1, 0)
     assert t.readonly is False
-    assert t.version == (1, 0)
+    assert t.version == ROUTE_VERSION[route]
     if a.size:
         assert t.strides == tuple(s // a.itemsize for s in a.strides)
         assert t.data_ptr == np_address(a)  # zero-copy
@@ -318,3 +331,97 @@ def test_random_views_round_trip(view):
     np.testing.assert_array_equal(np.asarray(c), view)
     if view.size:
         assert np.asarray(c).flags.c_contiguous
+
+
+# --------------------------------------------------------------------------------------------
+# The direct path (NumPy's struct read without __dlpack__) says exactly what __dlpack__ says,
+# and leaves to __dlpack__ everything it does not take.
+# --------------------------------------------------------------------------------------------
+
+
+def _description(t):
+    return (t.shape, t.strides if t.size else None, t.dtype, t.device, t.readonly,
+            t.data_ptr if t.size else None)
+
+
+@hypothesis.settings(max_examples=300, deadline=None, database=None)
+@hypothesis.given(_views(), st.booleans())
+def test_direct_path_agrees_with_dlpack(view, read_only):
+    if read_only:
+        view.flags.writeable = False
+    direct = dlbridge.from_dlpack(view)
+    protocol = dlbridge.from_dlpack(view, copy=False)
+    assert _description(direct) == _description(protocol)
+    assert direct.version == (1, 3) and protocol.version == (1, 0)
+    np.testing.assert_array_equal(np.asarray(direct), view)
+
+
+def test_direct_path_keeps_the_array_alive():
+    a = np.arange(6, dtype=np.float64)
+    ref = weakref.ref(a)
+    t = dlbridge.from_dlpack(a)
+    del a
+    gc.collect()
+    assert ref() is not None
+    assert list(np.asarray(t)) == [0, 1, 2, 3, 4, 5]
+    del t
+    gc.collect()
+    assert ref() is None
+
+
+class _Recorder(np.ndarray):
+    """An ndarray subclass that records `__dlpack__` calls: subclasses are not read directly."""
+
+    calls = 0
+
+    def __dlpack__(self, **kwargs):
+        type(self).calls += 1
+        return super().__dlpack__(**kwargs)
+
+
+def test_subclasses_go_through_dlpack():
+    a = np.arange(4, dtype=np.int32).view(_Recorder)
+    t = dlbridge.from_dlpack(a)
+    assert _Recorder.calls == 1
+    assert list(np.asarray(t)) == [0, 1, 2, 3]
+    masked = np.ma.masked_array([1.0, 2.0], mask=[False, True])
+    assert type(masked) is not np.ndarray
+    dlbridge.from_dlpack(masked)  # masked arrays export their data, as NumPy's __dlpack__ does
+
+
+@pytest.mark.parametrize(
+    "make, error",
+    [
+        (lambda: np.arange(4, dtype=">i4"), "byte order"),  # byte-swapped
+        (lambda: np.zeros(3, dtype=np.longdouble), "DLPack"),
+        (lambda: np.array(["a", "b"]), "DLPack"),
+        (lambda: np.zeros(4, dtype="datetime64[s]"), "DLPack"),
+        (lambda: np.zeros(4, dtype=[("x", "i4"), ("y", "f4")]), "DLPack"),
+        (lambda: np.zeros(9, dtype=np.uint8)[1:].view(np.int32), None),  # misaligned: exported
+    ],
+)
+def test_what_the_direct_path_leaves_to_dlpack(make, error):
+    """Arrays the direct path does not take give NumPy's own answer: its error, or its export."""
+    a = make()
+    try:
+        expected = a.__dlpack__()
+    except (BufferError, TypeError) as e:
+        with pytest.raises(type(e)):
+            dlbridge.from_dlpack(a)
+        return
+    assert error is None
+    del expected
+    t = dlbridge.from_dlpack(a)
+    np.testing.assert_array_equal(np.asarray(t), a)
+
+
+def test_strides_not_in_whole_items_go_through_dlpack():
+    """A view whose byte strides are not whole items (a field of a packed record) is left to
+    __dlpack__, which refuses it."""
+    records = np.zeros(4, dtype=[("a", "u1"), ("b", "<i4")])
+    field = records["b"]  # stride 5 bytes, item size 4
+    assert field.strides == (5,)
+    with pytest.raises(BufferError):
+        field.__dlpack__()
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(field)

@@ -409,6 +409,34 @@ def test_lazy_conjugate_and_negative_views_keep_their_values():
         dlbridge.from_dlpack(neg, copy=False)
 
 
+_NEGATED_VIEWS = {
+    "y": lambda y: y,
+    "y.reshape(-1)": lambda y: y.reshape(-1),
+    "y[0]": lambda y: y[0],
+    "y[0, 0] (one element)": lambda y: y[0, 0],
+    "y[:1, :1] (one element)": lambda y: y[:1, :1],
+    "y.T": lambda y: y.T,
+    "y.unsqueeze(0)": lambda y: y.unsqueeze(0),
+    "y.expand(3, 2, 2)": lambda y: y.expand(3, 2, 2),
+    "y[:, :1]": lambda y: y[:, :1],
+    "y.detach()": lambda y: y.detach(),
+    "y.to(y.dtype) (a no-op)": lambda y: y.to(y.dtype),
+}
+
+
+@pytest.mark.parametrize("name", list(_NEGATED_VIEWS))
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_every_public_view_of_a_negated_tensor_keeps_its_values(name, dtype):
+    # The negation bit is asked of floating-point tensors only when their layout is not
+    # C-contiguous or has one element; these are the views PyTorch's public API can make of
+    # `x.conj().imag`, and all keep their true values.
+    x = torch.tensor([[1 + 2j, 3 + 4j], [5 + 6j, 7 + 8j]], dtype=dtype)
+    view = _NEGATED_VIEWS[name](x.conj().imag)
+    assert view.is_neg()
+    expected = view.resolve_neg().numpy()
+    np.testing.assert_array_equal(np.from_dlpack(dlbridge.from_dlpack(view)), expected)
+
+
 def test_tensors_requiring_grad_are_imported_through_the_table():
     # torch's __dlpack__ refuses them; the table exports their data, which is fine to read.
     g = torch.ones(3, requires_grad=True)
