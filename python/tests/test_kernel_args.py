@@ -160,3 +160,32 @@ def test_numpy_arguments_do_not_call_dlpack(monkeypatch):
     x = np.ones((2, 2), dtype=np.float32).view(Counting)
     assert K.total(x) == 4.0
     assert calls == []
+
+
+# --------------------------------------------------------------------------------------------
+# Shape constraints: `shape!(Rgb = [_, _, 3])`, `shape!(TwoByTwo = [2, 2])`.
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_partial_shape_is_checked(framework):
+    image = np.arange(2 * 4 * 3, dtype=np.uint8).reshape(2, 4, 3)
+    source = image if framework == "numpy" else torch.from_numpy(image)
+    assert K.channel_means(source) == pytest.approx(list(image.reshape(-1, 3).mean(axis=0)))
+    wrong = source[:, :, :2]
+    with pytest.raises(ValueError) as error:
+        K.channel_means(wrong)
+    assert "expected a uint8 cpu tensor of shape (_, _, 3), got uint8 shape (2, 4, 2)" in str(error.value)
+    with pytest.raises(TypeError, match=r"of shape \(_, _, 3\), got uint8 shape \(8, 3\)"):
+        K.channel_means(source.reshape(8, 3))  # wrong number of dimensions: a type error
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_exact_shape_is_checked_for_written_arguments(framework):
+    out = np.zeros((2, 2)) if framework == "numpy" else torch.zeros(2, 2, dtype=torch.float64)
+    K.eye2(out)
+    assert np.asarray(out).tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    big = np.zeros((2, 3)) if framework == "numpy" else torch.zeros(2, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"expected a writable float64 cpu tensor of shape \(2, 2\), got float64 shape \(2, 3\)"):
+        K.eye2(big)
+    assert not np.asarray(big).any()  # nothing written

@@ -15,7 +15,7 @@ use std::ptr::NonNull;
 use dlbridge::ffi::DLTensor;
 use dlbridge::{DataType, Element, ManagedTensor, TensorView};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, IxDyn};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::claims::Claim;
@@ -58,6 +58,51 @@ impl Layout for FContiguous {
     fn accepts(view: &TensorView<'_>) -> bool {
         view.is_f_contiguous()
     }
+}
+
+/// Extents a typed argument requires: exact (`Some(n)`) or any (`None`) for each dimension.
+/// Declare one with [`shape!`](crate::shape); [`AnyShape`] (the default) accepts any shape.
+pub trait Shape: 'static {
+    /// The required extents, one per dimension; `None` for no requirement.
+    const EXTENTS: Option<&'static [Option<usize>]>;
+}
+
+/// Any shape: the default.
+pub struct AnyShape;
+
+impl Shape for AnyShape {
+    const EXTENTS: Option<&'static [Option<usize>]> = None;
+}
+
+/// Declares a [`Shape`] for typed arguments: `_` for a free extent, an integer for an exact
+/// one. A tensor of another shape is refused at extraction with `ValueError` (wrong extents)
+/// or `TypeError` (wrong number of dimensions, or anything else wrong as well).
+///
+/// ```
+/// use dlbridge_pyo3::{shape, AnyLayout, Shape, TensorArg};
+/// use ndarray::Ix3;
+///
+/// shape!(
+///     /// Images with three colour channels, last.
+///     pub Rgb = [_, _, 3]
+/// );
+/// assert_eq!(Rgb::EXTENTS, Some(&[None, None, Some(3)][..]));
+///
+/// // A kernel argument: `image: TensorArg<'_, u8, Ix3, AnyLayout, Rgb>`.
+/// type Image<'a> = TensorArg<'a, u8, Ix3, AnyLayout, Rgb>;
+/// ```
+#[macro_export]
+macro_rules! shape {
+    ($(#[$meta:meta])* $vis:vis $name:ident = [$($extent:tt),* $(,)?]) => {
+        $(#[$meta])*
+        $vis struct $name;
+        impl $crate::Shape for $name {
+            const EXTENTS: ::core::option::Option<&'static [::core::option::Option<usize>]> =
+                ::core::option::Option::Some(&[$($crate::shape!(@extent $extent)),*]);
+        }
+    };
+    (@extent _) => { ::core::option::Option::None };
+    (@extent $n:literal) => { ::core::option::Option::Some($n) };
 }
 
 /// Where an argument's descriptor came from: borrowed from the producer through its exchange
@@ -124,37 +169,49 @@ fn buffer_dtype(format: &[u8], itemsize: isize) -> Option<DataType> {
 /// imported with [`from_dlpack`] and released after the call.
 ///
 /// The argument is `Send` and `Sync`: the GIL may be released while the kernel runs (`py.detach`).
-pub struct TensorArg<'a, T: Element, D: Dimension = IxDyn, L: Layout = AnyLayout> {
+pub struct TensorArg<
+    'a,
+    T: Element,
+    D: Dimension = IxDyn,
+    L: Layout = AnyLayout,
+    S: Shape = AnyShape,
+> {
     view: ArrayView<'a, T, D>,
     _claim: Claim,
     object: NonNull<pyo3::ffi::PyObject>,
     _source: Source,
-    _layout: PhantomData<L>,
+    _layout: PhantomData<(L, S)>,
 }
 
 /// A writable tensor argument: as [`TensorArg`], and refused for read-only tensors, for
 /// layouts in which two indices reach the same element, and (`ValueError`) for memory that
 /// another tensor argument in use also reaches, so that no element is ever both borrowed and
 /// written. Writes are seen by the caller's tensor (NumPy array, PyTorch tensor, ...).
-pub struct TensorArgMut<'a, T: Element, D: Dimension = IxDyn, L: Layout = AnyLayout> {
+pub struct TensorArgMut<
+    'a,
+    T: Element,
+    D: Dimension = IxDyn,
+    L: Layout = AnyLayout,
+    S: Shape = AnyShape,
+> {
     view: ArrayViewMut<'a, T, D>,
     _claim: Claim,
     object: NonNull<pyo3::ffi::PyObject>,
     _source: Source,
-    _layout: PhantomData<L>,
+    _layout: PhantomData<(L, S)>,
 }
 
 // SAFETY: the view is a borrow of the argument's elements for the call, which the caller's
 // reference keeps alive; the descriptor is plain data, and the object pointer is only used
 // with the GIL held (`object` takes a `Python` token). Sending it to another thread while the
 // GIL is released is what `ArrayView` allows for `T: Sync`.
-unsafe impl<T: Element, D: Dimension, L: Layout> Send for TensorArg<'_, T, D, L> {}
+unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Send for TensorArg<'_, T, D, L, S> {}
 // SAFETY: as above, with exclusive access (`T: Send`).
-unsafe impl<T: Element, D: Dimension, L: Layout> Send for TensorArgMut<'_, T, D, L> {}
+unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Send for TensorArgMut<'_, T, D, L, S> {}
 // SAFETY: `&TensorArg` only reads the elements (`T: Sync`).
-unsafe impl<T: Element, D: Dimension, L: Layout> Sync for TensorArg<'_, T, D, L> {}
+unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Sync for TensorArg<'_, T, D, L, S> {}
 // SAFETY: `&TensorArgMut` only reads the elements; writes need `&mut`.
-unsafe impl<T: Element, D: Dimension, L: Layout> Sync for TensorArgMut<'_, T, D, L> {}
+unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Sync for TensorArgMut<'_, T, D, L, S> {}
 
 /// The argument's Python object, from the pointer the caller keeps alive for the call.
 ///
@@ -169,7 +226,7 @@ unsafe fn object_of<'py>(
     unsafe { Bound::from_borrowed_ptr(py, object.as_ptr()) }
 }
 
-impl<'a, T: Element, D: Dimension, L: Layout> TensorArg<'a, T, D, L> {
+impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArg<'a, T, D, L, S> {
     /// The Python object passed as this argument (to return results of its framework with
     /// [`crate::return_like`], say).
     pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
@@ -188,7 +245,7 @@ impl<'a, T: Element, D: Dimension, L: Layout> TensorArg<'a, T, D, L> {
     }
 }
 
-impl<'a, T: Element, D: Dimension, L: Layout> TensorArgMut<'a, T, D, L> {
+impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArgMut<'a, T, D, L, S> {
     /// The Python object passed as this argument.
     pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
         // SAFETY: the caller holds the argument for the call, which outlives `self`.
@@ -213,14 +270,21 @@ impl<'a, T: Element, D: Dimension, L: Layout> TensorArgMut<'a, T, D, L> {
 
 /// What an argument's type asks for, in words: "a float32 C-contiguous cpu tensor with 2
 /// dimensions".
-fn expectation<T: Element, D: Dimension, L: Layout>(writable: bool) -> String {
+fn expectation<T: Element, D: Dimension, L: Layout, S: Shape>(writable: bool) -> String {
     let mut text = format!(
         "a {}{} {}cpu tensor",
         if writable { "writable " } else { "" },
         T::DTYPE,
         L::NAME
     );
-    if let Some(ndim) = D::NDIM {
+    if let Some(extents) = S::EXTENTS {
+        let parts: Vec<String> = extents
+            .iter()
+            .map(|extent| extent.map_or_else(|| "_".to_owned(), |n| n.to_string()))
+            .collect();
+        let comma = if parts.len() == 1 { "," } else { "" };
+        let _ = write!(text, " of shape ({}{comma})", parts.join(", "));
+    } else if let Some(ndim) = D::NDIM {
         let _ = write!(
             text,
             " with {ndim} dimension{}",
@@ -254,7 +318,7 @@ fn received(view: &TensorView<'_>, read_only: bool) -> String {
 }
 
 /// Checks a descriptor against an argument type's expectations.
-fn check<T: Element, D: Dimension, L: Layout>(
+fn check<T: Element, D: Dimension, L: Layout, S: Shape>(
     view: &TensorView<'_>,
     writable: bool,
     read_only: bool,
@@ -264,15 +328,27 @@ fn check<T: Element, D: Dimension, L: Layout>(
         && L::accepts(view)
         && view.device().is_host_readable()
         && !(writable && read_only);
-    if fits {
-        Ok(())
-    } else {
-        Err(PyTypeError::new_err(format!(
-            "expected {}, got {}",
-            expectation::<T, D, L>(writable),
-            received(view, read_only)
-        )))
+    let shape_fits = S::EXTENTS.is_none_or(|extents| {
+        extents.len() == view.ndim()
+            && extents
+                .iter()
+                .zip(view.shape())
+                .all(|(expected, &extent)| expected.is_none_or(|n| n as i64 == extent))
+    });
+    if fits && shape_fits {
+        return Ok(());
     }
+    let message = format!(
+        "expected {}, got {}",
+        expectation::<T, D, L, S>(writable),
+        received(view, read_only)
+    );
+    // The right kind of tensor with the wrong extents is a bad value, anything else a bad type.
+    Err(if fits {
+        PyValueError::new_err(message)
+    } else {
+        PyTypeError::new_err(message)
+    })
 }
 
 /// Borrows or imports the tensor behind `object`, and runs `make` on its validated view while
@@ -397,14 +473,14 @@ fn array_error(error: dlbridge::Error) -> PyErr {
     PyTypeError::new_err(error.to_string())
 }
 
-impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
-    for TensorArg<'a, T, D, L>
+impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'py>
+    for TensorArg<'a, T, D, L, S>
 {
     type Error = PyErr;
 
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         let (source, (claim, array)) = extract_with(&object, false, |view, read_only| {
-            check::<T, D, L>(view, false, read_only)?;
+            check::<T, D, L, S>(view, false, read_only)?;
             let claim = Claim::new(object.py(), view, false)?;
             let array = view.as_array_dim::<T, D>().map_err(array_error)?;
             // SAFETY: the view reads elements that live as long as the argument object, which
@@ -425,14 +501,14 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
     }
 }
 
-impl<'a, 'py, T: Element, D: Dimension, L: Layout> FromPyObject<'a, 'py>
-    for TensorArgMut<'a, T, D, L>
+impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'py>
+    for TensorArgMut<'a, T, D, L, S>
 {
     type Error = PyErr;
 
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
         let (source, (claim, array)) = extract_with(&object, true, |view, read_only| {
-            check::<T, D, L>(view, true, read_only)?;
+            check::<T, D, L, S>(view, true, read_only)?;
             let claim = Claim::new(object.py(), view, true)?;
             // SAFETY: the argument is the caller's tensor, not read-only, lent to this call for
             // writing (as any in-place kernel argument); the claim above guarantees that no

@@ -39,7 +39,9 @@ pub use dlbridge;
 pub use exchange::{
     exchange_api, exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV,
 };
-pub use kernel::{AnyLayout, CContiguous, FContiguous, Layout, TensorArg, TensorArgMut};
+pub use kernel::{
+    AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape, TensorArg, TensorArgMut,
+};
 pub use owner::PyObjectOwner;
 pub use producer::{exchange_api_exports, publish_exchange_api, TensorClass};
 pub use returning::{return_like, TensorProducer};

@@ -617,8 +617,8 @@ mod minifloat {
 /// Kernels over typed tensor arguments, for the test suite (`dlbridge._dlbridge._testing`):
 /// they show the argument types at work on every framework.
 mod testing {
-    use dlbridge_pyo3::{CContiguous, TensorArg, TensorArgMut};
-    use ndarray::{Ix1, Ix2, IxDyn};
+    use dlbridge_pyo3::{shape, AnyLayout, CContiguous, TensorArg, TensorArgMut};
+    use ndarray::{Ix1, Ix2, Ix3, IxDyn};
     use pyo3::prelude::*;
 
     /// `out[...] = x * factor`, with the GIL released while it runs.
@@ -647,6 +647,33 @@ mod testing {
         x.view().iter().map(|&v| f64::from(v)).sum()
     }
 
+    shape!(
+        /// Images of any height and width with three channels, last.
+        pub Rgb = [_, _, 3]
+    );
+    shape!(
+        /// Exactly 2x2.
+        pub TwoByTwo = [2, 2]
+    );
+
+    /// The mean of each channel of an RGB image (shape `(_, _, 3)`, uint8).
+    #[pyfunction]
+    pub fn channel_means(image: TensorArg<'_, u8, Ix3, AnyLayout, Rgb>) -> [f64; 3] {
+        let view = image.view();
+        let pixels = (view.len() / 3).max(1) as f64;
+        let mut sums = [0.0; 3];
+        for ((_, _, channel), &value) in view.indexed_iter() {
+            sums[channel] += f64::from(value);
+        }
+        sums.map(|sum| sum / pixels)
+    }
+
+    /// Writes the 2x2 identity into `out` (exactly 2x2, float64).
+    #[pyfunction]
+    pub fn eye2(mut out: TensorArgMut<'_, f64, Ix2, AnyLayout, TwoByTwo>) {
+        out.view_mut().indexed_iter_mut().for_each(|((i, j), v)| *v = f64::from(u8::from(i == j)));
+    }
+
     /// Takes three tensors and does nothing: the cost of the arguments alone.
     #[pyfunction]
     pub fn noop3(
@@ -672,6 +699,8 @@ fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     testing.add_function(wrap_pyfunction!(testing::add_one, &testing)?)?;
     testing.add_function(wrap_pyfunction!(testing::total, &testing)?)?;
     testing.add_function(wrap_pyfunction!(testing::noop3, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::channel_means, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::eye2, &testing)?)?;
     testing.add_function(wrap_pyfunction!(testing::noop3_objects, &testing)?)?;
     module.add_submodule(&testing)?;
     module.add_function(wrap_pyfunction!(from_dlpack, module)?)?;

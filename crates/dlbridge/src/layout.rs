@@ -149,16 +149,36 @@ pub fn is_overlap_free(shape: &[i64], strides: &[i64]) -> bool {
     if shape.contains(&0) {
         return true;
     }
-    let mut dims: Vec<(u64, u64)> = shape
+    let dims = shape
         .iter()
         .zip(strides)
         .filter(|(&extent, _)| extent > 1)
-        .map(|(&extent, &stride)| (stride.unsigned_abs(), extent as u64))
-        .collect();
+        .map(|(&extent, &stride)| (stride.unsigned_abs(), extent as u64));
+    // Up to 16 dimensions sort on the stack (no allocation on the hot path); more in a Vec.
+    const INLINE: usize = 16;
+    let mut inline = [(0u64, 0u64); INLINE];
+    let mut heap = Vec::new();
+    let mut count = 0;
+    for dim in dims {
+        if count < INLINE {
+            inline[count] = dim;
+        } else {
+            if heap.is_empty() {
+                heap.extend_from_slice(&inline);
+            }
+            heap.push(dim);
+        }
+        count += 1;
+    }
+    let dims = if count <= INLINE {
+        &mut inline[..count]
+    } else {
+        &mut heap[..]
+    };
     dims.sort_unstable();
     // Each dimension's step must clear everything the smaller steps can reach.
     let mut reach: u64 = 0;
-    for (step, extent) in dims {
+    for &mut (step, extent) in dims {
         if step <= reach {
             return false;
         }
@@ -176,6 +196,17 @@ pub fn is_overlap_free(shape: &[i64], strides: &[i64]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlap_check_beyond_the_inline_dimensions() {
+        // 20 dimensions of extent 2: compact strides are overlap-free, a repeated one is not.
+        let shape = [2i64; 20];
+        let mut strides = [0i64; 20];
+        fill_row_major_strides(&shape, &mut strides);
+        assert!(is_overlap_free(&shape, &strides));
+        strides[3] = strides[4];
+        assert!(!is_overlap_free(&shape, &strides));
+    }
 
     #[test]
     fn element_count_rejects_negative_and_overflow_naming_the_dimension() {

@@ -209,12 +209,14 @@ impl ManagedTensor {
     #[inline]
     pub(crate) unsafe fn from_prevalidated(raw: RawManagedTensor, checked: Checked) -> Self {
         let owned = match raw {
-            // SAFETY: non-NULL by the contract.
             RawManagedTensor::Versioned(ptr) => {
+                // SAFETY: non-NULL by the contract.
                 Owned::Versioned(unsafe { NonNull::new_unchecked(ptr) })
             }
-            // SAFETY: non-NULL by the contract.
-            RawManagedTensor::Legacy(ptr) => Owned::Legacy(unsafe { NonNull::new_unchecked(ptr) }),
+            RawManagedTensor::Legacy(ptr) => {
+                // SAFETY: non-NULL by the contract.
+                Owned::Legacy(unsafe { NonNull::new_unchecked(ptr) })
+            }
         };
         // SAFETY: owned, and `checked` holds for it (the contract).
         unsafe { Self::wrap(owned, checked) }

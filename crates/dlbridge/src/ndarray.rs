@@ -233,13 +233,13 @@ impl<'a> TensorView<'a> {
         let elements = self.elements::<T>()?;
         let layout = NdLayout::<D>::new(self.shape(), self.strides())?;
         let lowest = layout.lowest(elements.as_ptr().cast_mut());
+        let (stride_shape, orientation) = layout.into_parts();
         // SAFETY: `lowest` is non-NULL and aligned (an aligned first element moved by whole
         // elements, or dangling when empty); the absolute strides from the lowest address
         // reach exactly the elements of the validated layout, which lie in memory readable for
         // `'a` and span at most `isize::MAX` bytes; the non-zero extents multiply to at most
         // `isize::MAX`; the strides are non-negative. An empty layout has zero strides, so its
         // dangling pointer is only ever offset by zero.
-        let (stride_shape, orientation) = layout.into_parts();
         let mut raw = unsafe { RawArrayView::from_shape_ptr(stride_shape, lowest) };
         orientation.orient(&mut raw);
         // SAFETY: `elements` checked the device, the data type, the alignment and every bool;
@@ -276,10 +276,10 @@ impl<'a> TensorView<'a> {
         let first = self.elements::<T>()?.as_ptr().cast_mut();
         let layout = NdLayout::<D>::new(self.shape(), self.strides())?;
         let lowest = layout.lowest(first);
+        let (stride_shape, orientation) = layout.into_parts();
         // SAFETY: as in `TensorView::as_array_dim`; in addition the layout was checked
         // overlap-free (ndarray's own overlap test agrees: both sort the axes of extent above
         // 1 by absolute stride and require each stride to clear what the smaller ones reach).
-        let (stride_shape, orientation) = layout.into_parts();
         let mut raw = unsafe { RawArrayViewMut::from_shape_ptr(stride_shape, lowest) };
         orientation.orient(&mut raw);
         // SAFETY: the elements are writable (not read-only, host-readable, checked above), each
