@@ -74,8 +74,8 @@ def main():
         a, b, c = (torch.ones(4, 4) for _ in range(3))
         na, nb, nc = (np.ones((4, 4), dtype=np.float32) for _ in range(3))
         cases += [
-            ("no-op, 3 torch tensors, dlbridge TensorArg", lambda: kernels.noop3(a, b, c)),
-            ("no-op, 3 numpy arrays, dlbridge TensorArg", lambda: kernels.noop3(na, nb, nc)),
+            ("no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2>", lambda: kernels.noop3(a, b, c)),
+            ("no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>", lambda: kernels.noop3(na, nb, nc)),
             ("no-op, 3 plain objects, PyO3 (the floor)", lambda: kernels.noop3_objects(a, b, c)),
         ]
         if tvm_ffi is not None:

@@ -86,7 +86,10 @@ impl TensorClass for Held {
 
 fn held<'py>(py: Python<'py>, values: Vec<f32>, shape: &[usize]) -> Bound<'py, PyAny> {
     let tensor = Export::new(values, shape).into_versioned().unwrap();
-    Held::new_instance(py, tensor).unwrap().into_bound(py).into_any()
+    Held::new_instance(py, tensor)
+        .unwrap()
+        .into_bound(py)
+        .into_any()
 }
 
 /// What a kernel does with its arguments: read one, write the other.

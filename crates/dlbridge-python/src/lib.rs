@@ -671,7 +671,9 @@ mod testing {
     /// Writes the 2x2 identity into `out` (exactly 2x2, float64).
     #[pyfunction]
     pub fn eye2(mut out: TensorArgMut<'_, f64, Ix2, AnyLayout, TwoByTwo>) {
-        out.view_mut().indexed_iter_mut().for_each(|((i, j), v)| *v = f64::from(u8::from(i == j)));
+        out.view_mut()
+            .indexed_iter_mut()
+            .for_each(|((i, j), v)| *v = f64::from(u8::from(i == j)));
     }
 
     /// Takes three tensors and does nothing: the cost of the arguments alone.
