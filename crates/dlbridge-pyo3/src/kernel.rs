@@ -131,6 +131,28 @@ impl Drop for HeldBuffer {
 /// The most dimensions the buffer-protocol path handles (more go through DLPack).
 const BUFFER_MAX_NDIM: usize = 32;
 
+/// Converts byte strides (the buffer protocol's, NumPy's) into DLPack's strides in items,
+/// written to the front of `out`; `false` when a stride is not a whole number of items.
+/// `itemsize` is positive.
+pub(crate) fn element_strides(byte_strides: &[isize], itemsize: isize, out: &mut [i64]) -> bool {
+    // Item sizes are powers of two for every data type taken here: strides in whole items are
+    // then shifts, which the per-argument hot path prefers to divisions.
+    let power_of_two = itemsize & (itemsize - 1) == 0;
+    let shift = itemsize.trailing_zeros();
+    for (stride, &bytes) in out.iter_mut().zip(byte_strides) {
+        let (whole, items) = if power_of_two {
+            (bytes & (itemsize - 1) == 0, bytes >> shift)
+        } else {
+            (bytes % itemsize == 0, bytes / itemsize)
+        };
+        if !whole {
+            return false;
+        }
+        *stride = items as i64;
+    }
+    true
+}
+
 /// The DLPack data type of a `struct`-module buffer format with this item size, for the
 /// formats host tensors use (native byte order only).
 fn buffer_dtype(format: &[u8], itemsize: isize) -> Option<DataType> {
@@ -442,11 +464,8 @@ fn extract_buffer<R>(
         }
         // SAFETY: strides were requested: `ndim` byte strides.
         let byte_strides = unsafe { std::slice::from_raw_parts(buffer.strides, ndim) };
-        for (stride, &bytes) in strides.iter_mut().zip(byte_strides) {
-            if bytes % buffer.itemsize != 0 {
-                return Ok(None);
-            }
-            *stride = (bytes / buffer.itemsize) as i64;
+        if !element_strides(byte_strides, buffer.itemsize, &mut strides) {
+            return Ok(None);
         }
     }
     let tensor = DLTensor {

@@ -18,6 +18,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+use crate::kernel::element_strides;
 use crate::{to_py_err, PyObjectOwner};
 
 /// The head of NumPy's `PyArrayObject_fields`.
@@ -127,13 +128,8 @@ pub(crate) unsafe fn with_array_view<R>(
         }
         // SAFETY: an array of `nd` dimensions has `nd` strides, in bytes.
         let byte_strides = unsafe { std::slice::from_raw_parts(array.strides, ndim) };
-        // Every item size here is a power of two: strides in whole items are shifts.
-        let shift = itemsize.trailing_zeros();
-        for (stride, &bytes) in strides.iter_mut().zip(byte_strides) {
-            if bytes & (itemsize - 1) != 0 {
-                return Ok(None);
-            }
-            *stride = (bytes >> shift) as i64;
+        if !element_strides(byte_strides, itemsize, &mut strides) {
+            return Ok(None);
         }
         // `npy_intp` is `i64` wherever this crate builds (checked below).
         array.dimensions.cast::<i64>()

@@ -69,6 +69,15 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
     }
     let exchange = lookup_exchange_api(&kind)?;
     let numpy_array = is_numpy_ndarray(&kind)?;
+    // Leaked: entries live as long as the process (see `SLOTS_TABLE`).
+    let new_entry = || -> &'static TypeInfo {
+        Box::leak(Box::new(TypeInfo {
+            address,
+            _type: kind.clone().unbind(),
+            exchange,
+            numpy_array,
+        }))
+    };
     let mut overflow = OVERFLOW
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -76,12 +85,7 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
     for slot in &SLOTS_TABLE {
         let entry = slot.load(Ordering::Acquire);
         if entry.is_null() {
-            let entry: &'static TypeInfo = Box::leak(Box::new(TypeInfo {
-                address,
-                _type: kind.unbind(),
-                exchange,
-                numpy_array,
-            }));
+            let entry = new_entry();
             // Insertions are serialized by the lock, so this slot is still free.
             slot.store(std::ptr::from_ref(entry).cast_mut(), Ordering::Release);
             return Ok(entry);
@@ -93,14 +97,7 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
         }
     }
     let map = overflow.get_or_insert_with(HashMap::new);
-    Ok(*map.entry(address).or_insert_with(|| {
-        Box::leak(Box::new(TypeInfo {
-            address,
-            _type: kind.unbind(),
-            exchange,
-            numpy_array,
-        }))
-    }))
+    Ok(*map.entry(address).or_insert_with(new_entry))
 }
 
 /// Whether `kind` is NumPy's `ndarray` itself (not a subclass, which may override what its
