@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 import threading
 
 import numpy as np
@@ -337,6 +338,57 @@ def test_dlpack_is_keyword_only():
         t.__dlpack__(None)
     with pytest.raises(TypeError):
         t.__dlpack__(unknown_keyword=1)
+
+
+def test_dlpack_argument_errors_name_what_was_wrong():
+    t = dlbridge.zeros((2,))
+    with pytest.raises(TypeError, match="no positional arguments"):
+        t.__dlpack__(None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'strem'"):
+        t.__dlpack__(strem=None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        t.__dlpack__(bogus=None)  # checked even when its value is the default
+    with pytest.raises(ValueError, match=r"max_version must be None or a \(major, minor\)"):
+        t.__dlpack__(max_version=(1,))
+    with pytest.raises(ValueError, match="max_version"):
+        t.__dlpack__(max_version="1.3")
+    with pytest.raises(ValueError, match="dl_device"):
+        t.__dlpack__(dl_device="cpu")
+    with pytest.raises(TypeError, match="copy must be None or a bool, got 'yes'"):
+        t.__dlpack__(copy="yes")
+    with pytest.raises(ValueError, match="stream must be None"):
+        t.__dlpack__(stream=1)
+
+
+def test_dlpack_keywords_match_by_text_when_not_interned():
+    # Keyword names built at run time are not the interned objects the fast match compares
+    # by identity; they must match by their text.
+    t = dlbridge.zeros((2,))
+    names = ["".join(["max_", "version"]), "".join(["co", "py"]), "".join(["dl_", "device"])]
+    assert all(name is not sys.intern(name) for name in names)
+    cap = t.__dlpack__(**{names[0]: (1, 3), names[1]: True, names[2]: (1, 0)})
+    info = P.read_capsule(cap)
+    assert P.capsule_name(cap) == P.NAME_VERSIONED
+    assert info["flags"] & P.FLAG_IS_COPIED
+
+
+def test_dlpack_copy_accepts_numpy_bools():
+    t = dlbridge.zeros((2,))
+    info = P.read_capsule(t.__dlpack__(max_version=(1, 3), copy=np.bool_(True)))
+    assert info["flags"] & P.FLAG_IS_COPIED
+
+
+def test_dlpack_methods_document_their_signature():
+    import inspect
+
+    parameters = inspect.signature(dlbridge.Tensor.__dlpack__).parameters
+    assert list(parameters) == ["self", "stream", "max_version", "dl_device", "copy"]
+    assert all(
+        p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is None
+        for name, p in parameters.items()
+        if name != "self"
+    )
+    assert list(inspect.signature(dlbridge.Tensor.__dlpack_device__).parameters) == ["self"]
 
 
 def test_dlpack_accepts_explicit_nones():

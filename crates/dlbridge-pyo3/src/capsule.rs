@@ -47,7 +47,14 @@ pub fn into_capsule(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Bound<'_,
 /// renamed the capsule `used_*` (then the consumer owns it). Runs with the GIL held, possibly
 /// while an exception is in flight, which is saved and restored around the deleter.
 unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
-    let (mut kind, mut value, mut traceback) = (
+    // SAFETY: `capsule` is a live capsule; reading its name never fails.
+    let name = unsafe { ffi::PyCapsule_GetName(capsule) };
+    // SAFETY: a capsule name is NULL or a NUL-terminated string.
+    let Some(kind) = (unsafe { capsule_kind(name) }) else {
+        // Renamed `used_*` by a consumer, which owns the tensor now: nothing to do.
+        return;
+    };
+    let (mut kind_of_error, mut value, mut traceback) = (
         std::ptr::null_mut(),
         std::ptr::null_mut(),
         std::ptr::null_mut(),
@@ -56,28 +63,24 @@ unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
     // back the exception state, so the deleter cannot clobber an exception in flight.
     #[allow(deprecated)]
     unsafe {
-        ffi::PyErr_Fetch(&mut kind, &mut value, &mut traceback)
+        ffi::PyErr_Fetch(&mut kind_of_error, &mut value, &mut traceback)
     };
-    // SAFETY: `capsule` is a live capsule (a capsule's name never fails to read); its
-    // pointer is read without a name check only once its name was found to be ours.
+    // SAFETY: the capsule's name was found to be ours, so its pointer is the tensor it owns.
     unsafe {
-        let name = ffi::PyCapsule_GetName(capsule);
         let pointer = ffi::PyCapsule_GetPointer(capsule, name);
-        match capsule_kind(name) {
-            Some(CapsuleKind::Versioned) => {
+        match kind {
+            CapsuleKind::Versioned => {
                 RawManagedTensor::Versioned(pointer.cast::<DLManagedTensorVersioned>()).delete()
             }
-            Some(CapsuleKind::Legacy) => {
+            CapsuleKind::Legacy => {
                 RawManagedTensor::Legacy(pointer.cast::<DLManagedTensor>()).delete()
             }
-            // Renamed `used_*` by a consumer, which owns the tensor now.
-            None => {}
         }
     }
     // SAFETY: restores exactly what was fetched above (possibly nothing).
     #[allow(deprecated)]
     unsafe {
-        ffi::PyErr_Restore(kind, value, traceback)
+        ffi::PyErr_Restore(kind_of_error, value, traceback)
     };
 }
 

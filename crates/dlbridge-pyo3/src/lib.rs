@@ -7,7 +7,9 @@
 //!   negotiating with old and new producers as the array API and DLPack 1.3 describe;
 //! - **produce** capsules from any managed tensor ([`into_capsule`]), whose destructor frees
 //!   the tensor only when no consumer took it (decided by the capsule's name) and keeps an
-//!   exception in flight intact;
+//!   exception in flight intact; export by the rules of `__dlpack__` ([`export_capsule`]);
+//!   make a PyO3 class of one's own a complete producer with one call ([`publish_dlpack`]:
+//!   `__dlpack__`, `__dlpack_device__` and the C exchange API);
 //! - take the **fast path** of DLPack 1.3's C exchange API (`__dlpack_c_exchange_api__`, as
 //!   PyTorch and PaddlePaddle publish it) when a type offers one ([`exchange_api`]);
 //! - keep Python objects alive from tensors whose deleter may run on any thread
@@ -27,6 +29,7 @@ mod kernel;
 mod numpy;
 mod owner;
 mod producer;
+mod protocol_methods;
 mod returning;
 mod type_info;
 
@@ -43,7 +46,8 @@ pub use kernel::{
     AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape, TensorArg, TensorArgMut,
 };
 pub use owner::PyObjectOwner;
-pub use producer::{exchange_api_exports, publish_exchange_api, TensorClass};
+pub use producer::{exchange_api_exports, publish_dlpack, publish_exchange_api, TensorClass};
+pub use protocol_methods::{export_capsule, publish_dlpack_methods, ExportRequest};
 pub use returning::{return_like, TensorProducer};
 
 use pyo3::exceptions::PyBufferError;

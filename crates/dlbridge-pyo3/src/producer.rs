@@ -39,6 +39,14 @@ pub fn exchange_api_exports() -> u64 {
 
 static EXPORTS: AtomicU64 = AtomicU64::new(0);
 
+/// Makes `T` a complete DLPack producer: publishes `__dlpack__` and `__dlpack_device__`
+/// ([`publish_dlpack_methods`](crate::publish_dlpack_methods)) and the C exchange API
+/// ([`publish_exchange_api`]) on its type. Call it once, after the class is added to its module.
+pub fn publish_dlpack<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
+    crate::publish_dlpack_methods::<T>(py)?;
+    publish_exchange_api::<T>(py)
+}
+
 /// Publishes DLPack 1.3's C exchange API on `T`'s type, as the attribute
 /// `__dlpack_c_exchange_api__` (a capsule named `dlpack_exchange_api` holding a
 /// process-lifetime `DLPackExchangeAPI`). All five functions are implemented:

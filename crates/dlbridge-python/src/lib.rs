@@ -8,15 +8,15 @@ use std::sync::Arc;
 
 use dlbridge::{DataType, Device, Element, Flags, ManagedTensor, Version};
 use dlbridge_pyo3::{
-    device_from_tuple, exchange_api_exports, from_dlpack as import, into_capsule,
-    publish_exchange_api, to_py_err, ImportOptions, TensorClass,
+    device_from_tuple, exchange_api_exports, from_dlpack as import, publish_dlpack, to_py_err,
+    ImportOptions, TensorClass,
 };
 use half::{bf16, f16};
 use num_complex::Complex;
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyTuple};
+use pyo3::types::PyTuple;
 
 /// A tensor held by dlbridge: imported from any DLPack producer (zero-copy, keeping the
 /// producer's memory alive) or created in Rust memory. Exported again with `__dlpack__`, or
@@ -39,29 +39,6 @@ fn device_argument(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Device> {
     device_from_tuple(value).map_err(|error| PyValueError::new_err(format!("{name}: {error}")))
 }
 
-/// Reads `max_version`: `None` asks for a legacy capsule, `(major, minor)` for a versioned
-/// one when `major >= 1`.
-fn wants_versioned(max_version: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
-    let Some(value) = max_version.filter(|v| !v.is_none()) else {
-        return Ok(false);
-    };
-    let error = || {
-        PyValueError::new_err(format!(
-            "max_version must be None or a (major, minor) tuple of ints, got {}",
-            value
-                .repr()
-                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
-        ))
-    };
-    let pair = value.cast::<PyTuple>().map_err(|_| error())?;
-    if pair.len() != 2 {
-        return Err(error());
-    }
-    let major: i64 = pair.get_item(0)?.extract().map_err(|_| error())?;
-    let _minor: i64 = pair.get_item(1)?.extract().map_err(|_| error())?;
-    Ok(major >= 1)
-}
-
 impl TensorClass for Tensor {
     fn tensor(&self) -> &Arc<ManagedTensor> {
         &self.inner
@@ -81,68 +58,6 @@ fn _exchange_api_exports() -> u64 {
 
 #[pymethods]
 impl Tensor {
-    /// Exports the tensor as a DLPack capsule (the array API's `__dlpack__`).
-    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
-    fn __dlpack__<'py>(
-        &self,
-        py: Python<'py>,
-        stream: Option<&Bound<'py, PyAny>>,
-        max_version: Option<&Bound<'py, PyAny>>,
-        dl_device: Option<&Bound<'py, PyAny>>,
-        copy: Option<bool>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let view = self.inner.view();
-        let device = view.device();
-        if stream.is_some_and(|s| !s.is_none()) && device.is_host_readable() {
-            return Err(PyValueError::new_err(format!(
-                "stream must be None for a tensor in host memory ({device}), got {}",
-                stream.map_or_else(|| "?".to_owned(), |s| s.to_string())
-            )));
-        }
-        let versioned = wants_versioned(max_version)?;
-        let target = match dl_device.filter(|d| !d.is_none()) {
-            Some(requested) => Some(device_argument("dl_device", requested)?),
-            None => None,
-        };
-        // A different device is reachable only as a host copy of host-readable memory.
-        let needs_copy = match target {
-            Some(target) if target == device => false,
-            Some(target) if target == Device::CPU && device.is_host_readable() => true,
-            Some(target) => {
-                return Err(PyBufferError::new_err(format!(
-                    "dl_device={target} cannot be reached from a tensor on {device}"
-                )))
-            }
-            None => false,
-        };
-        if needs_copy && copy == Some(false) {
-            return Err(PyBufferError::new_err(format!(
-                "copy=False, but exporting a tensor on {device} to CPU needs a copy"
-            )));
-        }
-        let tensor = if needs_copy || copy == Some(true) {
-            let copy = view.to_compact_copy().map_err(to_py_err)?;
-            if versioned {
-                copy
-            } else {
-                Arc::new(copy).share_legacy().map_err(to_py_err)?
-            }
-        } else if versioned {
-            Arc::clone(&self.inner)
-                .share_versioned()
-                .map_err(to_py_err)?
-        } else {
-            Arc::clone(&self.inner).share_legacy().map_err(to_py_err)?
-        };
-        into_capsule(py, tensor)
-    }
-
-    /// The `(device_type, device_id)` of the tensor's memory.
-    fn __dlpack_device__(&self) -> (i32, i32) {
-        let device = self.inner.view().device();
-        (device.device_type.0, device.device_id)
-    }
-
     /// The extents.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
@@ -164,7 +79,8 @@ impl Tensor {
     /// `(device_type, device_id)`.
     #[getter]
     fn device(&self) -> (i32, i32) {
-        self.__dlpack_device__()
+        let device = self.inner.view().device();
+        (device.device_type.0, device.device_id)
     }
 
     /// Whether the tensor is read-only.
@@ -694,7 +610,7 @@ mod testing {
 #[pymodule]
 fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Tensor>()?;
-    publish_exchange_api::<Tensor>(module.py())?;
+    publish_dlpack::<Tensor>(module.py())?;
     module.add_function(wrap_pyfunction!(_exchange_api_exports, module)?)?;
     let testing = PyModule::new(module.py(), "_testing")?;
     testing.add_function(wrap_pyfunction!(testing::scale, &testing)?)?;

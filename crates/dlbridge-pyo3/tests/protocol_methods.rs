@@ -1,0 +1,155 @@
+//! A PyO3 class of a user's own made a complete DLPack producer with `publish_dlpack`:
+//! `__dlpack__`, `__dlpack_device__` and the C exchange API, called from Python.
+
+use std::sync::Arc;
+
+use dlbridge::{Export, ManagedTensor};
+use dlbridge_pyo3::{from_capsule, from_dlpack, publish_dlpack, ImportOptions, TensorClass};
+use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+
+/// A mutable (not frozen) class, subclassable from Python: the published methods must borrow
+/// it and accept subclasses.
+#[pyclass(subclass)]
+struct Image {
+    pixels: Arc<ManagedTensor>,
+}
+
+impl TensorClass for Image {
+    fn tensor(&self) -> &Arc<ManagedTensor> {
+        &self.pixels
+    }
+
+    fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+        Py::new(
+            py,
+            Image {
+                pixels: Arc::new(tensor),
+            },
+        )
+    }
+}
+
+#[pymethods]
+impl Image {
+    /// `Image(n)`: `n` pixels of value 7.
+    #[new]
+    fn create(n: usize) -> Self {
+        let tensor = Export::new(vec![7u8; n], &[n]).into_versioned().unwrap();
+        Image {
+            pixels: Arc::new(tensor),
+        }
+    }
+}
+
+fn image(py: Python<'_>) -> Bound<'_, PyAny> {
+    let tensor = Export::new(vec![1u8, 2, 3, 4, 5, 6], &[2, 3])
+        .into_versioned()
+        .unwrap();
+    Image::new_instance(py, tensor)
+        .unwrap()
+        .into_bound(py)
+        .into_any()
+}
+
+fn run<'py>(
+    py: Python<'py>,
+    code: &std::ffi::CStr,
+    x: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let locals = PyDict::new(py);
+    locals.set_item("x", x)?;
+    locals.set_item("Image", py.get_type::<Image>())?;
+    py.eval(code, None, Some(&locals))
+}
+
+fn capsule_name(capsule: &Bound<'_, PyAny>) -> String {
+    let capsule = capsule.cast::<PyCapsule>().unwrap();
+    // SAFETY: the capsule is alive, and with it its static name.
+    unsafe { capsule.name().unwrap().unwrap().as_cstr() }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn a_users_class_becomes_a_complete_producer() {
+    Python::initialize();
+    Python::attach(|py| {
+        publish_dlpack::<Image>(py).unwrap();
+        let x = image(py);
+
+        let versioned = run(py, c"x.__dlpack__(max_version=(1, 3))", &x).unwrap();
+        assert_eq!(capsule_name(&versioned), "dltensor_versioned");
+        let tensor = from_capsule(&versioned).unwrap();
+        assert_eq!(tensor.view().as_slice::<u8>().unwrap(), &[1, 2, 3, 4, 5, 6]);
+        assert_eq!(tensor.view().shape(), &[2, 3]);
+
+        let legacy = run(py, c"x.__dlpack__()", &x).unwrap();
+        assert_eq!(capsule_name(&legacy), "dltensor");
+
+        let device: (i32, i32) = run(py, c"x.__dlpack_device__()", &x)
+            .unwrap()
+            .extract()
+            .unwrap();
+        assert_eq!(device, (1, 0));
+
+        let copied = run(py, c"x.__dlpack__(max_version=(1, 3), copy=True)", &x).unwrap();
+        let copied = from_capsule(&copied).unwrap();
+        assert!(copied.view().flags().is_copied());
+
+        // The exchange table is published too, and a consumer takes it.
+        assert!(run(py, c"hasattr(Image, '__dlpack_c_exchange_api__')", &x)
+            .unwrap()
+            .is_truthy()
+            .unwrap());
+        let imported = from_dlpack(&x, &ImportOptions::default()).unwrap();
+        assert_eq!(imported.view().as_slice::<u8>().unwrap()[5], 6);
+    });
+}
+
+#[test]
+fn bad_arguments_and_borrow_conflicts_raise() {
+    Python::initialize();
+    Python::attach(|py| {
+        publish_dlpack::<Image>(py).unwrap();
+        let x = image(py);
+        let error = run(py, c"x.__dlpack__((1, 3))", &x).unwrap_err();
+        assert!(error.is_instance_of::<PyTypeError>(py), "{error}");
+        let error = run(py, c"x.__dlpack__(max_versoin=(1, 3))", &x).unwrap_err();
+        assert!(error.to_string().contains("'max_versoin'"), "{error}");
+        let error = run(py, c"x.__dlpack__(dl_device=(2, 0))", &x).unwrap_err();
+        assert!(error.is_instance_of::<PyBufferError>(py), "{error}");
+        let error = run(py, c"x.__dlpack__(stream=7)", &x).unwrap_err();
+        assert!(error.is_instance_of::<PyValueError>(py), "{error}");
+        let error = run(py, c"x.__dlpack_device__(1)", &x).unwrap_err();
+        assert!(error.is_instance_of::<PyTypeError>(py), "{error}");
+
+        // Another object, even one with a `__dlpack__` of its own, is refused by the
+        // descriptor's type check.
+        let error = run(py, c"Image.__dlpack__(object())", &x).unwrap_err();
+        assert!(error.is_instance_of::<PyTypeError>(py), "{error}");
+
+        // While Rust holds the instance mutably, the methods report the conflict.
+        let image = x.cast::<Image>().unwrap();
+        let held = image.borrow_mut();
+        let error = run(py, c"x.__dlpack__(max_version=(1, 3))", &x).unwrap_err();
+        assert!(error.is_instance_of::<PyRuntimeError>(py), "{error}");
+        drop(held);
+        assert!(run(py, c"x.__dlpack__(max_version=(1, 3))", &x).is_ok());
+    });
+}
+
+#[test]
+fn python_subclasses_inherit_the_methods() {
+    Python::initialize();
+    Python::attach(|py| {
+        publish_dlpack::<Image>(py).unwrap();
+        let x = image(py);
+        let code = c"type('Tagged', (Image,), {})(4).__dlpack__(max_version=(1, 0))";
+        let capsule = run(py, code, &x).unwrap();
+        assert_eq!(capsule_name(&capsule), "dltensor_versioned");
+        let tensor = from_capsule(&capsule).unwrap();
+        assert_eq!(tensor.view().as_slice::<u8>().unwrap(), &[7, 7, 7, 7]);
+    });
+}
