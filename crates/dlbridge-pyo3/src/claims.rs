@@ -59,8 +59,7 @@ impl Claim {
             return Ok(Claim { slot: None });
         }
         let size = view.dtype().size_in_bytes().unwrap_or(1) as i128;
-        let (low, high) = dlbridge::layout::offset_range(view.shape(), view.strides())
-            .map_err(|error| PyValueError::new_err(error.to_string()))?;
+        let (low, high) = view.element_offset_range();
         let base = view.data_ptr() as usize as i128;
         let start = (base + i128::from(low) * size) as usize;
         let end = (base + (i128::from(high) + 1) * size) as usize;

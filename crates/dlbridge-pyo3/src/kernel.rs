@@ -106,11 +106,13 @@ macro_rules! shape {
 }
 
 /// Where an argument's descriptor came from: borrowed from the producer through its exchange
-/// API table (no allocation), or imported and owned for the call.
+/// API table (no allocation), or imported and owned for the call. One pointer wide (the
+/// owned tensor is boxed on that path, which allocates anyway), so that arguments stay small
+/// to move on the borrowed path.
 enum Source {
     Borrowed,
     Buffer(#[allow(dead_code)] HeldBuffer),
-    Owned(#[allow(dead_code)] ManagedTensor),
+    Owned(#[allow(dead_code)] Box<ManagedTensor>),
 }
 
 /// A buffer-protocol export (NumPy arrays, any exporter of host memory) held for the call and
@@ -377,6 +379,7 @@ fn check<T: Element, D: Dimension, L: Layout, S: Shape>(
 /// the descriptor is alive. In order: the producer's C exchange API
 /// (`dltensor_from_py_object_no_sync`, no allocation), the buffer protocol (NumPy and other
 /// host-memory exporters, no negotiation), then a full DLPack import held for the call.
+#[inline(always)]
 fn extract_with<R>(
     object: &Bound<'_, PyAny>,
     writable: bool,
@@ -423,7 +426,7 @@ fn extract_with<R>(
         let view = tensor.view();
         make(&view, view.is_read_only())?
     };
-    Ok((Source::Owned(tensor), made))
+    Ok((Source::Owned(Box::new(tensor)), made))
 }
 
 /// The buffer-protocol path of [`extract_with`]; `None` when the object has no usable buffer

@@ -486,6 +486,7 @@ fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
     let checked = Checked {
         elements: view.num_elements(),
         strides_missing: false,
+        offsets: view.element_offset_range(),
     };
     // SAFETY: the new tensor describes exactly the memory of the validated `tensor`, which it
     // keeps alive through the `Arc` it owns, with its shape, strides, data type and device;

@@ -58,10 +58,12 @@ struct NdLayout<D: Dimension> {
     /// Whether the tensor has no elements (its view gets a dangling pointer).
     empty: bool,
     /// Bit `i` set: axis `i` has a negative DLPack stride (extent above 1), to flip after
-    /// construction. Axes from 64 on are in `negative_beyond_64`.
+    /// construction.
     negative: u64,
-    /// The negative axes from 64 on (rare: only tensors of more than 64 dimensions).
-    negative_beyond_64: Vec<usize>,
+    /// Some axis from 64 on has a negative DLPack stride (rare: only tensors of more than 64
+    /// dimensions); `Orientation::orient` finds them from the strides. Plain data rather than
+    /// a list keeps the layout cheap to build and to move on the per-argument hot path.
+    negative_beyond_64: bool,
 }
 
 impl<D: Dimension> NdLayout<D> {
@@ -71,7 +73,7 @@ impl<D: Dimension> NdLayout<D> {
     /// other than the layout's, and for an empty tensor whose non-zero extents multiply past
     /// `isize::MAX` (`[2^62, 4, 0]` is a valid DLPack tensor but not a valid ndarray shape); a
     /// non-empty validated layout always converts, as its elements fit in `isize::MAX` bytes.
-    #[inline]
+    #[inline(always)]
     fn new(shape: &[i64], strides: &[i64]) -> Result<Self> {
         let ndim = shape.len();
         if let Some(expected) = D::NDIM.filter(|&expected| expected != ndim) {
@@ -98,7 +100,7 @@ impl<D: Dimension> NdLayout<D> {
         }
         let mut low_offset: isize = 0;
         let mut negative = 0u64;
-        let mut negative_beyond_64 = Vec::new();
+        let mut negative_beyond_64 = false;
         if !empty {
             let axes = dim.slice().iter().zip(strides).zip(abs_strides.slice_mut());
             for (axis, ((&len, &stride), abs_stride)) in axes.enumerate() {
@@ -118,7 +120,7 @@ impl<D: Dimension> NdLayout<D> {
                     if axis < 64 {
                         negative |= 1 << axis;
                     } else {
-                        negative_beyond_64.push(axis);
+                        negative_beyond_64 = true;
                     }
                 }
             }
@@ -160,22 +162,33 @@ impl<D: Dimension> NdLayout<D> {
 struct Orientation {
     /// Bit `i` set: axis `i` has a negative stride.
     negative: u64,
-    /// The negative axes from 64 on.
-    negative_beyond_64: Vec<usize>,
+    /// Some axis from 64 on has a negative stride.
+    negative_beyond_64: bool,
 }
 
 impl Orientation {
     /// Flips the axes with negative DLPack strides, bringing the pointer back to the first
     /// logical element and the strides to DLPack's (extent-1 axes keep stride 0).
+    /// `shape` and `strides` are the DLPack layout the array was built from.
     #[inline]
-    fn orient<S: RawData, D: Dimension>(&self, array: &mut ArrayBase<S, D>) {
+    fn orient<S: RawData, D: Dimension>(
+        &self,
+        array: &mut ArrayBase<S, D>,
+        shape: &[i64],
+        strides: &[i64],
+    ) {
         let mut bits = self.negative;
         while bits != 0 {
             array.invert_axis(Axis(bits.trailing_zeros() as usize));
             bits &= bits - 1;
         }
-        for &axis in &self.negative_beyond_64 {
-            array.invert_axis(Axis(axis));
+        if self.negative_beyond_64 {
+            let axes = shape.iter().zip(strides).enumerate().skip(64);
+            for (axis, (&extent, &stride)) in axes {
+                if extent > 1 && stride < 0 {
+                    array.invert_axis(Axis(axis));
+                }
+            }
         }
     }
 }
@@ -228,7 +241,7 @@ impl<'a> TensorView<'a> {
     /// assert!(tensor.view().as_array_dim::<u8, ndarray::Ix3>().is_err());
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn as_array_dim<T: Element, D: Dimension>(&self) -> Result<ArrayView<'a, T, D>> {
         let elements = self.elements::<T>()?;
         let layout = NdLayout::<D>::new(self.shape(), self.strides())?;
@@ -241,7 +254,7 @@ impl<'a> TensorView<'a> {
         // `isize::MAX`; the strides are non-negative. An empty layout has zero strides, so its
         // dangling pointer is only ever offset by zero.
         let mut raw = unsafe { RawArrayView::from_shape_ptr(stride_shape, lowest) };
-        orientation.orient(&mut raw);
+        orientation.orient(&mut raw, self.shape(), self.strides());
         // SAFETY: `elements` checked the device, the data type, the alignment and every bool;
         // the memory stays valid and is not written except through this crate (which needs
         // exclusive access to the tensor) for `'a`, per the view's own guarantee.
@@ -269,6 +282,7 @@ impl<'a> TensorView<'a> {
     /// # Safety
     ///
     /// As for [`TensorView::as_array_mut_unchecked`].
+    #[inline(always)]
     pub unsafe fn as_array_mut_unchecked_dim<T: Element, D: Dimension>(
         &self,
     ) -> Result<ArrayViewMut<'a, T, D>> {
@@ -281,7 +295,7 @@ impl<'a> TensorView<'a> {
         // overlap-free (ndarray's own overlap test agrees: both sort the axes of extent above
         // 1 by absolute stride and require each stride to clear what the smaller ones reach).
         let mut raw = unsafe { RawArrayViewMut::from_shape_ptr(stride_shape, lowest) };
-        orientation.orient(&mut raw);
+        orientation.orient(&mut raw, self.shape(), self.strides());
         // SAFETY: the elements are writable (not read-only, host-readable, checked above), each
         // reached by one index only, and the caller guarantees exclusive access for `'a`.
         Ok(unsafe { raw.deref_into_view_mut() })
@@ -508,6 +522,41 @@ mod tests {
     use super::*;
     use crate::ffi::{DLManagedTensor, DLTensor};
     use crate::{DataType, DeviceType, Export};
+
+    #[test]
+    fn negative_strides_beyond_axis_64_are_flipped() {
+        // 70 dimensions, extent 2 on axes 1 and 66 (both reversed), 1 elsewhere.
+        let mut shape = vec![1i64; 70];
+        let mut strides = vec![1i64; 70];
+        (shape[1], strides[1]) = (2, -2);
+        (shape[66], strides[66]) = (2, -1);
+        // The first logical element is the last in memory: offset 3 = 2 + 1.
+        let storage = [10i32, 11, 12, 13];
+        let described = DLTensor {
+            data: storage.as_ptr().cast_mut().cast(),
+            device: crate::Device::CPU,
+            ndim: 70,
+            dtype: DataType::INT32,
+            shape: shape.as_mut_ptr(),
+            strides: strides.as_mut_ptr(),
+            byte_offset: 12,
+        };
+        // SAFETY: the descriptor and the storage outlive the view; every offset reached
+        // (0..=3 elements from the start of `storage`) is in it.
+        let view = unsafe { TensorView::from_dltensor(&described) }.unwrap();
+        let array = view.as_array::<i32>().unwrap();
+        assert_eq!(array.strides()[1], -2);
+        assert_eq!(array.strides()[66], -1);
+        let mut index = vec![0usize; 70];
+        let mut read = |i1: usize, i66: usize| {
+            (index[1], index[66]) = (i1, i66);
+            array[index.as_slice()]
+        };
+        assert_eq!(
+            [read(0, 0), read(0, 1), read(1, 0), read(1, 1)],
+            [13, 12, 11, 10]
+        );
+    }
 
     /// Exports `array`, checks the export is zero-copy and carries ndarray's layout, and views
     /// it back, both directly and through the raw pointer a consumer would receive.

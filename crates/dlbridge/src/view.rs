@@ -16,6 +16,9 @@ pub(crate) struct Checked {
     /// `strides` is NULL with `ndim > 0` in a producer that may send that (legacy, < 1.2):
     /// the layout is compact row-major.
     pub strides_missing: bool,
+    /// The lowest and highest element offsets the layout reaches, relative to the first
+    /// element; `(0, -1)` without elements.
+    pub offsets: (i64, i64),
 }
 
 /// Validates everything about a descriptor that can be checked without reading the data.
@@ -68,6 +71,7 @@ pub(crate) unsafe fn check_descriptor(
         return Ok(Checked {
             elements,
             strides_missing,
+            offsets: (0, -1),
         });
     }
     if tensor.data.is_null() {
@@ -100,6 +104,7 @@ pub(crate) unsafe fn check_descriptor(
     Ok(Checked {
         elements,
         strides_missing,
+        offsets: (low, high),
     })
 }
 
@@ -118,6 +123,7 @@ pub struct TensorView<'a> {
     flags: Flags,
     device: Device,
     elements: u64,
+    offsets: (i64, i64),
 }
 
 // SAFETY: a view only reads the descriptor and hands out shared access to the data; the
@@ -200,7 +206,23 @@ impl<'a> TensorView<'a> {
             flags,
             device,
             elements: checked.elements,
+            offsets: checked.offsets,
         }
+    }
+
+    /// The lowest and highest element offsets the layout reaches, in elements relative to the
+    /// first element (`data + byte_offset`), as validation computed them: `(0, n - 1)` for a
+    /// compact tensor of `n` elements, negative lows for negative strides, `(0, -1)` for a
+    /// tensor without elements.
+    ///
+    /// ```
+    /// use dlbridge::Export;
+    /// let tensor = Export::new(vec![0u8; 6], &[2, 3]).into_versioned()?;
+    /// assert_eq!(tensor.view().element_offset_range(), (0, 5));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn element_offset_range(&self) -> (i64, i64) {
+        self.offsets
     }
 
     /// The raw descriptor.
