@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint rust-test miri bench doc venv python-build python-test example-build bench-python
+.PHONY: tour test lint rust-test miri bench doc venv python-build python-test example-build bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -66,9 +66,16 @@ bench:
 	$(CARGO) bench -p dlbridge-benches
 	python3 benches/criterion_medians.py
 
-## The Python side-by-side benchmark (dlbridge, NumPy, PyTorch, tvm-ffi): BENCHMARKS.md.
-bench-python: python-build example-build
+## The Python side-by-side benchmark (dlbridge, NumPy, PyTorch, tvm-ffi, nanobind, dlpark):
+## BENCHMARKS.md.
+bench-python: python-build example-build bench-peers
 	$(PYTHON) benches/python_exchange.py
+
+## The peer extensions the benchmark compares with (nanobind from PyPI, dlpark from
+## crates.io), built into target/peers/python; not part of the project or its tests.
+bench-peers: venv
+	PYTHON=$(PYTHON) bash benches/peers/nanobind/build.sh
+	PYTHON=$(PYTHON) bash benches/peers/dlpark/build.sh
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --all-features --no-deps

@@ -2,10 +2,13 @@
 """Side-by-side timings of DLPack exchanges in Python: dlbridge and its peers, one run.
 
 Run with the project's environment: `make bench-python` (or, after `make python-build
-example-build`, `.venv/bin/python benches/python_exchange.py`). Prints a Markdown table of
-the median time per call; tensors are 4x4 float32 on the CPU unless a row says otherwise.
+example-build bench-peers`, `.venv/bin/python benches/python_exchange.py`). Prints a Markdown
+table of the median time per call; tensors are 4x4 float32 on the CPU unless a row says
+otherwise. The peer extensions (nanobind, dlpark) are built by `make bench-peers` into
+`target/peers/python`; rows for a peer that is not built are left out.
 """
 
+import pathlib
 import statistics
 import sys
 import time
@@ -26,6 +29,16 @@ try:
     import dlbridge_matmul as matmul_kernels
 except ImportError:  # pragma: no cover - built by `make example-build`
     matmul_kernels = None
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "target/peers/python"))
+try:
+    import dlbridge_peer_nanobind as nanobind_peer
+except ImportError:  # pragma: no cover - built by `make bench-peers`
+    nanobind_peer = None
+try:
+    import dlbridge_peer_dlpark as dlpark_peer
+except ImportError:  # pragma: no cover - built by `make bench-peers`
+    dlpark_peer = None
 
 
 def per_call(function, calls=20_000, repeats=7):
@@ -84,6 +97,20 @@ def main():
                 ("no-op, 3 torch tensors, tvm-ffi `testing.nop`", lambda: nop(a, b, c)),
                 ("no-op, 3 numpy arrays, tvm-ffi `testing.nop`", lambda: nop(na, nb, nc)),
             ]
+        if nanobind_peer is not None:
+            cases += [
+                ("no-op, 3 torch tensors, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
+                 lambda: nanobind_peer.noop3(a, b, c)),
+                ("no-op, 3 numpy arrays, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
+                 lambda: nanobind_peer.noop3(na, nb, nc)),
+            ]
+        if dlpark_peer is not None:
+            cases += [
+                ("no-op, 3 torch tensors, dlpark", lambda: dlpark_peer.noop3(a, b, c)),
+                ("no-op, 3 numpy arrays, dlpark", lambda: dlpark_peer.noop3(na, nb, nc)),
+                ("dlpark from_dlpack(torch_tensor)", lambda: dlpark_peer.from_dlpack(t)),
+                ("dlpark from_dlpack(numpy_array)", lambda: dlpark_peer.from_dlpack(array)),
+            ]
         if matmul_kernels is not None:
             x = torch.randn(56, 56)
             y = torch.randn(56, 56)
@@ -94,7 +121,9 @@ def main():
             ]
     print(f"Python {sys.version.split()[0]}, numpy {np.__version__}"
           + (f", torch {torch.__version__}" if torch is not None else "")
-          + (f", apache-tvm-ffi {tvm_ffi.__version__}" if tvm_ffi is not None else ""))
+          + (f", apache-tvm-ffi {tvm_ffi.__version__}" if tvm_ffi is not None else "")
+          + (", nanobind peer built" if nanobind_peer is not None else "")
+          + (", dlpark peer built" if dlpark_peer is not None else ""))
     print()
     print("| path | median per call |")
     print("|---|---|")

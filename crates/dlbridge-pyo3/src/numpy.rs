@@ -13,7 +13,7 @@
 use std::ffi::{c_char, c_int, c_long, c_void};
 
 use dlbridge::ffi::DLTensor;
-use dlbridge::{DataType, Device, Export, ManagedTensor, TensorView};
+use dlbridge::{DataType, Device, ManagedTensor, TensorView};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -159,32 +159,10 @@ pub(crate) unsafe fn with_array_view<R>(
 /// `object`'s type must be exactly `numpy.ndarray` (see `type_info`).
 pub(crate) unsafe fn import(object: &Bound<'_, PyAny>) -> PyResult<Option<ManagedTensor>> {
     let export = |view: &TensorView<'_>, read_only: bool| {
-        let ndim = view.ndim();
-        let mut shape = [0usize; MAX_NDIM];
-        let mut strides = [0isize; MAX_NDIM];
-        for (axis, (&extent, &stride)) in view.shape().iter().zip(view.strides()).enumerate() {
-            // Validated: extents are non-negative and strides fit `isize`.
-            shape[axis] = extent as usize;
-            strides[axis] = stride as isize;
-        }
         let owner = PyObjectOwner::new(object.clone().unbind());
         // SAFETY: the owner keeps the array, and so its data, alive (NumPy refuses to resize
-        // an array that other references hold); shape and strides are the array's own,
-        // validated.
-        let export = unsafe {
-            Export::from_raw_parts(
-                owner,
-                view.data_ptr(),
-                view.dtype(),
-                Device::CPU,
-                &shape[..ndim],
-            )
-        };
-        export
-            .strides(&strides[..ndim])
-            .read_only(read_only)
-            .into_versioned()
-            .map_err(to_py_err)
+        // an array that other references hold); the view is the array's own, validated.
+        unsafe { ManagedTensor::export_view(view, owner, read_only) }.map_err(to_py_err)
     };
     // SAFETY: the caller's guarantee on the type; the view is used only inside `export`, with
     // the GIL held.

@@ -459,9 +459,60 @@ impl TensorView<'_> {
 }
 
 fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
-    let view = tensor.view();
+    // SAFETY: the `Arc` moves into the export (and lives as long as it), but its target does
+    // not move, so a view of the target stays valid through the call, which only reads it.
+    let view = unsafe { &*Arc::as_ptr(&tensor) }.view();
+    // SAFETY: the `Arc` keeps the validated tensor, and so the memory its view describes,
+    // alive; the view's read-only flag carries over.
+    unsafe { export_view(&view, tensor, legacy, false) }
+}
+
+impl ManagedTensor {
+    /// Exports the tensor a validated view describes, as a versioned tensor whose deleter
+    /// drops `owner`: one allocation, the shape and strides copied, and no second validation
+    /// (the view's holds for the copy). READ_ONLY is set when `read_only` is true or the view
+    /// is read-only. This is how a consumer that validated a borrowed descriptor (a NumPy
+    /// array's, say) keeps it as an owned tensor.
+    ///
+    /// ```
+    /// use dlbridge::{Export, ManagedTensor};
+    /// use std::sync::Arc;
+    ///
+    /// let source = Arc::new(Export::new(vec![1.0f32, 2.0, 3.0], &[3]).into_versioned()?);
+    /// // SAFETY: the `Arc` passed as the owner keeps the memory of `source` alive.
+    /// let copy = unsafe { ManagedTensor::export_view(&source.view(), Arc::clone(&source), true) }?;
+    /// assert_eq!(copy.view().as_slice::<f32>()?, &[1.0, 2.0, 3.0]);
+    /// assert!(copy.view().is_read_only());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// `owner` must keep the memory `view` describes alive, readable, and writable unless the
+    /// export is read-only, for as long as `owner` lives, wherever it is dropped.
+    pub unsafe fn export_view<O: Send + 'static>(
+        view: &TensorView<'_>,
+        owner: O,
+        read_only: bool,
+    ) -> Result<ManagedTensor> {
+        // SAFETY: forwarded.
+        unsafe { export_view(view, owner, false, read_only) }
+    }
+}
+
+/// [`ManagedTensor::export_view`], versioned or `legacy`.
+///
+/// # Safety
+///
+/// As for [`ManagedTensor::export_view`].
+unsafe fn export_view<O: Send + 'static>(
+    view: &TensorView<'_>,
+    owner: O,
+    legacy: bool,
+    read_only: bool,
+) -> Result<ManagedTensor> {
     let flags = Flags::NONE
-        .with(Flags::READ_ONLY, view.is_read_only())
+        .with(Flags::READ_ONLY, read_only || view.is_read_only())
         .with(
             Flags::IS_SUBBYTE_TYPE_PADDED,
             view.flags().is_subbyte_type_padded(),
@@ -481,24 +532,22 @@ fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
         flags,
         legacy,
     };
-    let ndim = view.ndim();
-    // The same descriptor with explicit strides: the source's validation holds for it.
+    // The same descriptor with explicit strides: the view's validation holds for it.
     let checked = Checked {
         elements: view.num_elements(),
         strides_missing: false,
         offsets: view.element_offset_range(),
     };
-    // SAFETY: the new tensor describes exactly the memory of the validated `tensor`, which it
-    // keeps alive through the `Arc` it owns, with its shape, strides, data type and device;
+    // SAFETY: the new tensor describes exactly the memory of the validated view, with its
+    // shape, strides, data type and device, which the owner keeps alive by the contract;
     // read-only stays read-only.
     unsafe {
         export_owner(
-            tensor,
-            ndim,
+            owner,
+            view.ndim(),
             descriptor,
             Some(checked),
-            |owner, shape, strides| {
-                let view = owner.view();
+            |_, shape, strides| {
                 shape.copy_from_slice(view.shape());
                 strides.copy_from_slice(view.strides());
             },
