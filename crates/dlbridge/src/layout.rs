@@ -20,7 +20,9 @@ pub fn element_count(shape: &[i64]) -> Result<u64> {
 /// [`element_count`] over any sequence of extents (no allocation).
 pub(crate) fn count_elements(shape: impl Iterator<Item = i64>) -> Result<u64> {
     let mut count: u64 = 1;
-    let mut overflow = None;
+    // The first overflowing dimension, as plain numbers: the error is built only when it is
+    // reported, which keeps this loop (run on every import) free of error values.
+    let mut overflow: Option<(usize, i64)> = None;
     let mut empty = false;
     for (dim, extent) in shape.enumerate() {
         if extent < 0 {
@@ -30,7 +32,7 @@ pub(crate) fn count_elements(shape: impl Iterator<Item = i64>) -> Result<u64> {
         match count.checked_mul(extent as u64) {
             Some(product) => count = product,
             None => {
-                overflow.get_or_insert(Error::ElementCountOverflow { dim, extent });
+                overflow.get_or_insert((dim, extent));
                 count = u64::MAX;
             }
         }
@@ -38,7 +40,7 @@ pub(crate) fn count_elements(shape: impl Iterator<Item = i64>) -> Result<u64> {
     // A zero extent makes the tensor empty even after an overflowing prefix ([2^40, 2^40, 0]).
     match overflow {
         Some(_) if empty => Ok(0),
-        Some(error) => Err(error),
+        Some((dim, extent)) => Err(Error::ElementCountOverflow { dim, extent }),
         None => Ok(count),
     }
 }
@@ -120,15 +122,14 @@ pub fn offset_range(shape: &[i64], strides: &[i64]) -> Result<(i64, i64)> {
 pub(crate) fn offsets_reached(dims: impl Iterator<Item = (i64, i64)>) -> Result<(i64, i64)> {
     let (mut low, mut high) = (0i64, 0i64);
     for (dim, (extent, stride)) in dims.enumerate() {
-        let reach = (extent - 1)
-            .checked_mul(stride)
-            .ok_or(Error::StrideOverflow { dim, stride })?;
+        let overflow = || Error::StrideOverflow { dim, stride };
+        let reach = (extent - 1).checked_mul(stride).ok_or_else(overflow)?;
         let sum = if reach < 0 {
             low.checked_add(reach).map(|l| (l, high))
         } else {
             high.checked_add(reach).map(|h| (low, h))
         };
-        (low, high) = sum.ok_or(Error::StrideOverflow { dim, stride })?;
+        (low, high) = sum.ok_or_else(overflow)?;
     }
     Ok((low, high))
 }

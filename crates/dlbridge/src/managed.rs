@@ -227,7 +227,7 @@ impl ManagedTensor {
     /// # Safety
     ///
     /// `owned` must be owned by the caller and `checked` the successful validation of it.
-    #[inline]
+    #[inline(always)]
     unsafe fn wrap(owned: Owned, checked: Checked) -> Self {
         let mut tensor = ManagedTensor {
             owned,

@@ -30,6 +30,7 @@ pub(crate) struct Checked {
 ///
 /// When `ndim > 0`, a non-NULL `shape` and a non-NULL `strides` must each point to `ndim`
 /// readable `i64` values. Nothing else is dereferenced.
+#[inline(always)]
 pub(crate) unsafe fn check_descriptor(
     tensor: &DLTensor,
     version: Option<Version>,
