@@ -96,6 +96,7 @@ fn dtype_of(type_num: c_int) -> Option<DataType> {
 /// `object`'s type must be exactly `numpy.ndarray` (see `type_info`), and `object` must not be
 /// resized or have its data replaced while `use_view` runs (the GIL is held by `object`'s
 /// token, and the view does not outlive the call).
+#[inline(always)]
 pub(crate) unsafe fn with_array_view<R>(
     object: &Bound<'_, PyAny>,
     use_view: impl FnOnce(&TensorView<'_>, bool) -> PyResult<R>,
@@ -118,7 +119,15 @@ pub(crate) unsafe fn with_array_view<R>(
         return Ok(None);
     };
     let itemsize = dtype.size_in_bytes().unwrap_or(1) as isize;
-    let mut strides = [0i64; MAX_NDIM];
+    // Up to 8 dimensions (nearly every array) the strides buffer is small to clear.
+    let mut few = [0i64; 8];
+    let mut many;
+    let strides: &mut [i64] = if ndim <= few.len() {
+        &mut few
+    } else {
+        many = [0i64; MAX_NDIM];
+        &mut many
+    };
     let mut shape_dangling = [0i64; 1];
     let shape = if ndim == 0 {
         shape_dangling.as_mut_ptr()
@@ -128,7 +137,7 @@ pub(crate) unsafe fn with_array_view<R>(
         }
         // SAFETY: an array of `nd` dimensions has `nd` strides, in bytes.
         let byte_strides = unsafe { std::slice::from_raw_parts(array.strides, ndim) };
-        if !element_strides(byte_strides, itemsize, &mut strides) {
+        if !element_strides(byte_strides, itemsize, strides) {
             return Ok(None);
         }
         // `npy_intp` is `i64` wherever this crate builds (checked below).
