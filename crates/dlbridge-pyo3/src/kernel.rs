@@ -201,9 +201,7 @@ pub struct TensorArg<
     S: Shape = AnyShape,
 > {
     view: ArrayView<'a, T, D>,
-    _claim: Claim,
-    object: NonNull<pyo3::ffi::PyObject>,
-    _source: Source,
+    held: Held,
     _layout: PhantomData<(L, S)>,
 }
 
@@ -219,9 +217,7 @@ pub struct TensorArgMut<
     S: Shape = AnyShape,
 > {
     view: ArrayViewMut<'a, T, D>,
-    _claim: Claim,
-    object: NonNull<pyo3::ffi::PyObject>,
-    _source: Source,
+    held: Held,
     _layout: PhantomData<(L, S)>,
 }
 
@@ -237,25 +233,30 @@ unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Sync for TensorArg<'_
 // SAFETY: `&TensorArgMut` only reads the elements; writes need `&mut`.
 unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Sync for TensorArgMut<'_, T, D, L, S> {}
 
-/// The argument's Python object, from the pointer the caller keeps alive for the call.
-///
-/// # Safety
-///
-/// `object` must be alive (the caller's reference to the argument), and the GIL held (`py`).
-unsafe fn object_of<'py>(
-    py: Python<'py>,
+/// What an argument holds for the call besides its view: its claim on the memory, where its
+/// descriptor came from, and the Python object passed.
+struct Held {
+    _claim: Claim,
+    _source: Source,
+    /// The argument object, which the caller keeps alive for the call.
     object: NonNull<pyo3::ffi::PyObject>,
-) -> Bound<'py, PyAny> {
-    // SAFETY: by the contract; a new strong reference is taken.
-    unsafe { Bound::from_borrowed_ptr(py, object.as_ptr()) }
+}
+
+impl Held {
+    /// The argument's Python object.
+    fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        // SAFETY: the caller keeps the argument alive for the call, which outlives the
+        // argument value holding `self`; the GIL is held (`py`); a new strong reference is
+        // taken.
+        unsafe { Bound::from_borrowed_ptr(py, self.object.as_ptr()) }
+    }
 }
 
 impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArg<'a, T, D, L, S> {
     /// The Python object passed as this argument (to return results of its framework with
     /// [`crate::return_like`], say).
     pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        // SAFETY: the caller holds the argument for the call, which outlives `self`.
-        unsafe { object_of(py, self.object) }
+        self.held.object(py)
     }
 
     /// The elements as an `ndarray` view.
@@ -272,8 +273,7 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArg<'a, T, D, L, S
 impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArgMut<'a, T, D, L, S> {
     /// The Python object passed as this argument.
     pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        // SAFETY: the caller holds the argument for the call, which outlives `self`.
-        unsafe { object_of(py, self.object) }
+        self.held.object(py)
     }
 
     /// The elements as an `ndarray` view.
@@ -495,29 +495,54 @@ fn array_error(error: dlbridge::Error) -> PyErr {
     PyTypeError::new_err(error.to_string())
 }
 
+/// What the two argument types share at extraction: borrow or import the tensor, check it
+/// against the type's expectations (`check`), claim its memory (written or not), and make the
+/// argument's view (`make`) while the descriptor is alive.
+#[inline(always)]
+fn extract_argument<V>(
+    object: &Borrowed<'_, '_, PyAny>,
+    writable: bool,
+    check: impl Fn(&TensorView<'_>, bool) -> PyResult<()>,
+    make: impl Fn(&TensorView<'_>) -> PyResult<V>,
+) -> PyResult<(Held, V)> {
+    let (source, (claim, view)) = extract_with(object, writable, |view, read_only| {
+        check(view, read_only)?;
+        let claim = Claim::new(object.py(), view, writable)?;
+        Ok((claim, make(view)?))
+    })?;
+    let held = Held {
+        _claim: claim,
+        _source: source,
+        object: NonNull::new(object.as_ptr()).expect("a Python object"),
+    };
+    Ok((held, view))
+}
+
 impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'py>
     for TensorArg<'a, T, D, L, S>
 {
     type Error = PyErr;
 
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let (source, (claim, array)) = extract_with(&object, false, |view, read_only| {
-            check::<T, D, L, S>(view, false, read_only)?;
-            let claim = Claim::new(object.py(), view, false)?;
-            let array = view.as_array_dim::<T, D>().map_err(array_error)?;
-            // SAFETY: the view reads elements that live as long as the argument object, which
-            // the caller borrows for `'a` (borrowed and buffer sources; a held buffer keeps
-            // them exported), or as long as the owned tensor stored in the returned value; it
-            // holds no reference to the descriptor (shape and strides are copied into it).
-            let array =
-                unsafe { std::mem::transmute::<ArrayView<'_, T, D>, ArrayView<'a, T, D>>(array) };
-            Ok((claim, array))
-        })?;
+        let (held, view) = extract_argument(
+            &object,
+            false,
+            |view, read_only| check::<T, D, L, S>(view, false, read_only),
+            |view| {
+                let array = view.as_array_dim::<T, D>().map_err(array_error)?;
+                // SAFETY: the view reads elements that live as long as the argument object,
+                // which the caller borrows for `'a` (borrowed and buffer sources; a held
+                // buffer keeps them exported), or as long as the owned tensor stored in the
+                // returned value; it holds no reference to the descriptor (shape and strides
+                // are copied into it).
+                Ok(unsafe {
+                    std::mem::transmute::<ArrayView<'_, T, D>, ArrayView<'a, T, D>>(array)
+                })
+            },
+        )?;
         Ok(TensorArg {
-            view: array,
-            _claim: claim,
-            object: NonNull::new(object.as_ptr()).expect("a Python object"),
-            _source: source,
+            view,
+            held,
             _layout: PhantomData,
         })
     }
@@ -529,26 +554,27 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'p
     type Error = PyErr;
 
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let (source, (claim, array)) = extract_with(&object, true, |view, read_only| {
-            check::<T, D, L, S>(view, true, read_only)?;
-            let claim = Claim::new(object.py(), view, true)?;
-            // SAFETY: the argument is the caller's tensor, not read-only, lent to this call for
-            // writing (as any in-place kernel argument); the claim above guarantees that no
-            // other tensor argument reaches its memory while the call runs.
-            let array =
-                unsafe { view.as_array_mut_unchecked_dim::<T, D>() }.map_err(array_error)?;
-            // SAFETY: as for `TensorArg`: the elements outlive `'a` and the view holds no
-            // reference to the descriptor.
-            let array = unsafe {
-                std::mem::transmute::<ArrayViewMut<'_, T, D>, ArrayViewMut<'a, T, D>>(array)
-            };
-            Ok((claim, array))
-        })?;
+        let (held, view) = extract_argument(
+            &object,
+            true,
+            |view, read_only| check::<T, D, L, S>(view, true, read_only),
+            |view| {
+                // SAFETY: the argument is the caller's tensor, not read-only, lent to this
+                // call for writing (as any in-place kernel argument); the claim made before
+                // this runs guarantees that no other tensor argument reaches its memory while
+                // the call runs.
+                let array =
+                    unsafe { view.as_array_mut_unchecked_dim::<T, D>() }.map_err(array_error)?;
+                // SAFETY: as for `TensorArg`: the elements outlive `'a` and the view holds no
+                // reference to the descriptor.
+                Ok(unsafe {
+                    std::mem::transmute::<ArrayViewMut<'_, T, D>, ArrayViewMut<'a, T, D>>(array)
+                })
+            },
+        )?;
         Ok(TensorArgMut {
-            view: array,
-            _claim: claim,
-            object: NonNull::new(object.as_ptr()).expect("a Python object"),
-            _source: source,
+            view,
+            held,
             _layout: PhantomData,
         })
     }
