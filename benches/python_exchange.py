@@ -3,7 +3,7 @@
 
 Run with the project's environment: `make bench-python` (or, after `make python-build
 example-build bench-peers`, `.venv/bin/python benches/python_exchange.py`). Prints a Markdown
-table of the median time per call; tensors are 4x4 float32 on the CPU unless a row says
+table of the median time per call (9 interleaved rounds of 20,000 calls); tensors are 4x4 float32 on the CPU unless a row says
 otherwise. The peer extensions (nanobind, dlpark) are built by `make bench-peers` into
 `target/peers/python`; rows for a peer that is not built are left out.
 """
@@ -41,17 +41,24 @@ except ImportError:  # pragma: no cover - built by `make bench-peers`
     dlpark_peer = None
 
 
-def per_call(function, calls=20_000, repeats=7):
-    """Median over `repeats` runs of the mean time of one call, in nanoseconds."""
-    for _ in range(1_000):
-        function()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter_ns()
-        for _ in range(calls):
+def per_call_interleaved(functions, calls=20_000, rounds=9):
+    """The median over `rounds` of the mean time of one call, in nanoseconds, per function.
+
+    Rounds are interleaved (each round times every function once), so that a burst of noise
+    on a shared machine lands on one sample of many functions rather than on every sample of
+    one function, and the medians of one run stay comparable with each other.
+    """
+    for function in functions:
+        for _ in range(1_000):
             function()
-        samples.append((time.perf_counter_ns() - start) / calls)
-    return statistics.median(samples)
+    samples = [[] for _ in functions]
+    for _ in range(rounds):
+        for function, own in zip(functions, samples):
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                function()
+            own.append((time.perf_counter_ns() - start) / calls)
+    return [statistics.median(own) for own in samples]
 
 
 def main():
@@ -127,8 +134,9 @@ def main():
     print()
     print("| path | median per call |")
     print("|---|---|")
-    for label, function in cases:
-        print(f"| `{label}` | {per_call(function):,.0f} ns |")
+    medians = per_call_interleaved([function for _, function in cases])
+    for (label, _), median in zip(cases, medians):
+        print(f"| `{label}` | {median:,.0f} ns |")
 
 
 if __name__ == "__main__":

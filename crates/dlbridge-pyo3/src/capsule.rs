@@ -25,6 +25,7 @@ pub const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
 ///
 /// The capsule owns the tensor until a consumer renames it `used_*`; if it dies unconsumed, its
 /// destructor calls the tensor's deleter (once), preserving any exception in flight.
+#[inline]
 pub fn into_capsule(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Bound<'_, PyCapsule>> {
     let raw = tensor.into_raw();
     let (pointer, name): (*mut c_void, &'static CStr) = match raw {

@@ -50,10 +50,32 @@ impl PyObjectOwner {
     }
 }
 
+/// Whether this thread holds the GIL now: the interpreter's current thread state is this
+/// thread's own. (`PyGILState_Check` without its shortcut that answers yes whenever
+/// sub-interpreters exist.)
+fn this_thread_holds_the_gil() -> bool {
+    // SAFETY: both calls only read thread states, with or without the GIL.
+    let (current, own) = unsafe {
+        (
+            pyo3::ffi::compat::PyThreadState_GetUnchecked(),
+            pyo3::ffi::PyGILState_GetThisThreadState(),
+        )
+    };
+    !current.is_null() && current == own
+}
+
 impl Drop for PyObjectOwner {
     fn drop(&mut self) {
         // SAFETY: taken exactly once, here; `self.object` is not used afterwards.
         let object = unsafe { ManuallyDrop::take(&mut self.object) };
+        if this_thread_holds_the_gil() {
+            // The common case (a consumer deleting the tensor from Python code): release the
+            // reference directly, without PyO3's attach, which from C would call
+            // `PyGILState_Ensure`.
+            // SAFETY: this thread holds the GIL; the reference is ours, released once.
+            unsafe { pyo3::ffi::Py_DECREF(object.into_ptr()) };
+            return;
+        }
         let mut object = Some(object);
         let released = Python::try_attach(|_py| drop(object.take()));
         if released.is_none() {

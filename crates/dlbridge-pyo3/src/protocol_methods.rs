@@ -48,6 +48,7 @@ pub struct ExportRequest<'a, 'py> {
 ///   `BufferError`, as is `copy=False` when a copy is needed;
 /// - `copy=True` gives a compact host copy flagged IS_COPIED; otherwise the capsule shares
 ///   the memory (one allocation, keeping `tensor` alive).
+#[inline]
 pub fn export_capsule<'py>(
     py: Python<'py>,
     tensor: &Arc<ManagedTensor>,
@@ -208,6 +209,7 @@ fn keyword(py: Python<'_>, name: Borrowed<'_, '_, PyAny>) -> PyResult<Keyword> {
 /// `args` holds `nargs` positional arguments followed by one value per name in `kwnames`
 /// (NULL or a tuple of strings), all borrowed for `'a`, as CPython's `METH_FASTCALL |
 /// METH_KEYWORDS` convention passes them.
+#[inline(always)]
 unsafe fn parse_request<'a, 'py>(
     py: Python<'py>,
     args: *const *mut ffi::PyObject,

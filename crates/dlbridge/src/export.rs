@@ -316,12 +316,14 @@ impl ManagedTensor {
     /// assert_eq!(Arc::strong_count(&original), 1);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
+    #[inline]
     pub fn share_versioned(self: Arc<Self>) -> Result<ManagedTensor> {
         share(self, false)
     }
 
     /// As [`ManagedTensor::share_versioned`], as a legacy `DLManagedTensor`; refused for a
     /// read-only tensor, which the legacy layout cannot mark.
+    #[inline]
     pub fn share_legacy(self: Arc<Self>) -> Result<ManagedTensor> {
         share(self, true)
     }
@@ -458,6 +460,7 @@ impl TensorView<'_> {
     }
 }
 
+#[inline(always)]
 fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
     // SAFETY: the `Arc` moves into the export (and lives as long as it), but its target does
     // not move, so a view of the target stays valid through the call, which only reads it.
@@ -505,6 +508,7 @@ impl ManagedTensor {
 /// # Safety
 ///
 /// As for [`ManagedTensor::export_view`].
+#[inline(always)]
 unsafe fn export_view<O: Send + 'static>(
     view: &TensorView<'_>,
     owner: O,
@@ -592,6 +596,7 @@ fn block_layout<M, O>(ndim: usize) -> Option<(Layout, usize)> {
 /// `descriptor.data`, with the shape and strides `fill` writes, must describe memory that the
 /// owner keeps alive as `descriptor` says (device, dtype, readable, writable unless
 /// read-only) for as long as the owner lives.
+#[inline(always)]
 pub(crate) unsafe fn export_owner<O: Send + 'static>(
     owner: O,
     ndim: usize,
