@@ -3,7 +3,7 @@
 
 Run with the project's environment: `make bench-python` (or, after `make python-build
 example-build bench-peers`, `.venv/bin/python benches/python_exchange.py`). Prints a Markdown
-table of the median time per call (9 interleaved rounds of 20,000 calls); tensors are 4x4 float32 on the CPU unless a row says
+table of the median time per call (15 interleaved rounds of 10,000 calls); tensors are 4x4 float32 on the CPU unless a row says
 otherwise. The peer extensions (nanobind, dlpark) are built by `make bench-peers` into
 `target/peers/python`; rows for a peer that is not built are left out.
 """
@@ -41,7 +41,7 @@ except ImportError:  # pragma: no cover - built by `make bench-peers`
     dlpark_peer = None
 
 
-def per_call_interleaved(functions, calls=20_000, rounds=9):
+def per_call_interleaved(functions, calls=10_000, rounds=15):
     """The median over `rounds` of the mean time of one call, in nanoseconds, per function.
 
     Rounds are interleaved (each round times every function once), so that a burst of noise
