@@ -7,12 +7,15 @@ CARGO ?= cargo
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 
-## The main job: the Rust tour (export, import, validate, print), then a NumPy -> dlbridge ->
-## PyTorch round trip through the Python package.
+## The main job: the Rust tour (export, import, validate, print), a NumPy -> dlbridge ->
+## PyTorch round trip through the Python package, the example kernels on NumPy, PyTorch and
+## JAX, then `dlbridge check` on every installed framework. The check's exit status 1 only
+## says that a framework breaks a MUST rule (the report shows which); 2 or more is an error.
 tour: python-build example-build
 	$(CARGO) run --example tour
 	$(PYTHON) python/examples/round_trip.py
 	$(PYTHON) examples/matmul/demo.py
+	$(PYTHON) -m dlbridge check; status=$$?; [ $$status -le 1 ]
 
 ## Every test: formatting, lints, unit/integration/doc tests (with the ABI check against the
 ## real dlpack.h, fetched from the apache-tvm-ffi wheel), Miri where it is installed, and the

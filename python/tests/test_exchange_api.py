@@ -11,32 +11,15 @@ import pytest
 import _producers as P
 import dlbridge
 
-# The table's functions are called with the GIL held and report errors as Python exceptions:
-# PYFUNCTYPE keeps the GIL and raises the error a call left set.
-SET_ERROR = CFUNCTYPE(None, c_void_p, c_char_p, c_char_p)
-ALLOCATOR = PYFUNCTYPE(
-    c_int, POINTER(P.DLTensor), POINTER(POINTER(P.DLManagedTensorVersioned)), c_void_p, SET_ERROR
+from dlbridge.check.exchange_table import (
+    ALLOCATOR,
+    CURRENT_WORK_STREAM,
+    DLTENSOR_FROM_PY_OBJECT,
+    FROM_PY_OBJECT,
+    SET_ERROR,
+    TO_PY_OBJECT,
+    ExchangeAPI,
 )
-FROM_PY_OBJECT = PYFUNCTYPE(c_int, c_void_p, POINTER(POINTER(P.DLManagedTensorVersioned)))
-TO_PY_OBJECT = PYFUNCTYPE(c_int, POINTER(P.DLManagedTensorVersioned), POINTER(c_void_p))
-DLTENSOR_FROM_PY_OBJECT = PYFUNCTYPE(c_int, c_void_p, POINTER(P.DLTensor))
-CURRENT_WORK_STREAM = PYFUNCTYPE(c_int, c_int32, c_int32, POINTER(c_void_p))
-
-
-class Header(Structure):
-    _fields_ = [("version", P.DLPackVersion), ("prev_api", c_void_p)]
-
-
-class ExchangeAPI(Structure):
-    _fields_ = [
-        ("header", Header),
-        ("managed_tensor_allocator", c_void_p),
-        ("managed_tensor_from_py_object_no_sync", c_void_p),
-        ("managed_tensor_to_py_object_no_sync", c_void_p),
-        ("dltensor_from_py_object_no_sync", c_void_p),
-        ("current_work_stream", c_void_p),
-    ]
-
 
 assert ctypes.sizeof(ExchangeAPI) == 56
 

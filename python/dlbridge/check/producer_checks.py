@@ -1,0 +1,591 @@
+"""Producer checks: what a framework's tensors do when asked for DLPack capsules.
+
+Each check is a function of the framework that returns `(outcome, detail)` for its rule:
+"pass", "fail" or "n/a" (the rule does not apply, with the reason). Capsules are read with
+ctypes without being consumed, and imported with dlbridge's validating importer when their
+values matter.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import sys
+from typing import Callable
+
+import numpy as np
+
+from . import exchange_table as X
+from . import producers as P
+from .frameworks import Framework
+
+BASE = np.arange(6, dtype=np.float32).reshape(2, 3)
+FLAG_READ_ONLY = P.FLAG_READ_ONLY
+FLAG_IS_COPIED = P.FLAG_IS_COPIED
+
+PASS, FAIL, NA = "pass", "fail", "n/a"
+
+
+class Subject:
+    """The tensors a framework's producer checks use, made once."""
+
+    def __init__(self, framework: Framework):
+        self.framework = framework
+        self.tensor = framework.make(BASE)
+        self.known_values = not framework.name.count(":")  # a user's factory: values unknown
+
+    def plain_data(self) -> int:
+        info = P.read_capsule(self.tensor.__dlpack__(max_version=(1, 3)))
+        return (info["data"] or 0) + info["byte_offset"]
+
+
+def _call(function: Callable, *args, **kwargs):
+    """(result, None) or (None, exception)."""
+    try:
+        return function(*args, **kwargs), None
+    except Exception as error:  # noqa: BLE001 - every exception is a finding here
+        return None, error
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}".strip()[:200]
+
+
+def _values(capsule) -> np.ndarray:
+    import dlbridge
+
+    return np.from_dlpack(dlbridge.from_dlpack(capsule))
+
+
+# ---- __dlpack__ ---------------------------------------------------------------------------
+
+
+def keyword_only(s: Subject):
+    result, error = _call(s.tensor.__dlpack__, None)
+    if error is None:
+        return FAIL, "__dlpack__(None) returned a capsule: a positional argument was accepted"
+    if isinstance(error, TypeError):
+        return PASS, "__dlpack__(None) raises TypeError"
+    return FAIL, f"__dlpack__(None) raised {_describe(error)}, not TypeError"
+
+
+def accepts_keywords(s: Subject):
+    device = s.tensor.__dlpack_device__()
+    refused = []
+    for keyword, value in [("stream", None), ("max_version", (1, 3)), ("dl_device", device),
+                           ("copy", None)]:
+        _, error = _call(s.tensor.__dlpack__, **{keyword: value})
+        if error is not None:
+            refused.append(f"{keyword}={value!r}: {_describe(error)}")
+    return (FAIL, "; ".join(refused)) if refused else (PASS, "all four keywords accepted")
+
+
+def legacy_without_max_version(s: Subject):
+    wrong = []
+    for label, kwargs in [("no max_version", {}), ("max_version=None", {"max_version": None}),
+                          ("max_version=(0, 8)", {"max_version": (0, 8)})]:
+        capsule, error = _call(s.tensor.__dlpack__, **kwargs)
+        if error is not None:
+            wrong.append(f"{label}: {_describe(error)}")
+        elif P.capsule_name(capsule) != P.NAME_LEGACY:
+            wrong.append(f"{label}: got {P.capsule_name(capsule)!r}")
+    return (FAIL, "; ".join(wrong)) if wrong else (PASS, "legacy `dltensor` capsules")
+
+
+def _versioned_capsules(s: Subject):
+    for asked in [(1, 0), (1, 3), (2, 0)]:
+        capsule, error = _call(s.tensor.__dlpack__, max_version=asked)
+        yield asked, capsule, error
+
+
+def versioned_capsule(s: Subject):
+    wrong = []
+    for asked, capsule, error in _versioned_capsules(s):
+        if error is not None:
+            wrong.append(f"max_version={asked}: {_describe(error)}")
+        elif P.capsule_name(capsule) != P.NAME_VERSIONED:
+            wrong.append(f"max_version={asked}: got {P.capsule_name(capsule)!r}")
+    return (FAIL, "; ".join(wrong)) if wrong else (PASS, "`dltensor_versioned` capsules")
+
+
+def version_fields(s: Subject):
+    seen, wrong = [], []
+    for asked, capsule, error in _versioned_capsules(s):
+        if error is not None or P.capsule_name(capsule) != P.NAME_VERSIONED:
+            continue
+        version = P.read_capsule(capsule)["version"]
+        seen.append(f"{asked}->{version[0]}.{version[1]}")
+        if version[0] != 1 or version[0] > asked[0]:
+            wrong.append(f"max_version={asked} gave version {version[0]}.{version[1]}")
+    if not seen:
+        return NA, "no versioned capsule to read"
+    return (FAIL, "; ".join(wrong)) if wrong else (PASS, ", ".join(seen))
+
+
+def strides_present(s: Subject):
+    checked = 0
+    for asked, capsule, error in _versioned_capsules(s):
+        if error is not None or P.capsule_name(capsule) != P.NAME_VERSIONED:
+            continue
+        info = P.read_capsule(capsule)
+        if info["version"] >= (1, 2) and info["ndim"] > 0:
+            checked += 1
+            if info["strides"] is None:
+                return FAIL, f"version {info['version']} with ndim {info['ndim']}: NULL strides"
+    if not checked:
+        return NA, "no capsule of version 1.2 or later"
+    return PASS, "strides present"
+
+
+def values(s: Subject):
+    if not s.known_values:
+        return NA, "a user's factory: the expected values are not known"
+    wrong = []
+    for label, kwargs in [("legacy", {}), ("versioned", {"max_version": (1, 3)})]:
+        capsule, error = _call(s.tensor.__dlpack__, **kwargs)
+        if error is not None:
+            wrong.append(f"{label}: {_describe(error)}")
+            continue
+        array, error = _call(_values, capsule)
+        if error is not None:
+            wrong.append(f"{label}: dlbridge refuses the capsule: {_describe(error)}")
+        elif array.dtype != BASE.dtype or array.shape != BASE.shape or not (array == BASE).all():
+            wrong.append(f"{label}: read {array.dtype} {array.tolist()}, expected "
+                         f"{BASE.dtype} {BASE.tolist()}")
+    return (FAIL, "; ".join(wrong)) if wrong else (PASS, "values, shape and dtype as made")
+
+
+def read_only_flag(s: Subject):
+    if s.framework.make_read_only is None:
+        return NA, "the framework has no read-only tensors"
+    tensor = s.framework.make_read_only(BASE)
+    capsule, error = _call(tensor.__dlpack__, max_version=(1, 3))
+    if error is not None:
+        return FAIL, f"versioned export of read-only data: {_describe(error)}"
+    info = P.read_capsule(capsule)
+    if info["version"] is None:
+        return FAIL, "a legacy capsule for read-only data (it cannot carry READ_ONLY)"
+    if not info["flags"] & FLAG_READ_ONLY:
+        return FAIL, f"flags {info['flags']:#x} without READ_ONLY"
+    return PASS, "READ_ONLY set"
+
+
+def read_only_legacy_refused(s: Subject):
+    if s.framework.make_read_only is None:
+        return NA, "the framework has no read-only tensors"
+    tensor = s.framework.make_read_only(BASE)
+    _, error = _call(tensor.__dlpack__)
+    if error is None:
+        return FAIL, "a legacy capsule was made for read-only data"
+    if isinstance(error, BufferError):
+        return PASS, "BufferError"
+    return FAIL, f"raised {_describe(error)}, not BufferError"
+
+
+def copy_flag(s: Subject):
+    original = s.plain_data()
+    capsule, error = _call(s.tensor.__dlpack__, max_version=(1, 3), copy=True)
+    if error is not None:
+        return FAIL, f"copy=True: {_describe(error)}"
+    info = P.read_capsule(capsule)
+    data = (info["data"] or 0) + info["byte_offset"]
+    problems = []
+    if data == original:
+        problems.append("the capsule shares the tensor's memory")
+    if info["version"] is None:
+        problems.append("a legacy capsule cannot carry IS_COPIED")
+    elif not info["flags"] & FLAG_IS_COPIED:
+        problems.append(f"flags {info['flags']:#x} without IS_COPIED")
+    return (FAIL, "; ".join(problems)) if problems else (PASS, "a flagged copy")
+
+
+def no_copy_shares(s: Subject):
+    original = s.plain_data()
+    capsule, error = _call(s.tensor.__dlpack__, max_version=(1, 3), copy=False)
+    if error is not None:
+        return FAIL, f"copy=False: {_describe(error)}"
+    info = P.read_capsule(capsule)
+    if (info["data"] or 0) + info["byte_offset"] != original:
+        return FAIL, "copy=False gave other memory"
+    return PASS, "shared"
+
+
+def zero_size(s: Subject):
+    if not s.known_values:
+        return NA, "a user's factory makes one tensor only"
+    empty, error = _call(s.framework.make, np.zeros((0, 3), dtype=np.float32))
+    if error is not None:
+        return NA, f"the framework cannot make a (0, 3) tensor: {_describe(error)}"
+    capsule, error = _call(empty.__dlpack__, max_version=(1, 3))
+    if error is not None:
+        return FAIL, f"export of a (0, 3) tensor: {_describe(error)}"
+    info = P.read_capsule(capsule)
+    if not info["data"] and info["byte_offset"] != 0:
+        return FAIL, f"NULL data with byte_offset {info['byte_offset']}"
+    array, error = _call(_values, capsule)
+    if error is not None:
+        return FAIL, f"dlbridge refuses the capsule: {_describe(error)}"
+    detail = "NULL data" if not info["data"] else "non-NULL data"
+    return PASS, f"exports ({detail}, byte_offset {info['byte_offset']})"
+
+
+def _device(s: Subject):
+    return _call(s.tensor.__dlpack_device__)
+
+
+def device_tuple(s: Subject):
+    device, error = _device(s)
+    if error is not None:
+        return FAIL, f"__dlpack_device__(): {_describe(error)}"
+    if not isinstance(device, tuple) or len(device) != 2 or not isinstance(device[0], int):
+        return FAIL, f"returned {device!r}"
+    if not isinstance(device[1], int) and device[1] is not None:
+        return FAIL, f"returned {device!r}"
+    return PASS, repr(tuple(int(v) if v is not None else None for v in device))
+
+
+def device_id_int(s: Subject):
+    device, error = _device(s)
+    if error is not None or not isinstance(device, tuple) or len(device) != 2:
+        return NA, "no device tuple to read"
+    if device[1] is None:
+        return FAIL, "device_id is None"
+    return PASS, f"device_id {int(device[1])}"
+
+
+def device_matches_capsule(s: Subject):
+    device, error = _device(s)
+    if error is not None or not isinstance(device, tuple) or len(device) != 2:
+        return NA, "no device tuple to read"
+    info = P.read_capsule(s.tensor.__dlpack__(max_version=(1, 3)))
+    reported = (int(device[0]), int(device[1] or 0))
+    if info["device"] != reported:
+        return FAIL, f"__dlpack_device__ says {reported}, the capsule {info['device']}"
+    return PASS, f"{reported}"
+
+
+def _host_tensor(s: Subject) -> bool:
+    device, error = _device(s)
+    return error is None and int(device[0]) in (1, 3, 11, 13)
+
+
+def _bad_stream_error(s: Subject):
+    return _call(s.tensor.__dlpack__, stream=5)
+
+
+def bad_stream(s: Subject):
+    if not _host_tensor(s):
+        return NA, "the tensor is not in host memory"
+    _, error = _bad_stream_error(s)
+    if error is None:
+        return FAIL, "stream=5 accepted for CPU data"
+    if isinstance(error, TypeError):
+        return FAIL, f"raised {_describe(error)}: consumers read TypeError as an old producer"
+    return PASS, f"raised {type(error).__name__}"
+
+
+def bad_stream_error_type(s: Subject):
+    if not _host_tensor(s):
+        return NA, "the tensor is not in host memory"
+    _, error = _bad_stream_error(s)
+    if error is None:
+        return NA, "nothing raised (see producer.bad-stream)"
+    if isinstance(error, (ValueError, BufferError)):
+        return PASS, type(error).__name__
+    return FAIL, f"raised {_describe(error)}"
+
+
+def unreachable_device(s: Subject):
+    if not _host_tensor(s):
+        return NA, "the tensor is not in host memory"
+    _, error = _call(s.tensor.__dlpack__, max_version=(1, 3), dl_device=(2, 0))
+    if error is None:
+        return FAIL, "dl_device=(2, 0) (CUDA) accepted for a CPU tensor on a machine checked " \
+                     "without a GPU"
+    if isinstance(error, BufferError):
+        return PASS, "BufferError"
+    return FAIL, f"raised {_describe(error)}, not BufferError"
+
+
+def copy_false_needs_copy(s: Subject):
+    if _host_tensor(s):
+        return NA, "a tensor in host memory never needs a copy to reach the CPU"
+    _, error = _call(s.tensor.__dlpack__, max_version=(1, 3), dl_device=(1, 0), copy=False)
+    if isinstance(error, BufferError):
+        return PASS, "BufferError"
+    if error is None:
+        return FAIL, "copy=False to the CPU from a device tensor succeeded"
+    return FAIL, f"raised {_describe(error)}, not BufferError"
+
+
+def consumed_once(s: Subject):
+    import dlbridge
+
+    first = s.tensor.__dlpack__(max_version=(1, 3))
+    second = s.tensor.__dlpack__(max_version=(1, 3))
+    if first is second:
+        return FAIL, "two __dlpack__ calls returned the same capsule"
+    imported = dlbridge.from_dlpack(first)  # renames the capsule used_*
+    del first, second
+    gc.collect()
+    if s.known_values and not (np.from_dlpack(imported) == BASE).all():
+        return FAIL, "the values changed once the consumed capsule was released"
+    return PASS, "a new capsule per call; a consumed capsule leaves the tensor alone"
+
+
+def _rss() -> int | None:
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * 4096
+    except OSError:
+        return None
+
+
+def no_leak(s: Subject, exchanges: int = 10_000):
+    import dlbridge
+
+    tensor = s.tensor
+
+    def exchange(i):
+        if i % 3 == 0:
+            dlbridge.from_dlpack(tensor.__dlpack__(max_version=(1, 3)))
+        elif i % 3 == 1:
+            tensor.__dlpack__(max_version=(1, 3))  # dropped unconsumed
+        else:
+            tensor.__dlpack__()
+
+    for i in range(300):
+        exchange(i)
+    gc.collect()
+    references = sys.getrefcount(tensor)
+    before = _rss()
+    for i in range(exchanges):
+        exchange(i)
+    gc.collect()
+    after = _rss()
+    grown = sys.getrefcount(tensor) - references
+    problems = []
+    if grown:
+        problems.append(f"the tensor's reference count grew by {grown}")
+    if before is not None and after - before > 4 << 20:
+        problems.append(f"memory grew by {(after - before) >> 10} KiB")
+    if problems:
+        return FAIL, f"over {exchanges} exchanges: " + "; ".join(problems)
+    growth = "" if before is None else f", memory {max(0, after - before) >> 10} KiB"
+    return PASS, f"{exchanges} exchanges: reference count flat{growth}"
+
+
+# ---- the C exchange table -------------------------------------------------------------------
+
+
+def _table(s: Subject):
+    kind = type(s.tensor)
+    capsule = getattr(kind, "__dlpack_c_exchange_api__", None)
+    if capsule is None:
+        return None, "the type publishes no __dlpack_c_exchange_api__"
+    try:
+        return X.capsule_table(capsule), None
+    except ValueError as error:
+        return False, str(error)
+
+
+def _usable_table(s: Subject):
+    table, why = _table(s)
+    if not table:
+        return None, why
+    table = X.major_one(table)
+    if table is None:
+        return None, "no table of major version 1"
+    return table, None
+
+
+def exchange_capsule(s: Subject):
+    table, why = _table(s)
+    if table is None:
+        return NA, why
+    if table is False:
+        return FAIL, why
+    return PASS, "a dlpack_exchange_api capsule"
+
+
+def exchange_version(s: Subject):
+    table, why = _table(s)
+    if not table:
+        return NA, why
+    version = (table.header.version.major, table.header.version.minor)
+    if X.major_one(table) is None:
+        return FAIL, f"version {version[0]}.{version[1]}, and no major-1 table along prev_api"
+    return PASS, f"version {version[0]}.{version[1]}"
+
+
+def exchange_members(s: Subject):
+    table, why = _usable_table(s)
+    if table is None:
+        return NA, why
+    missing = [m for m in X.MEMBERS if m != "dltensor_from_py_object_no_sync"
+               and not getattr(table, m)]
+    return (FAIL, "NULL: " + ", ".join(missing)) if missing else (PASS, "all set")
+
+
+def _dlpack_info(s: Subject):
+    return P.read_capsule(s.tensor.__dlpack__(max_version=(1, 3)))
+
+
+def _same_tensor(info: dict, tensor: P.DLTensor) -> list:
+    ndim = tensor.ndim
+    shape = tuple(tensor.shape[i] for i in range(ndim)) if tensor.shape else None
+    strides = tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else None
+    seen = {
+        "data": (tensor.data or 0) + tensor.byte_offset,
+        "dtype": (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes),
+        "shape": shape,
+        "strides": strides,
+    }
+    expected = {
+        "data": (info["data"] or 0) + info["byte_offset"],
+        "dtype": info["dtype"],
+        "shape": info["shape"],
+        "strides": info["strides"],
+    }
+    return [f"{k}: {seen[k]} vs __dlpack__'s {expected[k]}" for k in seen if seen[k] != expected[k]]
+
+
+def exchange_from_py_object(s: Subject):
+    table, why = _usable_table(s)
+    if table is None:
+        return NA, why
+    export = X.function(table, "managed_tensor_from_py_object_no_sync")
+    if export is None:
+        return FAIL, "NULL"
+    out = ctypes.POINTER(P.DLManagedTensorVersioned)()
+    status, error = _call(export, id(s.tensor), ctypes.byref(out))
+    if error is not None or status != 0:
+        return FAIL, f"returned {status}: {_describe(error) if error else 'no error set'}"
+    try:
+        managed = out.contents
+        if managed.version.major != 1:
+            return FAIL, f"version {managed.version.major}.{managed.version.minor}"
+        differences = _same_tensor(_dlpack_info(s), managed.dl_tensor)
+    finally:
+        X.free(out)
+    return (FAIL, "; ".join(differences)) if differences else (PASS, "same as __dlpack__")
+
+
+def exchange_dltensor(s: Subject):
+    table, why = _usable_table(s)
+    if table is None:
+        return NA, why
+    describe = X.function(table, "dltensor_from_py_object_no_sync")
+    if describe is None:
+        return NA, "NULL (allowed)"
+    tensor = P.DLTensor()
+    status, error = _call(describe, id(s.tensor), ctypes.byref(tensor))
+    if error is not None or status != 0:
+        return FAIL, f"returned {status}: {_describe(error) if error else 'no error set'}"
+    differences = _same_tensor(_dlpack_info(s), tensor)
+    return (FAIL, "; ".join(differences)) if differences else (PASS, "same as __dlpack__")
+
+
+def exchange_to_py_object(s: Subject):
+    table, why = _usable_table(s)
+    if table is None:
+        return NA, why
+    wrap = X.function(table, "managed_tensor_to_py_object_no_sync")
+    if wrap is None:
+        return FAIL, "NULL"
+    record = P.make_from_numpy(np.array(BASE, copy=True))
+    out = ctypes.c_void_p()
+    pointer = ctypes.cast(record.address, ctypes.POINTER(P.DLManagedTensorVersioned))
+    status, error = _call(wrap, pointer, ctypes.byref(out))
+    if error is not None or status != 0:
+        return FAIL, f"returned {status}: {_describe(error) if error else 'no error set'}"
+    wrapped = ctypes.cast(out, ctypes.py_object).value
+    ctypes.pythonapi.Py_DecRef(ctypes.py_object(wrapped))  # the call handed us a reference
+    if not isinstance(wrapped, type(s.tensor)):
+        return FAIL, f"made a {type(wrapped).__name__}, not a {type(s.tensor).__name__}"
+    array, error = _call(_values, wrapped)
+    if error is None and not (array == BASE).all():
+        return FAIL, f"the object reads {array.tolist()}"
+    return PASS, f"a {type(wrapped).__name__} over the tensor"
+
+
+def exchange_allocator(s: Subject):
+    table, why = _usable_table(s)
+    if table is None:
+        return NA, why
+    allocate = X.function(table, "managed_tensor_allocator")
+    if allocate is None:
+        return FAIL, "NULL"
+    prototype = P.make_managed((3, 4), "float32").struct.dl_tensor
+    out = ctypes.POINTER(P.DLManagedTensorVersioned)()
+    messages = []
+
+    @X.SET_ERROR
+    def set_error(_ctx, kind, message):
+        messages.append(f"{kind.decode()}: {message.decode()}")
+
+    status, error = _call(allocate, ctypes.byref(prototype), ctypes.byref(out), None, set_error)
+    if error is not None or status != 0:
+        return FAIL, f"returned {status}: {error or '; '.join(messages) or 'no error set'}"
+    try:
+        tensor = out.contents.dl_tensor
+        shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+        dtype = (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes)
+        device = (tensor.device.device_type, tensor.device.device_id)
+    finally:
+        X.free(out)
+    if shape != (3, 4) or dtype != (2, 32, 1) or device != (1, 0):
+        return FAIL, f"allocated shape {shape} dtype {dtype} on {device}"
+    return PASS, "a (3, 4) float32 CPU tensor"
+
+
+def exchange_work_stream(s: Subject):
+    table, why = _usable_table(s)
+    if table is None:
+        return NA, why
+    current = X.function(table, "current_work_stream")
+    if current is None:
+        return FAIL, "NULL"
+    sentinel = 0x5EED
+    stream = ctypes.c_void_p(sentinel)
+    status, error = _call(current, 1, 0, ctypes.byref(stream))
+    if error is not None or status != 0:
+        return FAIL, f"returned {status}: {_describe(error) if error else 'no error set'}"
+    if stream.value == sentinel:
+        return FAIL, "returned 0 without writing the stream"
+    if stream.value:
+        return FAIL, f"stream {stream.value:#x} for the CPU"
+    return PASS, "NULL for the CPU"
+
+
+CHECKS = {
+    "producer.keyword-only": keyword_only,
+    "producer.accepts-keywords": accepts_keywords,
+    "producer.legacy-without-max-version": legacy_without_max_version,
+    "producer.versioned-capsule": versioned_capsule,
+    "producer.version-fields": version_fields,
+    "producer.strides-present": strides_present,
+    "producer.values": values,
+    "producer.read-only-flag": read_only_flag,
+    "producer.read-only-legacy-refused": read_only_legacy_refused,
+    "producer.copy-flag": copy_flag,
+    "producer.no-copy-shares": no_copy_shares,
+    "producer.zero-size": zero_size,
+    "producer.device-tuple": device_tuple,
+    "producer.device-id-int": device_id_int,
+    "producer.device-matches-capsule": device_matches_capsule,
+    "producer.bad-stream": bad_stream,
+    "producer.bad-stream-error-type": bad_stream_error_type,
+    "producer.unreachable-device": unreachable_device,
+    "producer.copy-false-needs-copy": copy_false_needs_copy,
+    "producer.consumed-once": consumed_once,
+    "producer.no-leak": no_leak,
+    "exchange.capsule": exchange_capsule,
+    "exchange.version": exchange_version,
+    "exchange.members": exchange_members,
+    "exchange.from-py-object": exchange_from_py_object,
+    "exchange.dltensor": exchange_dltensor,
+    "exchange.to-py-object": exchange_to_py_object,
+    "exchange.allocator": exchange_allocator,
+    "exchange.work-stream": exchange_work_stream,
+}

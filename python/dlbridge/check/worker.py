@@ -1,0 +1,95 @@
+"""The subprocess side of `dlbridge check`: runs one job and streams JSON lines.
+
+`python -m dlbridge.check.worker JOB` where JOB is JSON:
+- `{"kind": "framework", "name": N, "skip": [rule ids]}`: the producer checks, then the
+  consumer checks, of framework N;
+- `{"kind": "matrix", "pairs": [[producer, consumer], ...]}`: those interop pairs.
+
+Before each unit of work it prints `{"running": ...}` and after it `{"result": ...}`, flushed,
+so that the parent knows which check a crash or a hang happened in and can start a new worker
+for what is left.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+
+def _emit(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def _framework_job(name: str, skip: set) -> None:
+    from . import consumer_checks, producer_checks
+    from .frameworks import resolve
+
+    framework = resolve(name)
+    subject = None
+    subject_error = None
+    for rule_id, check in producer_checks.CHECKS.items():
+        if rule_id in skip:
+            continue
+        _emit({"running": rule_id})
+        if subject is None and subject_error is None:
+            try:
+                subject = producer_checks.Subject(framework)
+            except Exception as error:  # noqa: BLE001
+                subject_error = f"cannot make a tensor: {type(error).__name__}: {error}"
+        if subject_error is not None:
+            outcome, detail = "n/a", subject_error
+        else:
+            outcome, detail = _guarded(check, subject)
+        _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
+    custom = ":" in name
+    for rule_id, check in consumer_checks.CHECKS.items():
+        if rule_id in skip:
+            continue
+        _emit({"running": rule_id})
+        if custom:
+            outcome, detail = "n/a", "a user's factory has no from_dlpack"
+        else:
+            outcome, detail = _guarded(check, framework)
+        _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
+
+
+def _guarded(check, argument):
+    try:
+        return check(argument)
+    except Exception as error:  # noqa: BLE001 - a check that breaks is reported, not fatal
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        return "fail", (f"the check could not complete: {type(error).__name__}: {error} "
+                        f"({where.name}:{where.lineno})")[:300]
+
+
+def _matrix_job(pairs: list) -> None:
+    from .frameworks import resolve
+    from .matrix import run_pair
+
+    for producer, consumer in pairs:
+        _emit({"running": [producer, consumer]})
+        try:
+            result = run_pair(resolve(producer), resolve(consumer))
+        except Exception as error:  # noqa: BLE001
+            result = {"producer": producer, "consumer": consumer, "error":
+                      f"{type(error).__name__}: {error}"[:300]}
+        _emit({"result": result})
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    job = json.loads(argv[0])
+    if job["kind"] == "framework":
+        _framework_job(job["name"], set(job.get("skip", [])))
+    elif job["kind"] == "matrix":
+        _matrix_job(job["pairs"])
+    else:
+        raise SystemExit(f"unknown job kind {job['kind']!r}")
+    _emit({"done": True})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,199 @@
+"""Producers for the checker's tests: one well-behaved producer, and variants that each
+break one rule of the standard. Importable as `module:factory` by the checker's worker
+processes (the tests put this folder on PYTHONPATH)."""
+
+from __future__ import annotations
+
+import ctypes
+import time
+
+import numpy as np
+
+import dlbridge
+from dlbridge.check import producers as P
+
+BASE = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+class Good:
+    """A conforming producer: every call forwarded to a dlbridge tensor over its values."""
+
+    def __init__(self, array=BASE, read_only: bool = False):
+        array = np.array(array, copy=True)
+        if read_only:
+            array.flags.writeable = False
+        self.array = array
+        self.inner = dlbridge.from_dlpack(array)
+
+    def __dlpack_device__(self):
+        return self.inner.__dlpack_device__()
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self.inner.__dlpack__(stream=stream, max_version=max_version,
+                                     dl_device=dl_device, copy=copy)
+
+
+def _record(array, *, versioned=True, **fields):
+    record = P.make_from_numpy(np.ascontiguousarray(array), versioned=versioned, **fields)
+    _KEEP.append(record)
+    return record
+
+
+_KEEP: list = []
+
+
+class PositionalArguments(Good):
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        return super().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
+                                  copy=copy)
+
+
+class MissingKeywords(Good):
+    def __dlpack__(self, *, stream=None, max_version=None):  # no dl_device, no copy
+        return super().__dlpack__(stream=stream, max_version=max_version)
+
+
+class AlwaysVersioned(Good):
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return super().__dlpack__(stream=stream, max_version=(1, 3), dl_device=dl_device,
+                                  copy=copy)
+
+
+class AlwaysLegacy(Good):
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return super().__dlpack__(stream=stream, max_version=None, dl_device=dl_device,
+                                  copy=copy)
+
+
+class VersionTwo(Good):
+    def __dlpack__(self, **kwargs):
+        if (kwargs.get("max_version") or (0,))[0] >= 1:
+            return _record(self.array, version=(2, 0)).capsule()
+        return super().__dlpack__(**kwargs)
+
+
+class NullStridesIn13(Good):
+    def __dlpack__(self, **kwargs):
+        if (kwargs.get("max_version") or (0,))[0] >= 1:
+            return _record(self.array, strides=None).capsule()
+        return super().__dlpack__(**kwargs)
+
+
+class WrongValues(Good):
+    def __dlpack__(self, **kwargs):
+        return Good(np.zeros_like(self.array)).__dlpack__(**kwargs)
+
+
+class ReadOnlyUnflagged(Good):
+    """Read-only data exported versioned without READ_ONLY, and legacy without refusal."""
+
+    def __dlpack__(self, **kwargs):
+        versioned = (kwargs.get("max_version") or (0,))[0] >= 1
+        return _record(self.array, versioned=versioned).capsule()
+
+
+class CopyIgnored(Good):
+    def __dlpack__(self, *, copy=None, **kwargs):
+        return super().__dlpack__(**kwargs)
+
+
+class CopyFalseCopies(Good):
+    def __dlpack__(self, *, copy=None, **kwargs):
+        return super().__dlpack__(copy=True if copy is False else copy, **kwargs)
+
+
+class ZeroSizeRefused(Good):
+    def __init__(self, array=BASE, read_only=False):
+        super().__init__(array, read_only)
+        self.empty = array.size == 0
+
+    def __dlpack__(self, **kwargs):
+        if self.empty:
+            raise BufferError("no elements, no export")
+        return super().__dlpack__(**kwargs)
+
+
+class DeviceList(Good):
+    def __dlpack_device__(self):
+        return [1, 0]
+
+
+class DeviceIdNone(Good):
+    def __dlpack_device__(self):
+        return (1, None)
+
+
+class DeviceMismatch(Good):
+    def __dlpack_device__(self):
+        return (3, 0)  # CUDAHost, while the capsule says CPU
+
+
+class StreamIgnored(Good):
+    def __dlpack__(self, *, stream=None, **kwargs):
+        return super().__dlpack__(**kwargs)
+
+
+class StreamRuntimeError(Good):
+    def __dlpack__(self, *, stream=None, **kwargs):
+        if stream is not None:
+            raise RuntimeError("no streams here")
+        return super().__dlpack__(**kwargs)
+
+
+class StreamTypeError(Good):
+    def __dlpack__(self, *, stream=None, **kwargs):
+        if stream is not None:
+            raise TypeError("stream is not supported")
+        return super().__dlpack__(**kwargs)
+
+
+class DeviceIgnored(Good):
+    def __dlpack__(self, *, dl_device=None, **kwargs):
+        return super().__dlpack__(**kwargs)
+
+
+class SameCapsule(Good):
+    def __dlpack__(self, **kwargs):
+        key = repr(sorted(kwargs.items()))
+        cache = self.__dict__.setdefault("cache", {})
+        if key not in cache:
+            cache[key] = super().__dlpack__(**kwargs)
+        return cache[key]
+
+
+class Leaky(Good):
+    def __dlpack__(self, **kwargs):
+        self.__dict__.setdefault("held", []).append(self)
+        return super().__dlpack__(**kwargs)
+
+
+class Crashes(Good):
+    """Dereferences NULL when asked for a stream: the worker process dies."""
+
+    def __dlpack__(self, *, stream=None, **kwargs):
+        if stream is not None:
+            ctypes.string_at(0)
+        return super().__dlpack__(**kwargs)
+
+
+class Hangs(Good):
+    def __dlpack__(self, *, stream=None, **kwargs):
+        if stream is not None:
+            time.sleep(3600)
+        return super().__dlpack__(**kwargs)
+
+
+def good():
+    return Good()
+
+
+def crashes():
+    return Crashes()
+
+
+def hangs():
+    return Hangs()
+
+
+def leaky():
+    return Leaky()

@@ -1,0 +1,343 @@
+"""`dlbridge check`: every rule is reported broken by a producer or consumer written to break
+it, dlbridge itself passes every rule, and a crashing or hanging framework is reported as
+such without ending the run."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import _check_subjects as S
+import dlbridge
+from dlbridge.check import consumer_checks, producer_checks
+from dlbridge.check import producers as P
+from dlbridge.check.cli import check_framework
+from dlbridge.check.frameworks import Framework
+from dlbridge.check.rules import RULES
+
+TESTS = pathlib.Path(__file__).resolve().parent
+
+
+def _producer_framework(cls) -> Framework:
+    return Framework(cls.__name__, "_check_subjects", make=lambda a: cls(a),
+                     consume=dlbridge.from_dlpack, to_numpy=np.from_dlpack,
+                     make_read_only=lambda a: cls(a, read_only=True))
+
+
+BROKEN_PRODUCERS = [
+    ("producer.keyword-only", S.PositionalArguments),
+    ("producer.accepts-keywords", S.MissingKeywords),
+    ("producer.legacy-without-max-version", S.AlwaysVersioned),
+    ("producer.versioned-capsule", S.AlwaysLegacy),
+    ("producer.version-fields", S.VersionTwo),
+    ("producer.strides-present", S.NullStridesIn13),
+    ("producer.values", S.WrongValues),
+    ("producer.read-only-flag", S.ReadOnlyUnflagged),
+    ("producer.read-only-legacy-refused", S.ReadOnlyUnflagged),
+    ("producer.copy-flag", S.CopyIgnored),
+    ("producer.no-copy-shares", S.CopyFalseCopies),
+    ("producer.zero-size", S.ZeroSizeRefused),
+    ("producer.device-tuple", S.DeviceList),
+    ("producer.device-id-int", S.DeviceIdNone),
+    ("producer.device-matches-capsule", S.DeviceMismatch),
+    ("producer.bad-stream", S.StreamIgnored),
+    ("producer.bad-stream", S.StreamTypeError),
+    ("producer.bad-stream-error-type", S.StreamRuntimeError),
+    ("producer.unreachable-device", S.DeviceIgnored),
+    ("producer.consumed-once", S.SameCapsule),
+    ("producer.no-leak", S.Leaky),
+]
+
+
+@pytest.mark.parametrize("rule,cls", BROKEN_PRODUCERS,
+                         ids=[f"{r}-{c.__name__}" for r, c in BROKEN_PRODUCERS])
+def test_a_producer_breaking_a_rule_is_reported(rule, cls):
+    subject = producer_checks.Subject(_producer_framework(cls))
+    outcome, detail = producer_checks.CHECKS[rule](subject)
+    assert outcome == "fail", f"{cls.__name__} passed {rule}: {detail}"
+    # The same rule holds for the well-behaved producer.
+    good = producer_checks.Subject(_producer_framework(S.Good))
+    assert producer_checks.CHECKS[rule](good)[0] in ("pass", "n/a")
+
+
+def test_every_producer_rule_testable_on_the_cpu_has_a_breaking_producer():
+    covered = {rule for rule, _ in BROKEN_PRODUCERS}
+    untestable_here = {
+        "producer.copy-false-needs-copy",  # no CPU tensor needs a copy to reach the CPU
+    }
+    expected = {r for r in producer_checks.CHECKS if r.startswith("producer.")}
+    assert expected - covered == untestable_here
+
+
+# ---- the C exchange table -------------------------------------------------------------------
+
+from dlbridge.check import exchange_table as X  # noqa: E402
+
+
+def _table_class(table_or_capsule):
+    """A Good producer whose type publishes `table_or_capsule` as its exchange API."""
+    capsule = table_or_capsule
+    if isinstance(table_or_capsule, X.ExchangeAPI):
+        _TABLES.append(table_or_capsule)
+        capsule = _capsule(ctypes.addressof(table_or_capsule), X.CAPSULE_NAME)
+    return type("Published", (S.Good,), {"__dlpack_c_exchange_api__": capsule})
+
+
+_TABLES: list = []
+_NAMES: list = []
+
+
+def _capsule(address, name: bytes):
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype = ctypes.py_object
+    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    static = ctypes.create_string_buffer(name)
+    _NAMES.append(static)
+    return new(address, ctypes.cast(static, ctypes.c_char_p), None)
+
+
+def _dlbridge_table() -> X.ExchangeAPI:
+    return X.capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)
+
+
+def _copy_of_dlbridge_table() -> X.ExchangeAPI:
+    copy = X.ExchangeAPI()
+    ctypes.memmove(ctypes.addressof(copy), ctypes.addressof(_dlbridge_table()),
+                   ctypes.sizeof(copy))
+    return copy
+
+
+def _exchange_outcome(rule, cls):
+    return producer_checks.CHECKS[rule](producer_checks.Subject(_producer_framework(cls)))
+
+
+def test_exchange_rules_pass_for_dlbridge_tensors():
+    fw = Framework("dlbridge", "dlbridge", make=lambda a: dlbridge.from_dlpack(a).copy(),
+                   consume=dlbridge.from_dlpack, to_numpy=np.from_dlpack)
+    subject = producer_checks.Subject(fw)
+    for rule, check in producer_checks.CHECKS.items():
+        if rule.startswith("exchange."):
+            assert check(subject)[0] == "pass", (rule, check(subject))
+
+
+def test_exchange_capsule_of_another_name_is_reported():
+    cls = _table_class(_capsule(ctypes.addressof(_dlbridge_table()), b"not_the_table"))
+    assert _exchange_outcome("exchange.capsule", cls)[0] == "fail"
+
+
+def test_exchange_table_of_major_2_without_prev_api_is_reported():
+    table = _copy_of_dlbridge_table()
+    table.header.version.major = 2
+    assert _exchange_outcome("exchange.version", _table_class(table))[0] == "fail"
+
+
+def test_exchange_table_with_a_null_member_is_reported():
+    table = _copy_of_dlbridge_table()
+    table.managed_tensor_allocator = None
+    assert _exchange_outcome("exchange.members", _table_class(table))[0] == "fail"
+
+
+def test_exchange_functions_that_misbehave_are_reported():
+    # The table of a Python producer class calling dlbridge's functions would hand them an
+    # object of the wrong type: each is refused with a Python error, and each is reported.
+    cls = _table_class(_copy_of_dlbridge_table())
+    for rule in ("exchange.from-py-object", "exchange.dltensor", "exchange.to-py-object"):
+        assert _exchange_outcome(rule, cls)[0] == "fail", rule
+
+
+@X.CURRENT_WORK_STREAM
+def _stream_seven(device_type, device_id, out):
+    out[0] = 7
+    return 0
+
+
+def test_exchange_work_stream_for_the_cpu_must_be_null():
+    table = _copy_of_dlbridge_table()
+    table.current_work_stream = ctypes.cast(_stream_seven, ctypes.c_void_p).value
+    assert _exchange_outcome("exchange.work-stream", _table_class(table))[0] == "fail"
+
+
+# ---- consumers ------------------------------------------------------------------------------
+
+
+def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strides_error=False,
+                   negative_error=False, null_data_error=False, writable_view=False,
+                   accept_major2=False, no_retry=False, delete_count=1, refuse_legacy=False):
+    """A from_dlpack written with ctypes, with one bug switched on (float32 only)."""
+
+    def consume(obj):
+        try:
+            capsule = obj.__dlpack__(max_version=(1, 3))
+        except TypeError:
+            if no_retry:
+                raise
+            capsule = obj.__dlpack__()
+        name = P.capsule_name(capsule)
+        if name == P.NAME_LEGACY and refuse_legacy:
+            raise BufferError("legacy capsules are not supported")
+        if name == P.NAME_VERSIONED:
+            pointer = P.PyCapsule_GetPointer(capsule, name)
+            major = P.DLManagedTensorVersioned.from_address(pointer).version.major
+            if major != 1:
+                if not accept_major2:
+                    raise BufferError(f"major version {major}")
+                P.consume_capsule(capsule)
+                return np.zeros(0, np.float32)  # "imported" (without reading anything)
+        info = P.read_capsule(capsule)
+        shape = info["shape"] or ()
+        strides = info["strides"]
+        if strides is None:
+            if null_strides_error:
+                raise ValueError("NULL strides")
+            strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+        if strict_strides and strides != tuple(int(np.prod(shape[i + 1:]))
+                                               for i in range(len(shape))):
+            raise ValueError(f"strides {strides} are not row-major")
+        if any(s < 0 for s in strides) and negative_error:
+            raise ValueError("negative strides")
+        if not info["data"] and null_data_error:
+            raise ValueError("NULL data")
+        pointer, deleter, _ = P.consume_capsule(capsule)
+        first = (info["data"] or 0) + (0 if ignore_byte_offset else info["byte_offset"])
+        if 0 in shape:
+            result = np.zeros(shape, np.float32)
+        else:
+            low = sum((e - 1) * s for e, s in zip(shape, strides) if s < 0)
+            high = sum((e - 1) * s for e, s in zip(shape, strides) if s > 0)
+            buffer = (ctypes.c_float * (high - low + 1)).from_address(first + 4 * low)
+            view = np.lib.stride_tricks.as_strided(
+                np.frombuffer(buffer, np.float32)[-low:], shape, tuple(4 * s for s in strides))
+            if writable_view:
+                return view  # shares the producer's memory, writable, never released
+            result = np.array(view, copy=True)
+        for _ in range(delete_count):
+            P.release(pointer, deleter)
+        return result
+
+    return consume
+
+
+def _consumer_framework(**bug) -> Framework:
+    return Framework("naive", "numpy", make=np.array, consume=naive_consumer(**bug),
+                     to_numpy=np.asarray, read_only=lambda r: not r.flags.writeable)
+
+
+BROKEN_CONSUMERS = [
+    ("consumer.legacy-capsule", {"refuse_legacy": True}),
+    ("consumer.deleter-once", {"delete_count": 0}),
+    ("consumer.deleter-once", {"delete_count": 2}),
+    ("consumer.null-strides", {"null_strides_error": True}),
+    ("consumer.extent-one-strides", {"strict_strides": True}),
+    ("consumer.negative-strides", {"negative_error": True}),
+    ("consumer.zero-size-null-data", {"null_data_error": True}),
+    ("consumer.byte-offset", {"ignore_byte_offset": True}),
+    ("consumer.read-only", {"writable_view": True}),
+    ("consumer.major-version-2", {"accept_major2": True}),
+    ("consumer.old-producer", {"no_retry": True}),
+]
+
+
+@pytest.mark.parametrize("rule,bug", BROKEN_CONSUMERS,
+                         ids=[f"{r}-{next(iter(b))}" for r, b in BROKEN_CONSUMERS])
+def test_a_consumer_breaking_a_rule_is_reported(rule, bug):
+    outcome, detail = consumer_checks.CHECKS[rule](_consumer_framework(**bug))
+    assert outcome == "fail", f"{bug} passed {rule}: {detail}"
+    assert consumer_checks.CHECKS[rule](_consumer_framework())[0] == "pass", rule
+
+
+def test_a_consumer_refusing_versioned_capsules_is_reported():
+    def legacy_only(obj):
+        capsule = obj.__dlpack__(max_version=(1, 3))
+        if P.capsule_name(capsule) != P.NAME_LEGACY:
+            raise BufferError("versioned capsules are not supported")
+        return naive_consumer()(obj)
+
+    fw = Framework("legacy-only", "numpy", make=np.array, consume=legacy_only,
+                   to_numpy=np.asarray)
+    assert consumer_checks.CHECKS["consumer.versioned-capsule"](fw)[0] == "fail"
+
+
+def test_every_consumer_rule_has_a_breaking_consumer():
+    covered = {rule for rule, _ in BROKEN_CONSUMERS} | {"consumer.versioned-capsule"}
+    assert covered == set(consumer_checks.CHECKS)
+
+
+def test_every_rule_is_checked_and_every_check_has_a_rule():
+    checks = set(producer_checks.CHECKS) | set(consumer_checks.CHECKS)
+    assert checks == set(RULES)
+
+
+# ---- whole runs, in worker processes ----------------------------------------------------------
+
+
+@pytest.fixture
+def subjects_importable(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [
+        str(TESTS), os.environ.get("PYTHONPATH")])))
+
+
+def test_dlbridge_passes_every_rule():
+    results = check_framework("dlbridge", timeout=300)
+    assert {r["rule"] for r in results} == set(RULES)
+    failures = [r for r in results if r["outcome"] == "fail"]
+    assert not failures, failures
+    not_applicable = {r["rule"] for r in results if r["outcome"] == "n/a"}
+    assert not_applicable == {"producer.copy-false-needs-copy"}
+
+
+def test_a_crashing_producer_is_reported_and_the_run_goes_on(subjects_importable):
+    results = {r["rule"]: r for r in check_framework("_check_subjects:crashes", timeout=120)}
+    crashed = results["producer.bad-stream"]
+    assert crashed["outcome"] == "fail" and "crash" in crashed["detail"]
+    assert "signal" in crashed["detail"]
+    assert results["producer.unreachable-device"]["outcome"] == "pass"  # after the crash
+    assert results["producer.no-leak"]["outcome"] == "pass"
+
+
+def test_a_hanging_producer_is_reported_and_the_run_goes_on(subjects_importable):
+    results = {r["rule"]: r for r in check_framework("_check_subjects:hangs", timeout=20)}
+    hung = results["producer.bad-stream"]
+    assert hung["outcome"] == "fail" and "hung" in hung["detail"]
+    assert results["producer.values"]["outcome"] == "n/a"  # a factory's values are unknown
+    assert results["producer.keyword-only"]["outcome"] == "pass"
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "dlbridge", "check", *args], text=True,
+                          capture_output=True, env=env, timeout=600)
+
+
+def test_cli_json_and_exit_status_for_a_conforming_producer():
+    done = _cli("dlbridge", "--no-matrix", "--json", "--quiet")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["summary"]["dlbridge"]["must_failures"] == 0
+    assert report["rules"]["producer.copy-flag"]["level"] == "MUST"
+
+
+def test_cli_exit_status_1_and_markdown_for_a_must_failure(subjects_importable):
+    done = _cli("_check_subjects:leaky", "--no-matrix", "--markdown", "--quiet",
+                env=dict(os.environ))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "| _check_subjects:leaky | `producer.no-leak` (protocol 5) | MUST |" in done.stdout
+
+
+def test_cli_refuses_an_unknown_framework():
+    done = _cli("no_such_framework")
+    assert done.returncode == 2
+    assert "unknown framework" in done.stderr
+
+
+def test_cli_plain_text_has_a_summary_line_and_a_matrix():
+    done = _cli("numpy", "dlbridge", "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "numpy: 0 MUST failures" in done.stdout
+    assert "Interop matrix" in done.stdout
+    assert "\x1b[" not in done.stdout  # no colour when not on a terminal
