@@ -60,8 +60,9 @@ def render_text(report: dict, colour: bool = False) -> str:
         lines.append(name)
         for result in results:
             rule = RULES[result["rule"]]
+            detail = " ".join(result["detail"].split())
             lines.append(f"  {_label(result['outcome'], colour)} {rule.level:<6} "
-                         f"{rule.id:<38} {result['detail']}")
+                         f"{rule.id:<38} {detail}")
     lines.append("")
     lines.append("Summary")
     for name, summary in report["summary"].items():
@@ -109,7 +110,7 @@ def render_markdown(report: dict) -> str:
                 continue
             any_failure = True
             rule = RULES[result["rule"]]
-            detail = result["detail"].replace("|", "\\|")
+            detail = " ".join(result["detail"].split()).replace("|", "\\|")
             lines.append(f"| {name} | `{rule.id}` ({rule.section}) | {rule.level} | {detail} |")
     if not any_failure:
         lines.append("| (none) | | | |")
