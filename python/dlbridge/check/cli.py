@@ -22,19 +22,21 @@ from .rules import MUST, RULES
 
 
 def _stream(job: dict, timeout: float, on_line) -> tuple:
-    """Runs a worker; calls `on_line` for each JSON message. Returns (finished, what was
-    running when it stopped, why it stopped)."""
+    """Runs a worker; calls `on_line` for each JSON message. A worker silent for `timeout`
+    seconds (one check, or one matrix pair) is taken as hung and killed. Returns (finished,
+    what was running when it stopped, why it stopped)."""
+    import selectors
+
     command = [sys.executable, "-m", "dlbridge.check.worker", json.dumps(job)]
     env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, env=env)
-    running, finished = None, False
+                               env=env)
+    running, finished, pending = None, False, b""
     deadline = time.monotonic() + timeout
+    descriptor = process.stdout.fileno()
+    selector = selectors.DefaultSelector()
+    selector.register(descriptor, selectors.EVENT_READ)
     try:
-        import selectors
-
-        selector = selectors.DefaultSelector()
-        selector.register(process.stdout, selectors.EVENT_READ)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -43,26 +45,34 @@ def _stream(job: dict, timeout: float, on_line) -> tuple:
                 return False, running, f"no answer within {timeout:.0f} s (hung)"
             if not selector.select(timeout=min(left, 1.0)):
                 continue
-            line = process.stdout.readline()
-            if not line:
+            # Raw reads: a buffered reader could hold complete lines that `select` no longer
+            # announces, and a hang would be blamed on the wrong check.
+            chunk = os.read(descriptor, 1 << 16)
+            if not chunk:
                 break
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue  # a framework printing to stdout
-            if not isinstance(message, dict):
-                continue
-            if "running" in message:
-                running = message["running"]
-            elif "result" in message:
-                on_line(message["result"])
-                running = None
-            elif message.get("done"):
-                finished = True
+            deadline = time.monotonic() + timeout  # the timeout is per check
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue  # a framework printing to stdout
+                if not isinstance(message, dict):
+                    continue
+                if "running" in message:
+                    running = message["running"]
+                elif "result" in message:
+                    on_line(message["result"])
+                    running = None
+                elif message.get("done"):
+                    finished = True
     finally:
+        selector.close()
         if process.poll() is None:
             process.kill()
         process.wait()
+        process.stdout.close()
     if finished:
         return True, None, None
     code = process.returncode
@@ -152,7 +162,7 @@ def _versions(names: Iterable[str]) -> dict:
     return versions
 
 
-def run(names: list, *, matrix: bool = True, timeout: float = 600, progress=None) -> dict:
+def run(names: list, *, matrix: bool = True, timeout: float = 120, progress=None) -> dict:
     """Runs every check for `names` (installed frameworks or module:factory) and returns the
     report as a dict (what `--json` prints)."""
     progress = progress or (lambda message: None)
@@ -195,8 +205,9 @@ def main(argv=None) -> int:
     output.add_argument("--json", action="store_true", help="print the report as JSON")
     output.add_argument("--markdown", action="store_true", help="print Markdown tables")
     parser.add_argument("--no-matrix", action="store_true", help="skip the interop matrix")
-    parser.add_argument("--timeout", type=float, default=600,
-                        help="seconds a framework's process may take (default 600)")
+    parser.add_argument("--timeout", type=float, default=120,
+                        help="seconds one check (or one matrix pair) may take before it is "
+                             "reported hung (default 120)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     arguments = parser.parse_args(argv)
     names = arguments.names or installed()
