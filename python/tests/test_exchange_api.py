@@ -3,7 +3,7 @@ would make (each of the five functions called through ctypes), and real consumer
 dlbridge itself) take it."""
 
 import ctypes
-from ctypes import CFUNCTYPE, POINTER, PYFUNCTYPE, Structure, c_char_p, c_int, c_int32, c_void_p
+from ctypes import POINTER, c_char_p, c_void_p
 
 import numpy as np
 import pytest
