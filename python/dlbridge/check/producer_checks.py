@@ -399,6 +399,23 @@ def _usable_table(s: Subject):
     return table, None
 
 
+def _member(s: Subject, member: str, missing=(FAIL, "NULL")):
+    """(callable, None) for a member of the type's major-1 table, or (None, the outcome to
+    report): n/a without a usable table, `missing` when the member is NULL."""
+    table, why = _usable_table(s)
+    if table is None:
+        return None, (NA, why)
+    function = X.function(table, member)
+    return (function, None) if function is not None else (None, missing)
+
+
+def _failed_call(status, error):
+    """The failure to report for a table call that did not return 0, else None."""
+    if error is not None or status != 0:
+        return FAIL, f"returned {status}: {_describe(error) if error else 'no error set'}"
+    return None
+
+
 def exchange_capsule(s: Subject):
     table, why = _table(s)
     if table is None:
@@ -451,16 +468,13 @@ def _same_tensor(info: dict, tensor: P.DLTensor) -> list:
 
 
 def exchange_from_py_object(s: Subject):
-    table, why = _usable_table(s)
-    if table is None:
-        return NA, why
-    export = X.function(table, "managed_tensor_from_py_object_no_sync")
+    export, outcome = _member(s, "managed_tensor_from_py_object_no_sync")
     if export is None:
-        return FAIL, "NULL"
+        return outcome
     out = ctypes.POINTER(P.DLManagedTensorVersioned)()
     status, error = _call(export, id(s.tensor), ctypes.byref(out))
-    if error is not None or status != 0:
-        return FAIL, f"returned {status}: {_describe(error) if error else 'no error set'}"
+    if failure := _failed_call(status, error):
+        return failure
     try:
         managed = out.contents
         if managed.version.major != 1:
@@ -472,33 +486,28 @@ def exchange_from_py_object(s: Subject):
 
 
 def exchange_dltensor(s: Subject):
-    table, why = _usable_table(s)
-    if table is None:
-        return NA, why
-    describe = X.function(table, "dltensor_from_py_object_no_sync")
+    describe, outcome = _member(s, "dltensor_from_py_object_no_sync",
+                                missing=(NA, "NULL (allowed)"))
     if describe is None:
-        return NA, "NULL (allowed)"
+        return outcome
     tensor = P.DLTensor()
     status, error = _call(describe, id(s.tensor), ctypes.byref(tensor))
-    if error is not None or status != 0:
-        return FAIL, f"returned {status}: {_describe(error) if error else 'no error set'}"
+    if failure := _failed_call(status, error):
+        return failure
     differences = _same_tensor(_dlpack_info(s), tensor)
     return (FAIL, "; ".join(differences)) if differences else (PASS, "same as __dlpack__")
 
 
 def exchange_to_py_object(s: Subject):
-    table, why = _usable_table(s)
-    if table is None:
-        return NA, why
-    wrap = X.function(table, "managed_tensor_to_py_object_no_sync")
+    wrap, outcome = _member(s, "managed_tensor_to_py_object_no_sync")
     if wrap is None:
-        return FAIL, "NULL"
+        return outcome
     record = P.make_from_numpy(np.array(BASE, copy=True))
     out = ctypes.c_void_p()
     pointer = ctypes.cast(record.address, ctypes.POINTER(P.DLManagedTensorVersioned))
     status, error = _call(wrap, pointer, ctypes.byref(out))
-    if error is not None or status != 0:
-        return FAIL, f"returned {status}: {_describe(error) if error else 'no error set'}"
+    if failure := _failed_call(status, error):
+        return failure
     wrapped = ctypes.cast(out, ctypes.py_object).value
     ctypes.pythonapi.Py_DecRef(ctypes.py_object(wrapped))  # the call handed us a reference
     if not isinstance(wrapped, type(s.tensor)):
@@ -510,12 +519,9 @@ def exchange_to_py_object(s: Subject):
 
 
 def exchange_allocator(s: Subject):
-    table, why = _usable_table(s)
-    if table is None:
-        return NA, why
-    allocate = X.function(table, "managed_tensor_allocator")
+    allocate, outcome = _member(s, "managed_tensor_allocator")
     if allocate is None:
-        return FAIL, "NULL"
+        return outcome
     prototype = P.make_managed((3, 4), "float32").struct.dl_tensor
     out = ctypes.POINTER(P.DLManagedTensorVersioned)()
     messages = []
@@ -540,17 +546,14 @@ def exchange_allocator(s: Subject):
 
 
 def exchange_work_stream(s: Subject):
-    table, why = _usable_table(s)
-    if table is None:
-        return NA, why
-    current = X.function(table, "current_work_stream")
+    current, outcome = _member(s, "current_work_stream")
     if current is None:
-        return FAIL, "NULL"
+        return outcome
     sentinel = 0x5EED
     stream = ctypes.c_void_p(sentinel)
     status, error = _call(current, 1, 0, ctypes.byref(stream))
-    if error is not None or status != 0:
-        return FAIL, f"returned {status}: {_describe(error) if error else 'no error set'}"
+    if failure := _failed_call(status, error):
+        return failure
     if stream.value == sentinel:
         return FAIL, "returned 0 without writing the stream"
     if stream.value:
