@@ -1,8 +1,8 @@
 """`dlbridge check [NAME ...]`: runs the checks, each framework in processes of its own, and
 reports them.
 
-Exit status: 1 when a selected framework breaks a MUST rule (or crashes), 0 otherwise; 2 for
-a usage error.
+Exit status: 1 when a selected framework breaks a MUST rule (a crash or hang fails the rule
+that was being checked), 0 otherwise; 2 for a usage error.
 """
 
 from __future__ import annotations
