@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint rust-test miri bench doc venv python-build python-test example-build bench-python bench-peers
+.PHONY: tour test lint rust-test miri fuzz-smoke fuzz bench doc venv python-build python-test example-build bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -20,7 +20,7 @@ tour: python-build example-build
 ## Every test: formatting, lints, unit/integration/doc tests (with the ABI check against the
 ## real dlpack.h, fetched from the apache-tvm-ffi wheel), Miri where it is installed, and the
 ## Python suite against real frameworks.
-test: lint rust-test miri python-test
+test: lint rust-test miri fuzz-smoke python-test
 
 ## A local virtual environment with the test dependencies (re-installed when the list changes).
 venv: $(VENV)/.installed
@@ -62,6 +62,25 @@ miri:
 			$(CARGO) +nightly miri test -p dlbridge --all-features; \
 	else \
 		echo "miri: not installed (rustup +nightly component add miri); skipped"; \
+	fi
+
+## Fuzzing (cargo-fuzz / libFuzzer, nightly, AddressSanitizer): hostile DLPack descriptors
+## through import, validation, every view and ndarray (fuzz/fuzz_targets). `fuzz-smoke` runs
+## FUZZ_SECONDS (60) from the seeds in fuzz/seeds, installing cargo-fuzz when it is missing,
+## and is skipped with a note where the nightly toolchain is not there; `make fuzz
+## FUZZ_SECONDS=3600` is the long run. The growing corpus stays in fuzz/corpus (not tracked).
+FUZZ_SECONDS ?= 60
+fuzz-smoke fuzz:
+	@if $(CARGO) +nightly --version >/dev/null 2>&1; then \
+		$(CARGO) fuzz --version >/dev/null 2>&1 || $(CARGO) install --quiet --locked cargo-fuzz \
+			|| { echo "fuzz-smoke: cargo-fuzz could not be installed; skipped"; exit 0; }; \
+		mkdir -p fuzz/corpus/import_descriptor && cd fuzz && \
+		$(CARGO) +nightly fuzz run import_descriptor corpus/import_descriptor \
+			seeds/import_descriptor -- -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+			-rss_limit_mb=2048 -print_final_stats=1 2>&1 | grep -v "^#[0-9]"; \
+		exit $${PIPESTATUS[0]}; \
+	else \
+		echo "fuzz-smoke: the nightly toolchain is not installed; skipped"; \
 	fi
 
 ## Criterion benchmarks, then their medians as the Markdown table of BENCHMARKS.md.

@@ -148,13 +148,23 @@ impl<D: Dimension> NdLayout<D> {
     }
 
     /// The shape with the absolute strides, for `from_shape_ptr`, and what `orient` needs.
+    ///
+    /// An empty tensor gets ndarray's own default strides (all zero) rather than custom ones:
+    /// ndarray requires custom strides to pass its overlap test, which, visiting the axes by
+    /// stride, can call an empty layout overlapping (`[2^63 - 1, 0]` with zero strides) although
+    /// it has no element at all. (Found by the fuzz target `import_descriptor`.)
     #[inline]
     fn into_parts(self) -> (StrideShape<D>, Orientation) {
         let orientation = Orientation {
             negative: self.negative,
             negative_beyond_64: self.negative_beyond_64,
         };
-        (self.dim.strides(self.strides), orientation)
+        let shape = if self.empty {
+            StrideShape::from(self.dim)
+        } else {
+            self.dim.strides(self.strides)
+        };
+        (shape, orientation)
     }
 }
 
@@ -520,8 +530,37 @@ mod tests {
     use num_complex::Complex;
 
     use super::*;
-    use crate::ffi::{DLManagedTensor, DLTensor};
+    use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
     use crate::{DataType, DeviceType, Export};
+
+    #[test]
+    fn an_empty_tensor_with_a_huge_extent_views_mutably() {
+        // Found by fuzzing: version 1.0, NULL strides, shape [2^63 - 1, 0], NULL data. Its
+        // custom zero strides failed ndarray's (debug-build) overlap test.
+        let mut shape = [i64::MAX, 0];
+        let mut managed = DLManagedTensorVersioned {
+            version: crate::Version::new(1, 0),
+            manager_ctx: std::ptr::null_mut(),
+            deleter: None,
+            flags: 0,
+            dl_tensor: DLTensor {
+                data: std::ptr::null_mut(),
+                device: crate::Device::CPU,
+                ndim: 2,
+                dtype: DataType::UINT32,
+                shape: shape.as_mut_ptr(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+        };
+        // SAFETY: a live tensor without a deleter; shape holds ndim values, strides are NULL
+        // (allowed before 1.2); it outlives the managed tensor.
+        let mut tensor = unsafe { ManagedTensor::from_raw_versioned(&mut managed) }.unwrap();
+        let array = tensor.as_array_mut::<u32>().unwrap();
+        assert_eq!(array.shape(), &[i64::MAX as usize, 0]);
+        assert_eq!(array.len(), 0);
+        assert_eq!(tensor.view().as_array::<u32>().unwrap().len(), 0);
+    }
 
     #[test]
     fn negative_strides_beyond_axis_64_are_flipped() {
