@@ -36,7 +36,7 @@ REPORTS="$(mktemp -d "${TMPDIR:-/tmp}/dlbridge-pytest.XXXXXX")"
 trap 'rm -rf "$REPORTS"' EXIT
 
 # name|files (space-separated, relative to python/tests)
-RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py"
+RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py test_threads.py"
       "check|test_check.py")
 for file in "$TESTS"/interop/test_*.py; do
     [[ -e "$file" ]] || continue
