@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint rust-test miri fuzz-smoke fuzz bench doc venv python-build python-test example-build bench-python bench-peers
+.PHONY: tour test lint rust-test miri fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -82,6 +82,11 @@ fuzz-smoke fuzz:
 	else \
 		echo "fuzz-smoke: the nightly toolchain is not installed; skipped"; \
 	fi
+
+## The long soak: the leak tests with 1,000,000 exchanges each (CI runs them with 100,000).
+soak: python-build
+	DLBRIDGE_SOAK_EXCHANGES=1000000 $(PYTHON) -m pytest -q -p no:cacheprovider \
+		python/tests/test_leaks.py
 
 ## Criterion benchmarks, then their medians as the Markdown table of BENCHMARKS.md.
 bench:
