@@ -189,6 +189,13 @@ pub fn from_capsule(object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
     Ok(tensor)
 }
 
+/// `repr(object)` for an error message ("?" when repr itself fails).
+pub(crate) fn repr_of(object: &Bound<'_, PyAny>) -> String {
+    object
+        .repr()
+        .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+}
+
 pub(crate) fn type_name(object: &Bound<'_, PyAny>) -> String {
     object
         .get_type()

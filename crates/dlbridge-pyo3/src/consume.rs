@@ -1,13 +1,13 @@
 //! Consumer negotiation: importing from any DLPack producer.
 
 use dlbridge::{Device, DeviceType, ManagedTensor, Version};
-use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
-use crate::capsule::{from_capsule, type_name};
+use crate::capsule::{from_capsule, repr_of, type_name};
 use crate::exchange::exchange_api_enabled;
 use crate::numpy;
 use crate::to_py_err;
@@ -38,9 +38,7 @@ pub fn device_from_tuple(result: &Bound<'_, PyAny>) -> PyResult<Device> {
     let bad = || {
         PyTypeError::new_err(format!(
             "expected a (device_type, device_id) tuple of ints, got {}",
-            result
-                .repr()
-                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+            repr_of(result)
         ))
     };
     let pair = result.cast::<PyTuple>().map_err(|_| bad())?;
@@ -55,6 +53,12 @@ pub fn device_from_tuple(result: &Bound<'_, PyAny>) -> PyResult<Device> {
         id.extract().map_err(|_| bad())?
     };
     Ok(Device::new(DeviceType(device_type), device_id))
+}
+
+/// Reads a `(device_type, device_id)` argument called `name` (`device=`, `dl_device=`) as
+/// [`device_from_tuple`] does; a malformed one is a `ValueError` naming the argument.
+pub fn device_argument(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Device> {
+    device_from_tuple(value).map_err(|error| PyValueError::new_err(format!("{name}: {error}")))
 }
 
 /// Imports a tensor from any DLPack producer, or from a raw `dltensor` / `dltensor_versioned`

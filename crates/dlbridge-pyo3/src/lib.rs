@@ -37,7 +37,7 @@ pub use capsule::{
     from_capsule, into_capsule, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
     USED_DLTENSOR_VERSIONED,
 };
-pub use consume::{device_from_tuple, dlpack_device, from_dlpack, ImportOptions};
+pub use consume::{device_argument, device_from_tuple, dlpack_device, from_dlpack, ImportOptions};
 pub use dlbridge;
 pub use exchange::{
     exchange_api, exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV,

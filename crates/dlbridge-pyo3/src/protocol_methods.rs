@@ -19,8 +19,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyString, PyTuple};
 
+use crate::capsule::repr_of;
 use crate::producer::TensorClass;
-use crate::{device_from_tuple, into_capsule, to_py_err};
+use crate::{device_argument, into_capsule, to_py_err};
 
 /// What a consumer asked `__dlpack__` for (the array API's four keywords).
 #[derive(Clone, Copy, Default)]
@@ -60,9 +61,7 @@ pub fn export_capsule<'py>(
         if device.is_host_readable() {
             return Err(PyValueError::new_err(format!(
                 "stream must be None for a tensor in host memory ({device}), got {}",
-                stream
-                    .repr()
-                    .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+                repr_of(&stream)
             )));
         }
     }
@@ -240,12 +239,7 @@ unsafe fn parse_request<'a, 'py>(
         match keyword(py, name)? {
             0 => request.stream = Some(value),
             1 => request.max_version = Some(max_version(value)?),
-            2 => {
-                request.dl_device = Some(
-                    device_from_tuple(&value)
-                        .map_err(|error| PyValueError::new_err(format!("dl_device: {error}")))?,
-                )
-            }
+            2 => request.dl_device = Some(device_argument("dl_device", &value)?),
             _ => request.copy = Some(copy_flag(value)?),
         }
     }
@@ -266,9 +260,7 @@ fn max_version(value: Borrowed<'_, '_, PyAny>) -> PyResult<(i64, i64)> {
     read().ok_or_else(|| {
         PyValueError::new_err(format!(
             "max_version must be None or a (major, minor) tuple of ints, got {}",
-            value
-                .repr()
-                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+            repr_of(&value)
         ))
     })
 }
@@ -278,9 +270,7 @@ fn copy_flag(value: Borrowed<'_, '_, PyAny>) -> PyResult<bool> {
     value.extract::<bool>().map_err(|_| {
         PyTypeError::new_err(format!(
             "copy must be None or a bool, got {}",
-            value
-                .repr()
-                .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+            repr_of(&value)
         ))
     })
 }

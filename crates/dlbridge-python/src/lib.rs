@@ -6,9 +6,9 @@
 use std::ffi::{c_int, c_void, CString};
 use std::sync::Arc;
 
-use dlbridge::{DataType, Device, Element, Flags, ManagedTensor, Version};
+use dlbridge::{DataType, Element, Flags, ManagedTensor, Version};
 use dlbridge_pyo3::{
-    device_from_tuple, exchange_api_exports, from_dlpack as import, publish_dlpack, to_py_err,
+    device_argument, exchange_api_exports, from_dlpack as import, publish_dlpack, to_py_err,
     ImportOptions, TensorClass,
 };
 use half::{bf16, f16};
@@ -32,11 +32,6 @@ impl Tensor {
             inner: Arc::new(tensor),
         }
     }
-}
-
-/// Reads a `(device_type, device_id)` tuple argument; a malformed one is a `ValueError`.
-fn device_argument(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Device> {
-    device_from_tuple(value).map_err(|error| PyValueError::new_err(format!("{name}: {error}")))
 }
 
 impl TensorClass for Tensor {

@@ -216,7 +216,7 @@ def main(argv=None) -> int:
             framework = resolve(name)
         except ValueError as error:
             parser.error(str(error))
-        if ":" not in name and not framework.available():
+        if not framework.user_factory and not framework.available():
             parser.error(f"{name} is not installed here")
     progress = _progress_printer(not arguments.quiet)
     report = run(names, matrix=not arguments.no_matrix, timeout=arguments.timeout,

@@ -58,9 +58,6 @@ _get_name.argtypes = [ctypes.py_object]
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _get_pointer.restype = c_void_p
 _get_pointer.argtypes = [ctypes.py_object, c_char_p]
-_is_capsule = ctypes.pythonapi.PyCapsule_IsValid
-_is_capsule.restype = c_int
-_is_capsule.argtypes = [ctypes.py_object, c_char_p]
 
 
 def capsule_table(capsule) -> ExchangeAPI:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -36,7 +36,8 @@ class Framework:
     #: view, keeping its strides (the interop matrix's layouts).
     make_view: Optional[Callable[[np.ndarray], Any]] = None
     needs_gpu: bool = False
-    notes: list = field(default_factory=list)
+    #: A user's `module:factory`: one tensor of unknown values, and no consumer.
+    user_factory: bool = False
 
     def available(self) -> bool:
         """Whether the framework can be imported here (without importing it)."""
@@ -164,9 +165,7 @@ FRAMEWORKS = {
         Framework("jax", "jax", _jax_make, _jax_consume, np.asarray,
                   read_only=lambda r: True),
         Framework("tensorflow", "tensorflow", _tf_make, _tf_consume, lambda r: r.numpy(),
-                  read_only=lambda r: True,
-                  notes=["from_dlpack takes a legacy capsule: the checker passes "
-                         "x.__dlpack__()"]),
+                  read_only=lambda r: True),
         Framework("paddle", "paddle", _paddle_make, _paddle_consume, lambda r: r.numpy()),
         Framework("pyarrow", "pyarrow", _arrow_make, _arrow_consume,
                   lambda r: r.to_numpy(), make_read_only=_arrow_read_only_make,
@@ -197,8 +196,7 @@ def custom(spec: str) -> Framework:
     def no_consumer(_obj):
         raise NotImplementedError("a module:factory producer has no from_dlpack")
 
-    return Framework(spec, module_name, make, no_consumer, _via_numpy,
-                     notes=["a user's factory: producer checks on the tensor it returns"])
+    return Framework(spec, module_name, make, no_consumer, _via_numpy, user_factory=True)
 
 
 def resolve(name: str) -> Framework:
