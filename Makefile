@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint rust-test miri fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
+.PHONY: tour test lint rust-test miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -20,7 +20,7 @@ tour: python-build example-build
 ## Every test: formatting, lints, unit/integration/doc tests (with the ABI check against the
 ## real dlpack.h, fetched from the apache-tvm-ffi wheel), Miri where it is installed, and the
 ## Python suite against real frameworks.
-test: lint rust-test miri fuzz-smoke python-test
+test: lint rust-test miri sanitize fuzz-smoke python-test
 
 ## A local virtual environment with the test dependencies (re-installed when the list changes).
 venv: $(VENV)/.installed
@@ -62,6 +62,24 @@ miri:
 			$(CARGO) +nightly miri test -p dlbridge --all-features; \
 	else \
 		echo "miri: not installed (rustup +nightly component add miri); skipped"; \
+	fi
+
+## AddressSanitizer and LeakSanitizer (nightly `-Zsanitizer=address`): the Rust tests of the
+## core and of dlbridge-pyo3 (the latter embed Python, with PYTHONMALLOC=malloc so that the
+## interpreter's objects are tracked and scanned as well), then the Python exchange tests
+## against an ASan-built extension (scripts/sanitize-python.sh, with a canary that proves the
+## instrumentation works). Skipped with a note where the nightly toolchain is missing.
+SANITIZE_TRIPLE := x86_64-unknown-linux-gnu
+sanitize: venv
+	@if $(CARGO) +nightly --version >/dev/null 2>&1 && [ "$$(uname -m)" = x86_64 ]; then \
+		PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=1 \
+		RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
+		CARGO_TARGET_DIR=target/sanitize/tests \
+			$(CARGO) +nightly test -p dlbridge -p dlbridge-pyo3 --all-features \
+			--target $(SANITIZE_TRIPLE) --lib --tests && \
+		PYTHON=$(PYTHON) bash scripts/sanitize-python.sh; \
+	else \
+		echo "sanitize: needs the nightly toolchain on x86_64; skipped"; \
 	fi
 
 ## Fuzzing (cargo-fuzz / libFuzzer, nightly, AddressSanitizer): hostile DLPack descriptors

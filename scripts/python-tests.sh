@@ -17,7 +17,8 @@
 # unless PYTHON_TESTS_STRICT=1.
 #
 # Environment: PYTHON (default: .venv/bin/python at the repository root), RUN_TIMEOUT
-# (seconds per process, default 1200), PYTHON_TESTS_STRICT (1: a skipped file fails).
+# (seconds per process, default 1200), PYTHON_TESTS_STRICT (1: a skipped file fails),
+# PYTHON_TESTS_ONLY (space-separated run names, e.g. "core torch": only those runs).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,6 +26,7 @@ TESTS="$ROOT/python/tests"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-1200}"
 STRICT="${PYTHON_TESTS_STRICT:-0}"
+ONLY="${PYTHON_TESTS_ONLY:-}"
 
 if [[ ! -x "$PYTHON" ]]; then
     echo "python-tests: no Python at $PYTHON (create the virtual environment first)" >&2
@@ -53,6 +55,9 @@ overall=0
 summary_lines=()
 for run in "${RUNS[@]}"; do
     name="${run%%|*}"
+    if [[ -n "$ONLY" && " $ONLY " != *" $name "* ]]; then
+        continue
+    fi
     read -r -a files <<<"${run#*|}"
     paths=()
     for f in "${files[@]}"; do paths+=("$TESTS/$f"); done

@@ -6,6 +6,7 @@ import ctypes
 import gc
 import os
 import sys
+import threading
 
 import numpy as np
 
@@ -104,3 +105,90 @@ def rss_bytes() -> int:
 
 def refcount(obj) -> int:
     return sys.getrefcount(obj) - 1
+
+
+def under_address_sanitizer() -> bool:
+    """True when AddressSanitizer's runtime is in the process (`make sanitize` preloads it):
+    its allocator keeps freed memory in quarantine, so resident memory says nothing about
+    leaks there (LeakSanitizer reports them at exit instead)."""
+    return hasattr(ctypes.CDLL(None), "__asan_init")
+
+
+class CountingDeleters:
+    """Puts a counting deleter in front of the real one of managed tensors, so a test can tell
+    that every tensor a producer handed out was released exactly once, whoever released it.
+
+    `interpose(address)` (or `interpose_capsule(capsule)`, for an unconsumed capsule) swaps
+    the tensor's deleter for this object's, which counts the call, forgets the tensor and then
+    calls the tensor's own deleter. A call for a tensor that was never interposed, or a second
+    call for one, lands in `unexpected` instead of reaching any deleter. `outstanding` is the
+    number of interposed tensors whose deleter has not run yet.
+    """
+
+    def __init__(self):
+        from dlbridge.check.producers import DELETER
+
+        self.calls = 0
+        self.unexpected: list[int] = []
+        self._originals: dict[int, object] = {}
+        lock = threading.Lock()
+        originals, unexpected = self._originals, self.unexpected
+
+        def counting_deleter(address):
+            original = originals.pop(address, None)
+            if original is None:
+                unexpected.append(address)
+                return
+            with lock:
+                self.calls += 1
+            original(address)
+
+        # Kept for the process: a tensor released during interpreter shutdown, after this
+        # object is gone, must still find the function it points to.
+        self._callback = DELETER(counting_deleter)
+        _KEPT_CALLBACKS.append(self._callback)
+
+    def interpose(self, address: int, *, versioned: bool = True) -> int:
+        from dlbridge.check.producers import DELETER, DLManagedTensor, DLManagedTensorVersioned
+
+        managed = (DLManagedTensorVersioned if versioned else DLManagedTensor).from_address(address)
+        # A function-pointer field read through ctypes shares the structure's memory: take the
+        # pointer's value before the field is overwritten.
+        original = ctypes.cast(managed.deleter, ctypes.c_void_p).value
+        assert original, "the producer handed out a tensor without a deleter"
+        self._originals[address] = _DELETERS.get(original) or _DELETERS.setdefault(
+            original, DELETER(original)
+        )
+        managed.deleter = self._callback
+        return address
+
+    def interpose_capsule(self, capsule):
+        from dlbridge.check.producers import NAME_VERSIONED, read_capsule
+
+        description = read_capsule(capsule)
+        self.interpose(description["address"], versioned=description["name"] == NAME_VERSIONED)
+        return capsule
+
+    @property
+    def outstanding(self) -> int:
+        return len(self._originals)
+
+
+_KEPT_CALLBACKS: list = []
+_DELETERS: dict = {}  # callable deleters by address: the few producers' functions, made once
+
+
+class HandsOver:
+    """A producer whose `__dlpack__` hands over one capsule made beforehand (whatever the
+    keywords), so that a consumer takes a tensor whose deleter a test has interposed."""
+
+    def __init__(self, capsule, device=(1, 0)):
+        self._capsule = capsule
+        self._device = device
+
+    def __dlpack_device__(self):
+        return self._device
+
+    def __dlpack__(self, **_keywords):
+        capsule, self._capsule = self._capsule, None
+        return capsule

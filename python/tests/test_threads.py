@@ -1,10 +1,13 @@
-"""Threads: 8 threads importing, exporting and running kernels with the GIL released, tensors
-exported on one thread and dropped on another; no crash, no deadlock, counts and values right.
-(The Rust side's deleters on threads without the GIL are tested in
-`crates/dlbridge-pyo3/tests/capsules.rs` and the core's export tests.)"""
+"""Threads: 8 threads importing, exporting and running kernels with the GIL released, with
+NumPy arrays, PyTorch tensors and the C exchange API; tensors exported on one thread and
+dropped on another; producers' deleters run on threads that have never held the GIL. No
+crash, no deadlock, every deleter once, values and reference counts right. (The Rust side of
+deleters without the GIL is also tested in `crates/dlbridge-pyo3/tests/capsules.rs` and the
+core's export tests.)"""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import queue
 import sys
@@ -14,7 +17,10 @@ import numpy as np
 
 import _producers as P
 import dlbridge
-from dlbridge._dlbridge import _testing as kernels
+import pytest
+from _helpers import CountingDeleters, HandsOver
+from dlbridge._dlbridge import _exchange_api_exports, _testing as kernels
+from dlbridge.check.exchange_table import capsule_table, function
 
 THREADS = 8
 ROUNDS = 2_000
@@ -99,3 +105,105 @@ def test_writers_on_separate_threads_never_share_memory():
     _run([work(i) for i in range(THREADS)])
     assert all((a == ROUNDS // 4).all() for a in arrays)
 
+
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch")
+
+
+def _table_function(owner, member):
+    call = function(capsule_table(owner.__dlpack_c_exchange_api__), member)
+    assert call is not None, f"{member} is NULL"
+    return call
+
+
+def test_eight_threads_exchange_torch_tensors_concurrently(torch):
+    # Each round: torch -> dlbridge (through PyTorch's exchange table), dlbridge -> torch
+    # (capsule), a typed-argument kernel on torch tensors with the GIL released (borrowed
+    # through PyTorch's dltensor_from_py_object_no_sync), and a tensor passed by hand from
+    # dlbridge's table to PyTorch's, its deleter counted.
+    sources = [torch.arange(12, dtype=torch.float32).reshape(3, 4) + i for i in range(THREADS)]
+    before = [sys.getrefcount(s) for s in sources]
+    counting = CountingDeleters()
+    export = _table_function(dlbridge.Tensor, "managed_tensor_from_py_object_no_sync")
+    wrap = _table_function(torch.Tensor, "managed_tensor_to_py_object_no_sync")
+    rounds = ROUNDS // 2
+    exports_before = _exchange_api_exports()
+
+    def work(i):
+        def body():
+            source = sources[i]
+            out = torch.empty_like(source)
+            managed = ctypes.POINTER(P.DLManagedTensorVersioned)()
+            made = ctypes.c_void_p()
+            for _ in range(rounds):
+                t = dlbridge.from_dlpack(source)
+                back = torch.from_dlpack(t)
+                assert back[2, 3] == source[2, 3]
+                kernels.scale(source, out, 2.0)
+                assert out[1, 1] == 2.0 * source[1, 1]
+                assert export(id(t), ctypes.byref(managed)) == 0
+                counting.interpose(ctypes.addressof(managed.contents))
+                assert wrap(managed, ctypes.byref(made)) == 0
+                through_tables = ctypes.cast(made, ctypes.py_object).value
+                ctypes.pythonapi.Py_DecRef(ctypes.py_object(through_tables))
+                assert through_tables[0, 1] == source[0, 1]
+                del through_tables
+        return body
+
+    _run([work(i) for i in range(THREADS)])
+    gc.collect()
+    assert counting.unexpected == []
+    assert (counting.calls, counting.outstanding) == (THREADS * rounds, 0)
+    assert _exchange_api_exports() - exports_before == THREADS * rounds
+    assert [sys.getrefcount(s) for s in sources] == before
+
+
+def _torch_source():
+    torch = pytest.importorskip("torch")
+    return torch.arange(6, dtype=torch.float32)
+
+
+# The sources whose tensors are released on threads without the GIL.
+SOURCES = {
+    "numpy": lambda: np.arange(6, dtype=np.float32),
+    "torch": _torch_source,
+    "dlbridge": lambda: dlbridge.arange(6, dtype="float32"),
+}
+
+
+@pytest.mark.parametrize("producer", sorted(SOURCES))
+def test_deleters_run_on_threads_that_never_held_the_gil(producer):
+    # 8 threads at once each import tensors and have them released on a fresh thread that has
+    # never held the GIL (`release_on_new_thread`): through interposed capsules (each deleter
+    # counted) and through `from_dlpack(source)` itself (the exchange API for PyTorch, NumPy's
+    # struct for NumPy, the Arc for dlbridge), the source's reference count flat afterwards.
+    make = SOURCES[producer]
+    sources = [make() for _ in range(THREADS)]
+    before = [sys.getrefcount(s) for s in sources]
+    counting = CountingDeleters()
+    rounds = ROUNDS // 4
+
+    def work(i):
+        def body():
+            source = sources[i]
+            for _ in range(rounds):
+                capsule = counting.interpose_capsule(source.__dlpack__(max_version=(1, 0)))
+                kernels.release_on_new_thread(HandsOver(capsule))
+                kernels.release_on_new_thread(source)
+        return body
+
+    _run([work(i) for i in range(THREADS)])
+    gc.collect()
+    assert counting.unexpected == []
+    assert (counting.calls, counting.outstanding) == (THREADS * rounds, 0)
+    assert [sys.getrefcount(s) for s in sources] == before
+
+
+def test_hand_built_deleters_run_on_threads_that_never_held_the_gil():
+    records = [P.make_managed((2, 3)) for _ in range(ROUNDS // 4)]
+    for record in records:
+        kernels.release_on_new_thread(P.OneTensorProducer(record))
+    gc.collect()
+    assert [r.deleter_calls for r in records] == [1] * len(records)

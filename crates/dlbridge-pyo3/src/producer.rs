@@ -76,26 +76,34 @@ pub fn publish_exchange_api<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
 }
 
 fn table_for<T: TensorClass>() -> *const DLPackExchangeAPI {
-    static TABLES: OnceLock<Mutex<HashMap<TypeId, usize>>> = OnceLock::new();
-    let tables = TABLES.get_or_init(Default::default);
-    let mut tables = tables
+    once_per_class::<T, _>(|| DLPackExchangeAPI {
+        header: DLPackExchangeAPIHeader {
+            version: Version::CURRENT,
+            prev_api: std::ptr::null_mut(),
+        },
+        managed_tensor_allocator: Some(allocate),
+        managed_tensor_from_py_object_no_sync: Some(from_py_object::<T>),
+        managed_tensor_to_py_object_no_sync: Some(to_py_object::<T>),
+        dltensor_from_py_object_no_sync: Some(dltensor_from_py_object::<T>),
+        current_work_stream: Some(current_work_stream),
+    })
+}
+
+/// A value that Python keeps pointers to for the life of the process (an exchange table, a
+/// method definition), made on the first call for the class `T` and returned again on every
+/// later one: publishing a class twice reuses it, so the process holds one per class and
+/// kind of value, however often a module is imported or a class re-published.
+pub(crate) fn once_per_class<T: 'static, V: 'static>(make: impl FnOnce() -> V) -> *mut V {
+    // Addresses rather than pointers: the values hold raw pointers, which are not `Send`.
+    static VALUES: OnceLock<Mutex<HashMap<(TypeId, TypeId), usize>>> = OnceLock::new();
+    let values = VALUES.get_or_init(Default::default);
+    let mut values = values
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let address = *tables.entry(TypeId::of::<T>()).or_insert_with(|| {
-        let table = Box::new(DLPackExchangeAPI {
-            header: DLPackExchangeAPIHeader {
-                version: Version::CURRENT,
-                prev_api: std::ptr::null_mut(),
-            },
-            managed_tensor_allocator: Some(allocate),
-            managed_tensor_from_py_object_no_sync: Some(from_py_object::<T>),
-            managed_tensor_to_py_object_no_sync: Some(to_py_object::<T>),
-            dltensor_from_py_object_no_sync: Some(dltensor_from_py_object::<T>),
-            current_work_stream: Some(current_work_stream),
-        });
-        Box::into_raw(table) as usize
-    });
-    address as *const DLPackExchangeAPI
+    let address = *values
+        .entry((TypeId::of::<T>(), TypeId::of::<V>()))
+        .or_insert_with(|| Box::into_raw(Box::new(make())) as usize);
+    address as *mut V
 }
 
 /// Runs `body` for a table function: a Python error or a panic becomes a Python exception

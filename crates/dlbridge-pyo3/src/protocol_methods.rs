@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyString, PyTuple};
 
 use crate::capsule::repr_of;
-use crate::producer::TensorClass;
+use crate::producer::{once_per_class, TensorClass};
 use crate::{device_argument, into_capsule, to_py_err};
 
 /// What a consumer asked `__dlpack__` for (the array API's four keywords).
@@ -108,28 +108,35 @@ pub fn export_capsule<'py>(
 /// `TypeError`. Methods of the same names defined in `#[pymethods]` are replaced.
 pub fn publish_dlpack_methods<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
     let class = py.get_type::<T>();
-    let dlpack = leak_method_def(
-        c"__dlpack__",
-        ffi::PyMethodDefPointer {
-            PyCFunctionFastWithKeywords: dlpack_method::<T>,
-        },
-        ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
-        c"__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n\
-          Exports the tensor as a DLPack capsule: versioned when max_version's major is at \
-          least 1, legacy otherwise.",
-    );
-    let device = leak_method_def(
-        c"__dlpack_device__",
-        ffi::PyMethodDefPointer {
-            PyCFunction: dlpack_device_method::<T>,
-        },
-        ffi::METH_NOARGS,
-        c"__dlpack_device__($self, /)\n--\n\nThe (device_type, device_id) of the tensor's memory.",
-    );
+    let definitions = once_per_class::<T, _>(|| {
+        [
+            method_def(
+                c"__dlpack__",
+                ffi::PyMethodDefPointer {
+                    PyCFunctionFastWithKeywords: dlpack_method::<T>,
+                },
+                ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+                c"__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n\
+                  Exports the tensor as a DLPack capsule: versioned when max_version's major is at \
+                  least 1, legacy otherwise.",
+            ),
+            method_def(
+                c"__dlpack_device__",
+                ffi::PyMethodDefPointer {
+                    PyCFunction: dlpack_device_method::<T>,
+                },
+                ffi::METH_NOARGS,
+                c"__dlpack_device__($self, /)\n--\n\nThe (device_type, device_id) of the tensor's memory.",
+            ),
+        ]
+    });
     keywords(py);
-    for definition in [dlpack, device] {
-        // SAFETY: the type object is live, and the method definition is leaked: descriptors
-        // keep a pointer to it for as long as they live.
+    for index in 0..2 {
+        // SAFETY: `definitions` points to the class's two method definitions, kept for the
+        // process (`once_per_class`); `index` is 0 or 1.
+        let definition = unsafe { definitions.cast::<ffi::PyMethodDef>().add(index) };
+        // SAFETY: the type object is live, and the method definition lives for the process:
+        // descriptors keep a pointer to it for as long as they live.
         let descriptor = unsafe { ffi::PyDescr_NewMethod(class.as_type_ptr(), definition) };
         if descriptor.is_null() {
             return Err(PyErr::fetch(py));
@@ -143,20 +150,19 @@ pub fn publish_dlpack_methods<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
-/// A method definition for the process's lifetime (descriptors point to it); published once
-/// per class, so the leak is bounded by the number of classes.
-fn leak_method_def(
+/// A method definition for a static name and documentation.
+fn method_def(
     name: &'static CStr,
     method: ffi::PyMethodDefPointer,
     flags: c_int,
     doc: &'static CStr,
-) -> *mut ffi::PyMethodDef {
-    Box::into_raw(Box::new(ffi::PyMethodDef {
+) -> ffi::PyMethodDef {
+    ffi::PyMethodDef {
         ml_name: name.as_ptr(),
         ml_meth: method,
         ml_flags: flags,
         ml_doc: doc.as_ptr() as *const c_char,
-    }))
+    }
 }
 
 /// The four keywords of `__dlpack__`, in [`Keyword`] order.

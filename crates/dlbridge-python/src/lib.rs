@@ -530,6 +530,7 @@ mod minifloat {
 mod testing {
     use dlbridge_pyo3::{shape, AnyLayout, CContiguous, TensorArg, TensorArgMut};
     use ndarray::{Ix1, Ix2, Ix3, IxDyn};
+    use pyo3::exceptions::PyRuntimeError;
     use pyo3::prelude::*;
 
     /// `out[...] = x * factor`, with the GIL released while it runs.
@@ -599,6 +600,17 @@ mod testing {
     /// Takes three plain objects and does nothing: the floor of a three-argument call.
     #[pyfunction]
     pub fn noop3_objects(_a: &Bound<'_, PyAny>, _b: &Bound<'_, PyAny>, _c: &Bound<'_, PyAny>) {}
+
+    /// Imports `x` (any producer, as `dlbridge.from_dlpack` does) and releases the tensor on
+    /// a new thread that has never held the GIL, while this thread waits with the GIL
+    /// released: the producer's deleter runs on a thread without the GIL, as it may when a
+    /// Rust library drops a tensor from its own worker threads.
+    #[pyfunction]
+    pub fn release_on_new_thread(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
+        let tensor = super::import(x, &super::ImportOptions::default())?;
+        py.detach(|| std::thread::spawn(move || drop(tensor)).join())
+            .map_err(|_| PyRuntimeError::new_err("the releasing thread panicked"))
+    }
 }
 
 /// The `dlbridge._dlbridge` extension module.
@@ -615,6 +627,7 @@ fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     testing.add_function(wrap_pyfunction!(testing::channel_means, &testing)?)?;
     testing.add_function(wrap_pyfunction!(testing::eye2, &testing)?)?;
     testing.add_function(wrap_pyfunction!(testing::noop3_objects, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::release_on_new_thread, &testing)?)?;
     module.add_submodule(&testing)?;
     module.add_function(wrap_pyfunction!(from_dlpack, module)?)?;
     module.add_function(wrap_pyfunction!(empty, module)?)?;
