@@ -178,6 +178,15 @@ _KEPT_CALLBACKS: list = []
 _DELETERS: dict = {}  # callable deleters by address: the few producers' functions, made once
 
 
+def exchange_function(owner_type, member: str):
+    """A callable for one member of the C exchange table a type publishes (ctypes, GIL kept)."""
+    from dlbridge.check.exchange_table import capsule_table, function
+
+    call = function(capsule_table(owner_type.__dlpack_c_exchange_api__), member)
+    assert call is not None, f"{owner_type.__name__}'s {member} is NULL"
+    return call
+
+
 class HandsOver:
     """A producer whose `__dlpack__` hands over one capsule made beforehand (whatever the
     keywords), so that a consumer takes a tensor whose deleter a test has interposed."""

@@ -582,6 +582,19 @@ def test_negotiation_producer_refusing_the_device_raises_buffer_error():
     assert producer.calls[0]["dl_device"] == (2, 0)
 
 
+def test_producer_ignoring_the_requested_device_is_buffer_error():
+    # Asked for dl_device=CPU, the producer hands over its CUDA tensor anyway: refused with
+    # both devices named, and the tensor released once (never read: it is device memory).
+    record = P.make_managed((4,), "float32", device=(P.kDLCUDA, 0), data=0x1000)
+    producer = P.OneTensorProducer(record, device=(P.kDLCUDA, 0))
+    with pytest.raises(BufferError, match="on CUDA:0, not on the requested device CPU:0"):
+        dlbridge.from_dlpack(producer, device=(P.kDLCPU, 0))
+    assert producer.calls[0]["dl_device"] == (P.kDLCPU, 0)
+    del producer
+    collect()
+    assert record.deleter_calls == 1
+
+
 def test_copy_true_with_producer_that_ignores_it_still_copies():
     values = struct.pack("<4i", 1, 2, 3, 4)
     producer = P.RecordingProducer((4,), "int32", values=values)
@@ -771,4 +784,58 @@ def test_dlpack_device_malformed_is_type_error(answer):
 
     producer = Odd()
     with pytest.raises((TypeError, ValueError)):
+        dlbridge.from_dlpack(producer)
+
+
+# --------------------------------------------------------------------------------------------
+# Producers' deleters that fail, and producers that raise.
+# --------------------------------------------------------------------------------------------
+
+
+def _with_raising_deleter(record, calls):
+    """Give `record` a deleter (Python, through ctypes) that records its call and raises."""
+
+    @P.DELETER
+    def raising(address):
+        calls.append(address)
+        raise RuntimeError("the producer's deleter failed")
+
+    record.keep.append(raising)
+    record.struct.deleter = raising
+    return record
+
+
+@pytest.mark.parametrize("how", ["imported", "refused"])
+def test_a_deleter_that_raises_is_reported_and_runs_once(monkeypatch, how):
+    # A deleter cannot raise into C: ctypes hands the exception to sys.unraisablehook, and
+    # dlbridge goes on. Whether the import succeeded (the deleter runs when the tensor dies)
+    # or was refused (it runs during the refusal), it runs once, and a refused import still
+    # raises its own error, not the deleter's.
+    unraisable = []
+    monkeypatch.setattr("sys.unraisablehook", lambda report: unraisable.append(report.exc_value))
+    calls: list = []
+    shape = (2, 3) if how == "imported" else (2, -3)
+    record = _with_raising_deleter(P.make_managed(shape), calls)
+    producer = P.OneTensorProducer(record)
+    if how == "imported":
+        t = dlbridge.from_dlpack(producer)
+        assert np.from_dlpack(t).shape == (2, 3)
+        del t
+    else:
+        _import_fails(producer, BufferError, "DLTensor.shape[1] = -3")
+    del producer
+    collect()
+    assert calls == [record.address]
+    assert [type(e) for e in unraisable] == [RuntimeError]
+    assert dlbridge.from_dlpack(np.arange(3)).shape == (3,)  # nothing left set
+
+
+@pytest.mark.parametrize("error", [RuntimeError, KeyError, MemoryError, KeyboardInterrupt])
+def test_dlpack_raising_anything_propagates_unchanged(error):
+    class Raising(P.RecordingProducer):
+        def __dlpack__(self, **kwargs):
+            raise error("the producer failed")
+
+    producer = Raising()
+    with pytest.raises(error):
         dlbridge.from_dlpack(producer)

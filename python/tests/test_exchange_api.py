@@ -153,6 +153,58 @@ def test_the_allocator_makes_rust_owned_tensors_and_reports_errors(table):
     assert errors and errors[0][0] == "BufferError" and "CUDA" in errors[0][1]
 
 
+def test_null_pointers_from_a_c_caller_are_errors_not_crashes(table):
+    # A C caller's bug: every function refuses NULL where it needs a pointer, with the
+    # argument named, and never writes through it.
+    t = dlbridge.arange(4)
+    export = _function(table, "managed_tensor_from_py_object_no_sync", FROM_PY_OBJECT)
+    describe = _function(table, "dltensor_from_py_object_no_sync", DLTENSOR_FROM_PY_OBJECT)
+    wrap = _function(table, "managed_tensor_to_py_object_no_sync", TO_PY_OBJECT)
+    out = POINTER(P.DLManagedTensorVersioned)()
+    with pytest.raises(ValueError, match="output pointer `out` is NULL"):
+        export(id(t), None)
+    with pytest.raises(ValueError, match="object passed is NULL"):
+        export(None, ctypes.byref(out))
+    with pytest.raises(ValueError, match="output pointer `out` is NULL"):
+        describe(id(t), None)
+    with pytest.raises(ValueError, match="object passed is NULL"):
+        describe(None, ctypes.byref(P.DLTensor()))
+    with pytest.raises(BufferError, match="NULL"):
+        wrap(None, ctypes.byref(c_void_p()))
+    assert not out
+
+    allocate = _function(table, "managed_tensor_allocator", ALLOCATOR)
+    errors = []
+
+    @SET_ERROR
+    def set_error(ctx, kind, message):
+        errors.append(message.decode())
+
+    assert allocate(None, ctypes.byref(out), None, set_error) == -1
+    assert allocate(ctypes.byref(P.DLTensor()), None, None, set_error) == -1
+    assert errors == ["NULL prototype or output pointer"] * 2
+    stream = _function(table, "current_work_stream", CURRENT_WORK_STREAM)
+    assert stream(1, 0, None) == 0
+
+
+def test_to_py_object_releases_what_it_refuses_exactly_once(table):
+    # The tensor is stolen on failure too: refused (a NULL output slot, a malformed
+    # descriptor, an unknown major version), it is released there and then, once.
+    wrap = _function(table, "managed_tensor_to_py_object_no_sync", TO_PY_OBJECT)
+    cases = {
+        "NULL out": (P.make_managed((2, 3)), None, ValueError),
+        "negative extent": (P.make_managed((2, -3)), c_void_p(), BufferError),
+        "major version 2": (P.make_major2(), c_void_p(), BufferError),
+        "NULL data": (P.make_managed((2, 3), data=None), c_void_p(), BufferError),
+    }
+    for what, (record, out, error) in cases.items():
+        pointer = ctypes.cast(record.address, POINTER(P.DLManagedTensorVersioned))
+        with pytest.raises(error):
+            wrap(pointer, None if out is None else ctypes.byref(out))
+        assert record.deleter_calls == 1, what
+        assert out is None or out.value is None, what
+
+
 def test_consumers_take_the_table():
     t = dlbridge.from_dlpack(np.arange(5, dtype=np.int64))
     before = dlbridge._dlbridge._exchange_api_exports()

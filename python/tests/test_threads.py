@@ -14,13 +14,12 @@ import sys
 import threading
 
 import numpy as np
+import pytest
 
 import _producers as P
 import dlbridge
-import pytest
-from _helpers import CountingDeleters, HandsOver
+from _helpers import CountingDeleters, HandsOver, exchange_function
 from dlbridge._dlbridge import _exchange_api_exports, _testing as kernels
-from dlbridge.check.exchange_table import capsule_table, function
 
 THREADS = 8
 ROUNDS = 2_000
@@ -112,11 +111,6 @@ def torch():
     return pytest.importorskip("torch")
 
 
-def _table_function(owner, member):
-    call = function(capsule_table(owner.__dlpack_c_exchange_api__), member)
-    assert call is not None, f"{member} is NULL"
-    return call
-
 
 def test_eight_threads_exchange_torch_tensors_concurrently(torch):
     # Each round: torch -> dlbridge (through PyTorch's exchange table), dlbridge -> torch
@@ -126,8 +120,8 @@ def test_eight_threads_exchange_torch_tensors_concurrently(torch):
     sources = [torch.arange(12, dtype=torch.float32).reshape(3, 4) + i for i in range(THREADS)]
     before = [sys.getrefcount(s) for s in sources]
     counting = CountingDeleters()
-    export = _table_function(dlbridge.Tensor, "managed_tensor_from_py_object_no_sync")
-    wrap = _table_function(torch.Tensor, "managed_tensor_to_py_object_no_sync")
+    export = exchange_function(dlbridge.Tensor, "managed_tensor_from_py_object_no_sync")
+    wrap = exchange_function(torch.Tensor, "managed_tensor_to_py_object_no_sync")
     rounds = ROUNDS // 2
     exports_before = _exchange_api_exports()
 

@@ -14,7 +14,7 @@ use dlbridge::ffi::{
     DLPackSetError, DLTensor,
 };
 use dlbridge::{DataType, ManagedTensor, Version, MAX_NDIM};
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use pyo3::{ffi, PyClass};
@@ -132,14 +132,25 @@ fn with_python(py: Python<'_>, body: impl FnOnce(Python<'_>) -> PyResult<()>) ->
 ///
 /// # Safety
 ///
-/// `object` must be a live Python object, borrowed for `'py`.
+/// `object` must be NULL or a live Python object, borrowed for `'py`.
 unsafe fn instance<'py, T: TensorClass>(
     py: Python<'py>,
     object: *mut c_void,
 ) -> PyResult<Bound<'py, T>> {
-    // SAFETY: by the contract.
-    let object = unsafe { Bound::from_borrowed_ptr(py, object.cast()) };
+    // SAFETY: by the contract; NULL is refused rather than read.
+    let object = unsafe { Bound::from_borrowed_ptr_or_opt(py, object.cast()) }
+        .ok_or_else(|| PyValueError::new_err("the Python object passed is NULL"))?;
     Ok(object.cast_into::<T>()?)
+}
+
+/// Refuses a NULL output slot (a caller's bug) before any work is done.
+fn output_slot<P>(out: *mut P, name: &str) -> PyResult<()> {
+    if out.is_null() {
+        return Err(PyValueError::new_err(format!(
+            "the output pointer `{name}` is NULL"
+        )));
+    }
+    Ok(())
 }
 
 unsafe extern "C" fn from_py_object<T: TensorClass>(
@@ -147,7 +158,8 @@ unsafe extern "C" fn from_py_object<T: TensorClass>(
     out: *mut *mut DLManagedTensorVersioned,
 ) -> c_int {
     with_gil_held(|py| {
-        // SAFETY: the consumer passes a live object of the table's type.
+        output_slot(out, "out")?;
+        // SAFETY: the consumer passes a live object (NULL is refused).
         let instance = unsafe { instance::<T>(py, object) }?;
         let tensor = Arc::clone(instance.borrow().tensor());
         let shared = tensor.share_versioned().map_err(to_py_err)?;
@@ -156,7 +168,7 @@ unsafe extern "C" fn from_py_object<T: TensorClass>(
             .versioned()
             .expect("shared tensors are versioned");
         EXPORTS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: `out` is the consumer's slot for the owned tensor.
+        // SAFETY: `out` is the consumer's slot for the owned tensor (checked non-NULL).
         unsafe { out.write(raw) };
         Ok(())
     })
@@ -168,10 +180,12 @@ unsafe extern "C" fn to_py_object<T: TensorClass>(
 ) -> c_int {
     with_gil_held(|py| {
         // SAFETY: the caller hands over an owned tensor (ownership is stolen, on success and
-        // on failure alike: a rejected tensor is deleted).
+        // on failure alike: a rejected tensor is deleted, NULL is refused).
         let tensor = unsafe { ManagedTensor::from_raw_versioned(tensor) }.map_err(to_py_err)?;
+        // Checked after taking the tensor, which is then released with the error.
+        output_slot(out, "out")?;
         let object = T::new_instance(py, tensor)?;
-        // SAFETY: `out` is the caller's slot for a new reference.
+        // SAFETY: `out` is the caller's slot for a new reference (checked non-NULL).
         unsafe { out.write(object.into_ptr().cast()) };
         Ok(())
     })
@@ -182,7 +196,8 @@ unsafe extern "C" fn dltensor_from_py_object<T: TensorClass>(
     out: *mut DLTensor,
 ) -> c_int {
     with_gil_held(|py| {
-        // SAFETY: the consumer passes a live object of the table's type.
+        output_slot(out, "out")?;
+        // SAFETY: the consumer passes a live object (NULL is refused).
         let instance = unsafe { instance::<T>(py, object) }?;
         let borrowed = instance.borrow();
         let view = borrowed.tensor().view();
@@ -197,7 +212,7 @@ unsafe extern "C" fn dltensor_from_py_object<T: TensorClass>(
             strides: view.strides().as_ptr().cast_mut(),
             byte_offset: 0,
         };
-        // SAFETY: `out` is the caller's DLTensor to fill.
+        // SAFETY: `out` is the caller's DLTensor to fill (checked non-NULL).
         unsafe { out.write(described) };
         Ok(())
     })

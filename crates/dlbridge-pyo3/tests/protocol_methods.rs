@@ -153,3 +153,111 @@ fn python_subclasses_inherit_the_methods() {
         assert_eq!(tensor.view().as_slice::<u8>().unwrap(), &[7, 7, 7, 7]);
     });
 }
+
+/// A class whose user code panics: `tensor()` always, `new_instance` always. No panic may
+/// cross into Python or C: each entry point raises instead, and a tensor handed over is
+/// still released once.
+#[pyclass]
+struct Faulty;
+
+impl TensorClass for Faulty {
+    fn tensor(&self) -> &Arc<ManagedTensor> {
+        panic!("Faulty::tensor panics")
+    }
+
+    fn new_instance(_py: Python<'_>, _tensor: ManagedTensor) -> PyResult<Py<Self>> {
+        panic!("Faulty::new_instance panics")
+    }
+}
+
+/// Counts the drops of an exported tensor's owner.
+struct CountedOwner(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for CountedOwner {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn panics_in_a_users_class_become_python_errors() {
+    use dlbridge::ffi::{DLManagedTensorVersioned, DLPackExchangeAPI, DLTensor};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    Python::initialize();
+    Python::attach(|py| {
+        publish_dlpack::<Faulty>(py).unwrap();
+        let x = Py::new(py, Faulty).unwrap().into_bound(py).into_any();
+        let locals = PyDict::new(py);
+        locals.set_item("x", &x).unwrap();
+        for code in [
+            c"x.__dlpack__(max_version=(1, 3))",
+            c"x.__dlpack_device__()",
+        ] {
+            let error = py.eval(code, None, Some(&locals)).unwrap_err();
+            assert!(error.is_instance_of::<PyRuntimeError>(py), "{error}");
+            assert!(error.to_string().contains("a panic"), "{error}");
+        }
+
+        let capsule = py
+            .get_type::<Faulty>()
+            .getattr("__dlpack_c_exchange_api__")
+            .unwrap();
+        let capsule = capsule.cast::<PyCapsule>().unwrap();
+        let table = capsule
+            .pointer_checked(Some(c"dlpack_exchange_api"))
+            .unwrap()
+            .cast::<DLPackExchangeAPI>();
+        // SAFETY: the published table lives for the process.
+        let table = unsafe { table.as_ref() };
+        let object = x.as_ptr().cast();
+
+        let mut out: *mut DLManagedTensorVersioned = std::ptr::null_mut();
+        // SAFETY: a live object of the table's type and a slot for the result.
+        let status =
+            unsafe { table.managed_tensor_from_py_object_no_sync.unwrap()(object, &mut out) };
+        assert_eq!(status, -1);
+        assert!(out.is_null());
+        assert!(PyErr::take(py)
+            .unwrap()
+            .is_instance_of::<PyRuntimeError>(py));
+
+        let mut described = std::mem::MaybeUninit::<DLTensor>::uninit();
+        // SAFETY: as above, with a descriptor to fill.
+        let status = unsafe {
+            table.dltensor_from_py_object_no_sync.unwrap()(object, described.as_mut_ptr())
+        };
+        assert_eq!(status, -1);
+        assert!(PyErr::take(py)
+            .unwrap()
+            .is_instance_of::<PyRuntimeError>(py));
+
+        // The tensor handed to a panicking `new_instance` is released once all the same.
+        let drops = Arc::new(AtomicUsize::new(0));
+        let data = vec![1u8, 2, 3];
+        let pointer = data.as_ptr().cast_mut().cast();
+        let owner = (CountedOwner(Arc::clone(&drops)), data);
+        // SAFETY: `pointer` reaches the three bytes the owner keeps alive.
+        let tensor = unsafe {
+            Export::from_raw_parts(
+                owner,
+                pointer,
+                dlbridge::DataType::UINT8,
+                dlbridge::Device::CPU,
+                &[3],
+            )
+        }
+        .into_versioned()
+        .unwrap();
+        let raw = tensor.into_raw().versioned().unwrap();
+        let mut made: *mut std::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: an owned tensor, handed over, and a slot for the new object.
+        let status = unsafe { table.managed_tensor_to_py_object_no_sync.unwrap()(raw, &mut made) };
+        assert_eq!(status, -1);
+        assert!(made.is_null());
+        assert!(PyErr::take(py)
+            .unwrap()
+            .is_instance_of::<PyRuntimeError>(py));
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    });
+}
