@@ -81,12 +81,14 @@ export DLBRIDGE_SOAK_EXCHANGES="${DLBRIDGE_SOAK_EXCHANGES:-10000}"
 echo "=== sanitize-python: canary (an out-of-bounds read the sanitizer must catch)"
 (cd "$ROOT/python/tests" && "$PYTHON" - <<'PY'
 import ctypes
+import os
 
 import _producers as P
 import dlbridge
 from dlbridge._dlbridge import _testing as kernels
 
-assert dlbridge._dlbridge.__file__.startswith(__import__("os").environ["PYTHONPATH"].split(":")[0])
+# The staged, instrumented build, not the one installed in the environment.
+assert dlbridge._dlbridge.__file__.startswith(os.environ["PYTHONPATH"].split(":")[0])
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 buffer = libc.malloc(8)  # two floats, but the descriptor claims 64

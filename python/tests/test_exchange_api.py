@@ -163,11 +163,11 @@ def test_null_pointers_from_a_c_caller_are_errors_not_crashes(table):
     out = POINTER(P.DLManagedTensorVersioned)()
     with pytest.raises(ValueError, match="output pointer `out` is NULL"):
         export(id(t), None)
-    with pytest.raises(ValueError, match="object passed is NULL"):
+    with pytest.raises(ValueError, match="`py_object` is NULL"):
         export(None, ctypes.byref(out))
     with pytest.raises(ValueError, match="output pointer `out` is NULL"):
         describe(id(t), None)
-    with pytest.raises(ValueError, match="object passed is NULL"):
+    with pytest.raises(ValueError, match="`py_object` is NULL"):
         describe(None, ctypes.byref(P.DLTensor()))
     with pytest.raises(BufferError, match="NULL"):
         wrap(None, ctypes.byref(c_void_p()))
@@ -192,7 +192,7 @@ def test_to_py_object_releases_what_it_refuses_exactly_once(table):
     # descriptor, an unknown major version), it is released there and then, once.
     wrap = _function(table, "managed_tensor_to_py_object_no_sync", TO_PY_OBJECT)
     cases = {
-        "NULL out": (P.make_managed((2, 3)), None, ValueError),
+        "NULL out_py_object": (P.make_managed((2, 3)), None, ValueError),
         "negative extent": (P.make_managed((2, -3)), c_void_p(), BufferError),
         "major version 2": (P.make_major2(), c_void_p(), BufferError),
         "NULL data": (P.make_managed((2, 3), data=None), c_void_p(), BufferError),

@@ -139,11 +139,11 @@ unsafe fn instance<'py, T: TensorClass>(
 ) -> PyResult<Bound<'py, T>> {
     // SAFETY: by the contract; NULL is refused rather than read.
     let object = unsafe { Bound::from_borrowed_ptr_or_opt(py, object.cast()) }
-        .ok_or_else(|| PyValueError::new_err("the Python object passed is NULL"))?;
+        .ok_or_else(|| PyValueError::new_err("the Python object `py_object` is NULL"))?;
     Ok(object.cast_into::<T>()?)
 }
 
-/// Refuses a NULL output slot (a caller's bug) before any work is done.
+/// Refuses a NULL output slot (a caller's bug), named as the standard's header names it.
 fn output_slot<P>(out: *mut P, name: &str) -> PyResult<()> {
     if out.is_null() {
         return Err(PyValueError::new_err(format!(
@@ -183,7 +183,7 @@ unsafe extern "C" fn to_py_object<T: TensorClass>(
         // on failure alike: a rejected tensor is deleted, NULL is refused).
         let tensor = unsafe { ManagedTensor::from_raw_versioned(tensor) }.map_err(to_py_err)?;
         // Checked after taking the tensor, which is then released with the error.
-        output_slot(out, "out")?;
+        output_slot(out, "out_py_object")?;
         let object = T::new_instance(py, tensor)?;
         // SAFETY: `out` is the caller's slot for a new reference (checked non-NULL).
         unsafe { out.write(object.into_ptr().cast()) };
