@@ -10,6 +10,15 @@ import threading
 
 import numpy as np
 
+from dlbridge.check.exchange_table import capsule_table, function
+from dlbridge.check.producers import (
+    DELETER,
+    NAME_VERSIONED,
+    DLManagedTensor,
+    DLManagedTensorVersioned,
+    read_capsule,
+)
+
 # Shapes every interop file covers (the last is 32 dimensions of extent 1).
 SHAPES = [(), (0,), (3, 0), (1,), (2, 3), (2, 1, 4), (1,) * 32]
 SHAPE_IDS = ["scalar", "empty", "3x0", "one", "2x3", "2x1x4", "32dims"]
@@ -126,8 +135,6 @@ class CountingDeleters:
     """
 
     def __init__(self):
-        from dlbridge.check.producers import DELETER
-
         self.calls = 0
         self.unexpected: list[int] = []
         self._originals: dict[int, object] = {}
@@ -149,22 +156,18 @@ class CountingDeleters:
         _KEPT_CALLBACKS.append(self._callback)
 
     def interpose(self, address: int, *, versioned: bool = True) -> int:
-        from dlbridge.check.producers import DELETER, DLManagedTensor, DLManagedTensorVersioned
-
         managed = (DLManagedTensorVersioned if versioned else DLManagedTensor).from_address(address)
         # A function-pointer field read through ctypes shares the structure's memory: take the
         # pointer's value before the field is overwritten.
         original = ctypes.cast(managed.deleter, ctypes.c_void_p).value
         assert original, "the producer handed out a tensor without a deleter"
-        self._originals[address] = _DELETERS.get(original) or _DELETERS.setdefault(
-            original, DELETER(original)
-        )
+        if original not in _DELETERS:
+            _DELETERS[original] = DELETER(original)
+        self._originals[address] = _DELETERS[original]
         managed.deleter = self._callback
         return address
 
     def interpose_capsule(self, capsule):
-        from dlbridge.check.producers import NAME_VERSIONED, read_capsule
-
         description = read_capsule(capsule)
         self.interpose(description["address"], versioned=description["name"] == NAME_VERSIONED)
         return capsule
@@ -180,8 +183,6 @@ _DELETERS: dict = {}  # callable deleters by address: the few producers' functio
 
 def exchange_function(owner_type, member: str):
     """A callable for one member of the C exchange table a type publishes (ctypes, GIL kept)."""
-    from dlbridge.check.exchange_table import capsule_table, function
-
     call = function(capsule_table(owner_type.__dlpack_c_exchange_api__), member)
     assert call is not None, f"{owner_type.__name__}'s {member} is NULL"
     return call
