@@ -3,7 +3,7 @@ would make (each of the five functions called through ctypes), and real consumer
 dlbridge itself) take it."""
 
 import ctypes
-from ctypes import POINTER, c_char_p, c_void_p
+from ctypes import POINTER, c_void_p
 
 import numpy as np
 import pytest
@@ -11,39 +11,25 @@ import pytest
 import _producers as P
 import dlbridge
 
-from dlbridge.check.exchange_table import (
-    ALLOCATOR,
-    CURRENT_WORK_STREAM,
-    DLTENSOR_FROM_PY_OBJECT,
-    FROM_PY_OBJECT,
-    SET_ERROR,
-    TO_PY_OBJECT,
-    ExchangeAPI,
-)
+from _helpers import exchange_function
+from dlbridge.check.exchange_table import SET_ERROR, ExchangeAPI, capsule_table, free
 
 assert ctypes.sizeof(ExchangeAPI) == 56
 
 
 @pytest.fixture(scope="module")
 def table():
-    capsule = dlbridge.Tensor.__dlpack_c_exchange_api__
-    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    get_pointer.restype = c_void_p
-    get_pointer.argtypes = [ctypes.py_object, c_char_p]
-    address = get_pointer(capsule, b"dlpack_exchange_api")
-    assert address
-    return ExchangeAPI.from_address(address)
+    return capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)
 
 
-def _function(table, name, prototype):
-    address = getattr(table, name)
-    assert address, f"{name} is NULL"
-    return prototype(address)
+def _function(name):
+    return exchange_function(dlbridge.Tensor, name)
 
 
 def _free(tensor_pointer):
-    managed = tensor_pointer.contents
-    managed.deleter(ctypes.addressof(managed))
+    """Release a tensor the table handed out, which must carry a deleter."""
+    assert tensor_pointer.contents.deleter, "the table handed out a tensor without a deleter"
+    free(tensor_pointer)
 
 
 def test_the_table_is_version_1_3_with_every_member(table):
@@ -53,10 +39,10 @@ def test_the_table_is_version_1_3_with_every_member(table):
         assert getattr(table, name), name
 
 
-def test_managed_tensor_from_py_object_shares_memory(table):
+def test_managed_tensor_from_py_object_shares_memory():
     source = np.arange(6, dtype=np.int32).reshape(2, 3)
     t = dlbridge.from_dlpack(source)
-    export = _function(table, "managed_tensor_from_py_object_no_sync", FROM_PY_OBJECT)
+    export = _function("managed_tensor_from_py_object_no_sync")
     out = POINTER(P.DLManagedTensorVersioned)()
     assert export(id(t), ctypes.byref(out)) == 0
     managed = out.contents
@@ -69,19 +55,19 @@ def test_managed_tensor_from_py_object_shares_memory(table):
     _free(out)
 
 
-def test_managed_tensor_from_py_object_keeps_read_only(table):
+def test_managed_tensor_from_py_object_keeps_read_only():
     source = np.arange(3.0)
     source.flags.writeable = False
     t = dlbridge.from_dlpack(source)
-    export = _function(table, "managed_tensor_from_py_object_no_sync", FROM_PY_OBJECT)
+    export = _function("managed_tensor_from_py_object_no_sync")
     out = POINTER(P.DLManagedTensorVersioned)()
     assert export(id(t), ctypes.byref(out)) == 0
     assert out.contents.flags & P.FLAG_READ_ONLY
     _free(out)
 
 
-def test_managed_tensor_from_py_object_refuses_other_types(table):
-    export = _function(table, "managed_tensor_from_py_object_no_sync", FROM_PY_OBJECT)
+def test_managed_tensor_from_py_object_refuses_other_types():
+    export = _function("managed_tensor_from_py_object_no_sync")
     out = POINTER(P.DLManagedTensorVersioned)()
     wrong = object()
     # The error the call leaves set surfaces as an exception of the call.
@@ -90,9 +76,9 @@ def test_managed_tensor_from_py_object_refuses_other_types(table):
     assert not out
 
 
-def test_managed_tensor_to_py_object_steals_the_tensor(table):
+def test_managed_tensor_to_py_object_steals_the_tensor():
     record = P.make_from_numpy(np.arange(4, dtype=np.float64))
-    wrap = _function(table, "managed_tensor_to_py_object_no_sync", TO_PY_OBJECT)
+    wrap = _function("managed_tensor_to_py_object_no_sync")
     out = c_void_p()
     tensor_pointer = ctypes.cast(record.address, POINTER(P.DLManagedTensorVersioned))
     assert wrap(tensor_pointer, ctypes.byref(out)) == 0
@@ -106,10 +92,10 @@ def test_managed_tensor_to_py_object_steals_the_tensor(table):
     assert record.deleter_calls == 1
 
 
-def test_dltensor_from_py_object_fills_a_borrowed_descriptor(table):
+def test_dltensor_from_py_object_fills_a_borrowed_descriptor():
     source = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
     t = dlbridge.from_dlpack(source)
-    describe = _function(table, "dltensor_from_py_object_no_sync", DLTENSOR_FROM_PY_OBJECT)
+    describe = _function("dltensor_from_py_object_no_sync")
     out = P.DLTensor()
     assert describe(id(t), ctypes.byref(out)) == 0
     assert out.data == t.data_ptr and out.ndim == 2 and out.byte_offset == 0
@@ -118,15 +104,15 @@ def test_dltensor_from_py_object_fills_a_borrowed_descriptor(table):
     assert (out.dtype.code, out.dtype.bits, out.dtype.lanes) == (2, 32, 1)
 
 
-def test_current_work_stream_is_null_on_the_cpu(table):
-    stream = _function(table, "current_work_stream", CURRENT_WORK_STREAM)
+def test_current_work_stream_is_null_on_the_cpu():
+    stream = _function("current_work_stream")
     out = c_void_p(12345)
     assert stream(1, 0, ctypes.byref(out)) == 0
     assert out.value is None
 
 
-def test_the_allocator_makes_rust_owned_tensors_and_reports_errors(table):
-    allocate = _function(table, "managed_tensor_allocator", ALLOCATOR)
+def test_the_allocator_makes_rust_owned_tensors_and_reports_errors():
+    allocate = _function("managed_tensor_allocator")
     errors = []
 
     @SET_ERROR
@@ -153,13 +139,13 @@ def test_the_allocator_makes_rust_owned_tensors_and_reports_errors(table):
     assert errors and errors[0][0] == "BufferError" and "CUDA" in errors[0][1]
 
 
-def test_null_pointers_from_a_c_caller_are_errors_not_crashes(table):
+def test_null_pointers_from_a_c_caller_are_errors_not_crashes():
     # A C caller's bug: every function refuses NULL where it needs a pointer, with the
     # argument named, and never writes through it.
     t = dlbridge.arange(4)
-    export = _function(table, "managed_tensor_from_py_object_no_sync", FROM_PY_OBJECT)
-    describe = _function(table, "dltensor_from_py_object_no_sync", DLTENSOR_FROM_PY_OBJECT)
-    wrap = _function(table, "managed_tensor_to_py_object_no_sync", TO_PY_OBJECT)
+    export = _function("managed_tensor_from_py_object_no_sync")
+    describe = _function("dltensor_from_py_object_no_sync")
+    wrap = _function("managed_tensor_to_py_object_no_sync")
     out = POINTER(P.DLManagedTensorVersioned)()
     with pytest.raises(ValueError, match="output pointer `out` is NULL"):
         export(id(t), None)
@@ -173,7 +159,7 @@ def test_null_pointers_from_a_c_caller_are_errors_not_crashes(table):
         wrap(None, ctypes.byref(c_void_p()))
     assert not out
 
-    allocate = _function(table, "managed_tensor_allocator", ALLOCATOR)
+    allocate = _function("managed_tensor_allocator")
     errors = []
 
     @SET_ERROR
@@ -183,14 +169,14 @@ def test_null_pointers_from_a_c_caller_are_errors_not_crashes(table):
     assert allocate(None, ctypes.byref(out), None, set_error) == -1
     assert allocate(ctypes.byref(P.DLTensor()), None, None, set_error) == -1
     assert errors == ["NULL prototype or output pointer"] * 2
-    stream = _function(table, "current_work_stream", CURRENT_WORK_STREAM)
+    stream = _function("current_work_stream")
     assert stream(1, 0, None) == 0
 
 
-def test_to_py_object_releases_what_it_refuses_exactly_once(table):
+def test_to_py_object_releases_what_it_refuses_exactly_once():
     # The tensor is stolen on failure too: refused (a NULL output slot, a malformed
     # descriptor, an unknown major version), it is released there and then, once.
-    wrap = _function(table, "managed_tensor_to_py_object_no_sync", TO_PY_OBJECT)
+    wrap = _function("managed_tensor_to_py_object_no_sync")
     cases = {
         "NULL out_py_object": (P.make_managed((2, 3)), None, ValueError),
         "negative extent": (P.make_managed((2, -3)), c_void_p(), BufferError),
