@@ -188,6 +188,27 @@ def exchange_function(owner_type, member: str):
     return call
 
 
+def through_exchange_tables(producer_type, consumer_type):
+    """`pass_(source, counting)`: `source` leaves through its producer's C exchange table
+    (`managed_tensor_from_py_object_no_sync`), gets a counting deleter (`counting`, a
+    `CountingDeleters`), and enters the consumer's (`managed_tensor_to_py_object_no_sync`);
+    it returns the consumer's new object."""
+    export = exchange_function(producer_type, "managed_tensor_from_py_object_no_sync")
+    wrap = exchange_function(consumer_type, "managed_tensor_to_py_object_no_sync")
+
+    def pass_(source, counting):
+        managed = ctypes.POINTER(DLManagedTensorVersioned)()
+        made = ctypes.c_void_p()
+        assert export(id(source), ctypes.byref(managed)) == 0
+        counting.interpose(ctypes.addressof(managed.contents))
+        assert wrap(managed, ctypes.byref(made)) == 0
+        obj = ctypes.cast(made, ctypes.py_object).value
+        ctypes.pythonapi.Py_DecRef(ctypes.py_object(obj))  # the call's new reference
+        return obj
+
+    return pass_
+
+
 class HandsOver:
     """A producer whose `__dlpack__` hands over one capsule made beforehand (whatever the
     keywords), so that a consumer takes a tensor whose deleter a test has interposed."""

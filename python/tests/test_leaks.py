@@ -17,11 +17,9 @@ the count is N, no tensor is left unreleased, and none is released twice.
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import os
 import sys
-from ctypes import POINTER, c_void_p
 
 import numpy as np
 import pytest
@@ -31,7 +29,7 @@ import dlbridge
 from _helpers import (
     CountingDeleters,
     HandsOver,
-    exchange_function,
+    through_exchange_tables,
     refcount,
     rss_bytes,
     under_address_sanitizer,
@@ -223,31 +221,30 @@ def test_deleters_run_once_per_export():
 # --------------------------------------------------------------------------------------------
 
 
-def _count_releases(exchange):
-    """Run `exchange(counting)` N times (each hands one interposed tensor to a consumer that
-    drops it at once); every tensor must come back through its deleter exactly once."""
+def _count_releases(source, exchange):
+    """Run `exchange(source, counting)` N times (each hands one tensor of `source`, its deleter
+    interposed, to a consumer that drops it at once): every tensor must come back through its
+    deleter exactly once, and the source's reference count must not move."""
     counting = CountingDeleters()
+    before = refcount(source)
     for _ in range(N):
-        exchange(counting)
+        exchange(source, counting)
     gc.collect()
     assert counting.unexpected == [], "a deleter ran for a tensor not handed out, or twice"
     assert (counting.calls, counting.outstanding) == (N, 0)
+    assert refcount(source) == before
 
 
-def _through_tables(source, producer_type, consumer_type):
-    """An exchange for `_count_releases`: `source` leaves through its producer's table
-    (managed_tensor_from_py_object_no_sync), gets a counting deleter, and enters the
-    consumer's table (managed_tensor_to_py_object_no_sync); the new object is dropped."""
-    export = exchange_function(producer_type, "managed_tensor_from_py_object_no_sync")
-    wrap = exchange_function(consumer_type, "managed_tensor_to_py_object_no_sync")
-    managed = POINTER(P.DLManagedTensorVersioned)()
-    obj = c_void_p()
+def _through_capsules(consumer, max_version=(1, 3)):
+    """An exchange for `_count_releases`: the source's `__dlpack__` capsule (legacy when
+    `max_version` is None), its deleter interposed, handed to `consumer`."""
 
-    def exchange(counting):
-        assert export(id(source), ctypes.byref(managed)) == 0
-        counting.interpose(ctypes.addressof(managed.contents))
-        assert wrap(managed, ctypes.byref(obj)) == 0
-        ctypes.pythonapi.Py_DecRef(ctypes.cast(obj, ctypes.py_object))  # the new reference
+    def exchange(source, counting):
+        if max_version is None:
+            capsule = source.__dlpack__()
+        else:
+            capsule = source.__dlpack__(max_version=max_version)
+        consumer(HandsOver(counting.interpose_capsule(capsule)))
 
     return exchange
 
@@ -268,60 +265,32 @@ def test_the_deleter_count_notices_a_lost_and_a_doubly_released_tensor():
 
 def test_dlbridge_exports_to_numpy_are_released_once():
     t = dlbridge.from_dlpack(np.arange(16, dtype=np.float32).reshape(4, 4))
-    before = refcount(t)
-    _count_releases(
-        lambda counting: np.from_dlpack(
-            HandsOver(counting.interpose_capsule(t.__dlpack__(max_version=(1, 3))))
-        )
-    )
-    assert refcount(t) == before
+    _count_releases(t, _through_capsules(np.from_dlpack))
 
 
 def test_dlbridge_legacy_exports_to_numpy_are_released_once():
-    t = dlbridge.arange(16)
-    _count_releases(
-        lambda counting: np.from_dlpack(HandsOver(counting.interpose_capsule(t.__dlpack__())))
-    )
+    _count_releases(dlbridge.arange(16), _through_capsules(np.from_dlpack, max_version=None))
 
 
 def test_numpy_exports_to_dlbridge_are_released_once():
     a = np.arange(16, dtype=np.float64)
-    before = refcount(a)
-    _count_releases(
-        lambda counting: dlbridge.from_dlpack(
-            HandsOver(counting.interpose_capsule(a.__dlpack__(max_version=(1, 0))))
-        )
-    )
-    assert refcount(a) == before
+    _count_releases(a, _through_capsules(dlbridge.from_dlpack, max_version=(1, 0)))
 
 
 def test_dlbridge_exports_to_torch_are_released_once(torch):
-    t = dlbridge.zeros((4, 4))
-    _count_releases(
-        lambda counting: torch.from_dlpack(
-            HandsOver(counting.interpose_capsule(t.__dlpack__(max_version=(1, 3))))
-        )
-    )
+    _count_releases(dlbridge.zeros((4, 4)), _through_capsules(torch.from_dlpack))
 
 
 def test_torch_exports_to_dlbridge_are_released_once(torch):
     x = torch.arange(16, dtype=torch.float32).reshape(4, 4)
-    before = refcount(x)
-    _count_releases(
-        lambda counting: dlbridge.from_dlpack(
-            HandsOver(counting.interpose_capsule(x.__dlpack__(max_version=(1, 3))))
-        )
-    )
-    assert refcount(x) == before
+    _count_releases(x, _through_capsules(dlbridge.from_dlpack))
 
 
 def test_dlbridge_exports_through_the_exchange_api_to_torch_are_released_once(torch):
     t = dlbridge.zeros((4, 4))
-    _count_releases(_through_tables(t, dlbridge.Tensor, torch.Tensor))
+    _count_releases(t, through_exchange_tables(dlbridge.Tensor, torch.Tensor))
 
 
 def test_torch_exports_through_the_exchange_api_to_dlbridge_are_released_once(torch):
     x = torch.arange(16, dtype=torch.float32)
-    before = refcount(x)
-    _count_releases(_through_tables(x, torch.Tensor, dlbridge.Tensor))
-    assert refcount(x) == before
+    _count_releases(x, through_exchange_tables(torch.Tensor, dlbridge.Tensor))

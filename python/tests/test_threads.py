@@ -7,7 +7,6 @@ core's export tests.)"""
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import queue
 import sys
@@ -18,7 +17,7 @@ import pytest
 
 import _producers as P
 import dlbridge
-from _helpers import CountingDeleters, HandsOver, exchange_function
+from _helpers import CountingDeleters, HandsOver, through_exchange_tables
 from dlbridge._dlbridge import _exchange_api_exports, _testing as kernels
 
 THREADS = 8
@@ -111,7 +110,6 @@ def torch():
     return pytest.importorskip("torch")
 
 
-
 def test_eight_threads_exchange_torch_tensors_concurrently(torch):
     # Each round: torch -> dlbridge (through PyTorch's exchange table), dlbridge -> torch
     # (capsule), a typed-argument kernel on torch tensors with the GIL released (borrowed
@@ -120,8 +118,7 @@ def test_eight_threads_exchange_torch_tensors_concurrently(torch):
     sources = [torch.arange(12, dtype=torch.float32).reshape(3, 4) + i for i in range(THREADS)]
     before = [sys.getrefcount(s) for s in sources]
     counting = CountingDeleters()
-    export = exchange_function(dlbridge.Tensor, "managed_tensor_from_py_object_no_sync")
-    wrap = exchange_function(torch.Tensor, "managed_tensor_to_py_object_no_sync")
+    pass_through_tables = through_exchange_tables(dlbridge.Tensor, torch.Tensor)
     rounds = ROUNDS // 2
     exports_before = _exchange_api_exports()
 
@@ -129,19 +126,13 @@ def test_eight_threads_exchange_torch_tensors_concurrently(torch):
         def body():
             source = sources[i]
             out = torch.empty_like(source)
-            managed = ctypes.POINTER(P.DLManagedTensorVersioned)()
-            made = ctypes.c_void_p()
             for _ in range(rounds):
                 t = dlbridge.from_dlpack(source)
                 back = torch.from_dlpack(t)
                 assert back[2, 3] == source[2, 3]
                 kernels.scale(source, out, 2.0)
                 assert out[1, 1] == 2.0 * source[1, 1]
-                assert export(id(t), ctypes.byref(managed)) == 0
-                counting.interpose(ctypes.addressof(managed.contents))
-                assert wrap(managed, ctypes.byref(made)) == 0
-                through_tables = ctypes.cast(made, ctypes.py_object).value
-                ctypes.pythonapi.Py_DecRef(ctypes.py_object(through_tables))
+                through_tables = pass_through_tables(t, counting)
                 assert through_tables[0, 1] == source[0, 1]
                 del through_tables
         return body
