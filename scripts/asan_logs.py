@@ -20,6 +20,7 @@ import collections
 import pathlib
 import re
 import sys
+import typing
 
 ERROR = re.compile(r"^(?:==\d+==)?(?:ERROR: )?(AddressSanitizer|LeakSanitizer): (.*)$")
 LEAK = re.compile(r"^(Direct|Indirect) leak of (\d+) byte\(s\) in (\d+) object\(s\)")
@@ -29,25 +30,42 @@ OURS = re.compile(r"dlbridge")
 ALLOCATOR = re.compile(r"malloc|calloc|realloc|operator new|asan_|gc_alloc|_PyObject_GC_New")
 
 
+class Report(typing.NamedTuple):
+    """One error report, or one leak record, of one process's log."""
+
+    file: str
+    kind: str  # "error" or "leak"
+    title: str
+    frames: list
+    size: int = 0  # leaks: bytes
+    objects: int = 0  # leaks: allocations
+
+    def through_dlbridge(self) -> bool:
+        return any(OURS.search(frame) for frame in self.frames)
+
+
 def reports(directory: pathlib.Path):
-    """(file, kind, title, frames) for every error report and every leak in the logs."""
+    """Every error report and every leak record in the logs, as `Report`s."""
     for path in sorted(directory.glob("asan.*")):
-        kind = title = None
-        frames: list[str] = []
+        current = None
         for line in path.read_text(errors="replace").splitlines() + [""]:
             error = ERROR.match(line)
             leak = LEAK.match(line)
             frame = FRAME.match(line)
-            if frame and kind is not None:
-                frames.append(frame.group(2))
+            if frame and current is not None:
+                current.frames.append(frame.group(2))
                 continue
-            if kind is not None and (error or leak or not line.strip() or line.startswith("SUMMARY")):
-                yield path.name, kind, title, frames
-                kind, title, frames = None, None, []
+            if current is not None and (
+                error or leak or not line.strip() or line.startswith("SUMMARY")
+            ):
+                yield current
+                current = None
             if error and error.group(1) == "AddressSanitizer" and "leaked" not in error.group(2):
-                kind, title = "error", error.group(2)
+                current = Report(path.name, "error", error.group(2), [])
             elif leak:
-                kind, title = "leak", line.strip()
+                current = Report(
+                    path.name, "leak", line.strip(), [], int(leak.group(2)), int(leak.group(3))
+                )
 
 
 def origin(frames: list[str]) -> str:
@@ -65,34 +83,33 @@ def main() -> int:
 
     files = sorted(args.log_dir.glob("asan.*"))
     found = list(reports(args.log_dir))
-    errors = [r for r in found if r[1] == "error"]
-    leaks = [r for r in found if r[1] == "leak"]
+    errors = [r for r in found if r.kind == "error"]
+    leaks = [r for r in found if r.kind == "leak"]
 
     if args.expect_overflow:
         caught = [
-            r for r in errors
-            if r[2].startswith("heap-buffer-overflow") and any(OURS.search(f) for f in r[3])
+            r for r in errors if r.title.startswith("heap-buffer-overflow") and r.through_dlbridge()
         ]
         if caught:
-            where = next(f for f in caught[0][3] if OURS.search(f))
-            print(f"asan-logs: canary caught: {caught[0][2].split(' on ')[0]} in {where[:100]}")
+            where = next(f for f in caught[0].frames if OURS.search(f))
+            print(f"asan-logs: canary caught: {caught[0].title.split(' on ')[0]} in {where[:100]}")
             return 0
         print("asan-logs: the canary's out-of-bounds read was NOT reported: the extension is "
               "not instrumented or the runtime is not loaded; the run proves nothing")
         return 1
 
-    ours = [r for r in leaks if any(OURS.search(f) for f in r[3])]
-    foreign = [r for r in leaks if r not in ours]
-    foreign_bytes = sum(int(LEAK.match(r[2]).group(2)) for r in foreign)
-    foreign_objects = sum(int(LEAK.match(r[2]).group(3)) for r in foreign)
+    ours = [r for r in leaks if r.through_dlbridge()]
+    foreign = [r for r in leaks if not r.through_dlbridge()]
+    foreign_bytes = sum(r.size for r in foreign)
+    foreign_objects = sum(r.objects for r in foreign)
 
-    for file, _, title, frames in errors:
-        print(f"asan-logs: ERROR in {file}: {title}")
-        for frame in frames[:12]:
+    for r in errors:
+        print(f"asan-logs: ERROR in {r.file}: {r.title}")
+        for frame in r.frames[:12]:
             print(f"    {frame}")
-    for file, _, title, frames in ours:
-        print(f"asan-logs: LEAK through dlbridge in {file}: {title}")
-        for frame in frames[:16]:
+    for r in ours:
+        print(f"asan-logs: LEAK through dlbridge in {r.file}: {r.title}")
+        for frame in r.frames[:16]:
             print(f"    {frame}")
     print(f"asan-logs: {len(files)} process reports; {len(errors)} errors; "
           f"{len(ours)} leaks through dlbridge; {foreign_bytes} bytes in {foreign_objects} "
@@ -100,7 +117,7 @@ def main() -> int:
     if foreign:
         by_origin = collections.Counter()
         for r in foreign:
-            by_origin[origin(r[3])] += int(LEAK.match(r[2]).group(2))
+            by_origin[origin(r.frames)] += r.size
         for where, size in by_origin.most_common(5):
             print(f"    {size:>8} bytes from {where}")
     return 1 if errors or ours else 0
