@@ -124,6 +124,9 @@ pub enum Error {
         /// The tensor's flags.
         flags: Flags,
     },
+    /// Mutable access to a legacy tensor, whose producer cannot say whether its memory may be
+    /// written (see [`crate::Writability::Unknown`]).
+    WritabilityUnknown,
     /// Mutable access to a layout in which two indices reach the same element.
     OverlappingLayout {
         /// The tensor's shape.
@@ -290,6 +293,11 @@ impl fmt::Display for Error {
             Error::ReadOnly { flags } => write!(
                 f,
                 "flags = {flags}: the tensor is read-only and cannot be written"
+            ),
+            Error::WritabilityUnknown => f.write_str(
+                "the tensor came in a legacy DLManagedTensor, which has no flags to say whether \
+                 its memory may be written, so it is read-only (ManagedTensor::\
+                 assume_legacy_writable vouches for a producer known to allow writes)",
             ),
             Error::OverlappingLayout { shape, strides } => write!(
                 f,

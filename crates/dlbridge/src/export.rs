@@ -17,7 +17,7 @@ use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::view::Checked;
 use crate::{
     layout, DataType, Device, Element, Error, Flags, ManagedTensor, Result, TensorView, Version,
-    MAX_NDIM,
+    Writability, MAX_NDIM,
 };
 
 /// An exporter of Rust memory as a DLPack managed tensor.
@@ -268,6 +268,7 @@ impl<'s, O: Send + 'static> Export<'s, O> {
             device: self.device,
             flags: self.flags,
             legacy,
+            writable: !self.flags.is_read_only(),
         };
         let strides = self.strides;
         // SAFETY: the buffer's pointer (or the caller of `from_raw_parts`) guarantees the
@@ -301,7 +302,9 @@ impl ManagedTensor {
     /// consumer re-exports what it imported (NumPy -> dlbridge -> PyTorch) without a copy.
     ///
     /// The new tensor has this one's shape, strides (made explicit), dtype and device, `data`
-    /// at the first element with `byte_offset = 0`, and the READ_ONLY and padded flags; not
+    /// at the first element with `byte_offset = 0`, and the padded flag, with READ_ONLY when
+    /// this one may not be written (flagged so, or a legacy tensor of unknown writability:
+    /// [`crate::Writability`]); not
     /// IS_COPIED, since its memory is now shared. One allocation; this tensor's deleter runs
     /// when the last tensor sharing it is dropped, on whatever thread that happens.
     ///
@@ -322,7 +325,8 @@ impl ManagedTensor {
     }
 
     /// As [`ManagedTensor::share_versioned`], as a legacy `DLManagedTensor`; refused for a
-    /// read-only tensor, which the legacy layout cannot mark.
+    /// tensor flagged READ_ONLY, which the legacy layout cannot mark. A tensor of unknown
+    /// writability (itself legacy, from outside) may go out legacy as it came in.
     #[inline]
     pub fn share_legacy(self: Arc<Self>) -> Result<ManagedTensor> {
         share(self, true)
@@ -521,7 +525,9 @@ unsafe fn export_view<O: Send + 'static>(
             Flags::IS_SUBBYTE_TYPE_PADDED,
             view.flags().is_subbyte_type_padded(),
         );
-    if legacy && flags.is_read_only() {
+    // A legacy tensor cannot say READ_ONLY; memory of unknown writability (a legacy source)
+    // may still go out legacy, as it came in, and stays of unknown writability.
+    if legacy && (read_only || view.writability() == Writability::ReadOnly) {
         return Err(Error::ReadOnlyLegacyExport);
     }
     if legacy && flags.is_subbyte_type_padded() {
@@ -535,6 +541,7 @@ unsafe fn export_view<O: Send + 'static>(
         device: view.device(),
         flags,
         legacy,
+        writable: !flags.is_read_only(),
     };
     // The same descriptor with explicit strides: the view's validation holds for it.
     let checked = Checked {
@@ -567,6 +574,9 @@ pub(crate) struct Descriptor {
     pub device: Device,
     pub flags: Flags,
     pub legacy: bool,
+    /// The exporter allows writes (the memory is not read-only, and not of unknown
+    /// writability): what a legacy export, which has no flags, is known to be.
+    pub writable: bool,
 }
 
 /// The single heap block of an export: the managed struct first (its address is the tensor's
@@ -617,14 +627,22 @@ pub(crate) unsafe fn export_owner<O: Send + 'static>(
             unsafe { allocate_block::<DLManagedTensorVersioned, O>(owner, ndim, descriptor, fill) };
         crate::RawManagedTensor::Versioned(block.as_ptr())
     };
-    match prevalidated {
+    let tensor = match prevalidated {
         // SAFETY: a freshly built tensor that we own, whose descriptor the caller vouches for
         // with the validation of an identical one.
         Some(checked) => Ok(unsafe { ManagedTensor::from_prevalidated(raw, checked) }),
         // SAFETY: a freshly built tensor that we own, with valid shape and strides; the memory
         // contract is the caller's.
         None => unsafe { ManagedTensor::from_raw(raw) },
+    };
+    if descriptor.legacy && descriptor.writable {
+        // A legacy export of writable memory (rare): say so, as its flags cannot.
+        return tensor.map(|mut tensor| {
+            tensor.allow_legacy_writes();
+            tensor
+        });
     }
+    tensor
 }
 
 /// A managed struct layout an export block can hold.

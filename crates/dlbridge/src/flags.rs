@@ -121,6 +121,47 @@ impl fmt::Debug for Flags {
     }
 }
 
+/// Whether a consumer may write a tensor's memory: what the producer allows, as far as it
+/// can say.
+///
+/// A versioned tensor says it with [`Flags::READ_ONLY`]. A legacy `DLManagedTensor` has no
+/// flags, so its producer cannot say whether writes are allowed, and some legacy-only
+/// producers export immutable memory (JAX and TensorFlow export only legacy capsules, over
+/// buffers their arrays never change). Writability that is not known is not claimed: such a
+/// tensor is [`Writability::Unknown`], and everything in this crate treats it as read-only
+/// ([`crate::TensorView::is_read_only`], the mutable views, versioned re-exports, which carry
+/// READ_ONLY). A legacy re-export stays possible, since it loses nothing the source had; and a
+/// holder that knows better says so with [`crate::ManagedTensor::assume_legacy_writable`].
+///
+/// ```
+/// use dlbridge::{Export, ManagedTensor, Writability};
+/// let exported = Export::new(vec![1u8, 2, 3], &[3]).into_legacy()?;
+/// // Rust memory exported by this crate is known to be writable...
+/// assert_eq!(exported.view().writability(), Writability::Writable);
+/// // ...but the same tensor coming back through C is a legacy tensor like any other.
+/// let imported = unsafe { ManagedTensor::from_raw(exported.into_raw()) }?;
+/// assert_eq!(imported.view().writability(), Writability::Unknown);
+/// assert!(imported.view().is_read_only());
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Writability {
+    /// Writes are allowed: a versioned tensor without READ_ONLY, memory this crate exported,
+    /// or a legacy tensor its holder vouched for.
+    Writable,
+    /// The producer flagged the tensor READ_ONLY.
+    ReadOnly,
+    /// A legacy tensor whose producer could not say whether writes are allowed: read-only.
+    Unknown,
+}
+
+impl Writability {
+    /// Whether the memory may be written ([`Writability::Writable`] only).
+    pub const fn allows_writes(self) -> bool {
+        matches!(self, Writability::Writable)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,6 +43,7 @@ pub mod layout;
 mod managed;
 #[cfg(feature = "ndarray")]
 mod ndarray;
+pub mod overlap;
 mod version;
 mod view;
 
@@ -51,7 +52,7 @@ pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
 pub use element::Element;
 pub use error::{Error, Result, MAX_NDIM};
 pub use export::{Export, HostBuffer};
-pub use flags::Flags;
+pub use flags::{Flags, Writability};
 pub use managed::{ManagedTensor, RawManagedTensor};
 pub use version::Version;
 pub use view::{Elements, ElementsMut, TensorView};

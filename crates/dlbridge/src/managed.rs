@@ -72,7 +72,10 @@ impl RawManagedTensor {
 #[derive(Clone, Copy)]
 enum Owned {
     Versioned(NonNull<DLManagedTensorVersioned>),
-    Legacy(NonNull<DLManagedTensor>),
+    /// A legacy tensor, and whether it is known to be writable: this crate exported it, or
+    /// its holder vouched for it ([`ManagedTensor::assume_legacy_writable`]). Other legacy
+    /// tensors are read-only ([`crate::Writability::Unknown`]).
+    Legacy(NonNull<DLManagedTensor>, bool),
 }
 
 /// An owned managed tensor from any producer, versioned or legacy, validated on entry.
@@ -181,7 +184,7 @@ impl ManagedTensor {
     ) -> std::result::Result<Self, (Error, RawManagedTensor)> {
         let owned = match raw {
             RawManagedTensor::Versioned(ptr) => NonNull::new(ptr).map(Owned::Versioned),
-            RawManagedTensor::Legacy(ptr) => NonNull::new(ptr).map(Owned::Legacy),
+            RawManagedTensor::Legacy(ptr) => NonNull::new(ptr).map(|ptr| Owned::Legacy(ptr, false)),
         };
         let Some(owned) = owned else {
             let what = match raw {
@@ -215,7 +218,7 @@ impl ManagedTensor {
             }
             RawManagedTensor::Legacy(ptr) => {
                 // SAFETY: non-NULL by the contract.
-                Owned::Legacy(unsafe { NonNull::new_unchecked(ptr) })
+                Owned::Legacy(unsafe { NonNull::new_unchecked(ptr) }, false)
             }
         };
         // SAFETY: owned, and `checked` holds for it (the contract).
@@ -265,6 +268,7 @@ impl ManagedTensor {
                 self.device,
                 self.checked,
                 self.implicit_strides.as_deref(),
+                matches!(self.owned, Owned::Legacy(_, true)),
             )
         }
     }
@@ -281,7 +285,7 @@ impl ManagedTensor {
                 )
             },
             // SAFETY: owned and live until drop.
-            Owned::Legacy(ptr) => unsafe { (&ptr.as_ref().dl_tensor, None, Flags::NONE) },
+            Owned::Legacy(ptr, _) => unsafe { (&ptr.as_ref().dl_tensor, None, Flags::NONE) },
         }
     }
 
@@ -294,6 +298,39 @@ impl ManagedTensor {
         unsafe { check_descriptor(tensor, version, flags, device) }?;
         self.device = device;
         Ok(())
+    }
+
+    /// Declares that the producer of this legacy tensor allows its consumers to write the
+    /// memory, which a legacy `DLManagedTensor` cannot say itself (it has no flags): the tensor
+    /// becomes [`Writability::Writable`](crate::Writability::Writable) instead of
+    /// [`Writability::Unknown`](crate::Writability::Unknown). Versioned tensors say it with
+    /// their flags and are not changed: one flagged READ_ONLY stays read-only.
+    ///
+    /// ```
+    /// use dlbridge::{Export, ManagedTensor};
+    /// let raw = Export::new(vec![0u8; 4], &[4]).into_legacy()?.into_raw();
+    /// let mut tensor = unsafe { ManagedTensor::from_raw(raw) }?;
+    /// assert!(tensor.as_mut_slice::<u8>().is_err()); // a legacy tensor from outside
+    /// // SAFETY: the memory is a Vec this program exported, which nothing else uses.
+    /// unsafe { tensor.assume_legacy_writable() };
+    /// tensor.as_mut_slice::<u8>()?[0] = 7;
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// The producer must allow writes to the memory the tensor describes (its documentation
+    /// says so, or the caller owns that memory), for as long as the tensor lives.
+    pub unsafe fn assume_legacy_writable(&mut self) {
+        self.allow_legacy_writes();
+    }
+
+    /// Marks a legacy tensor as known to be writable (one this crate exported, whose memory
+    /// the exporter vouched for); nothing for a versioned one.
+    pub(crate) fn allow_legacy_writes(&mut self) {
+        if let Owned::Legacy(_, writes_allowed) = &mut self.owned {
+            *writes_allowed = true;
+        }
     }
 
     /// Whether this is a versioned (`DLManagedTensorVersioned`) tensor.
@@ -379,7 +416,7 @@ unsafe fn validate(owned: Owned) -> Result<Checked> {
             // SAFETY: shape and strides are valid for `ndim` values by the contract.
             unsafe { check_descriptor(tensor, Some(version), flags, tensor.device) }
         }
-        Owned::Legacy(ptr) => {
+        Owned::Legacy(ptr, _) => {
             // SAFETY: live by the contract.
             let tensor = unsafe { &(*ptr.as_ptr()).dl_tensor };
             // SAFETY: shape and strides are valid for `ndim` values by the contract.
@@ -398,14 +435,14 @@ unsafe fn dl_tensor_of<'a>(owned: Owned) -> &'a DLTensor {
         // SAFETY: live and validated, by the contract.
         Owned::Versioned(ptr) => unsafe { &(*ptr.as_ptr()).dl_tensor },
         // SAFETY: live, by the contract.
-        Owned::Legacy(ptr) => unsafe { &(*ptr.as_ptr()).dl_tensor },
+        Owned::Legacy(ptr, _) => unsafe { &(*ptr.as_ptr()).dl_tensor },
     }
 }
 
 fn raw_of(owned: Owned) -> RawManagedTensor {
     match owned {
         Owned::Versioned(ptr) => RawManagedTensor::Versioned(ptr.as_ptr()),
-        Owned::Legacy(ptr) => RawManagedTensor::Legacy(ptr.as_ptr()),
+        Owned::Legacy(ptr, _) => RawManagedTensor::Legacy(ptr.as_ptr()),
     }
 }
 

@@ -6,7 +6,9 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use crate::ffi::DLTensor;
-use crate::{layout, DataType, Device, Element, Error, Flags, Result, Version, MAX_NDIM};
+use crate::{
+    layout, DataType, Device, Element, Error, Flags, Result, Version, Writability, MAX_NDIM,
+};
 
 /// What validation learned about a descriptor, kept by the owner of the tensor.
 #[derive(Clone, Copy, Debug)]
@@ -122,6 +124,7 @@ pub struct TensorView<'a> {
     strides: &'a [i64],
     version: Option<Version>,
     flags: Flags,
+    writability: Writability,
     device: Device,
     elements: u64,
     offsets: (i64, i64),
@@ -161,6 +164,7 @@ impl<'a> TensorView<'a> {
                 tensor.device,
                 checked,
                 None,
+                false,
             )
         })
     }
@@ -173,6 +177,8 @@ impl<'a> TensorView<'a> {
     /// contract
     /// of [`TensorView::from_dltensor`] must hold for `'a`, and when `checked.strides_missing`
     /// with `ndim > 1`, `implicit_strides` must hold the compact row-major strides.
+    /// `legacy_writes_allowed` says that a legacy tensor (`version` None) is known to be
+    /// writable (this crate exported it, or its holder vouched for it).
     pub(crate) unsafe fn from_checked(
         tensor: &'a DLTensor,
         version: Option<Version>,
@@ -180,6 +186,7 @@ impl<'a> TensorView<'a> {
         device: Device,
         checked: Checked,
         implicit_strides: Option<&'a [i64]>,
+        legacy_writes_allowed: bool,
     ) -> Self {
         let rank = tensor.ndim as usize;
         let shape: &[i64] = if rank == 0 {
@@ -199,12 +206,20 @@ impl<'a> TensorView<'a> {
             debug_assert_eq!(rank, 1, "implicit strides must be supplied for ndim > 1");
             &UNIT_STRIDE
         };
+        let writability = if flags.is_read_only() {
+            Writability::ReadOnly
+        } else if version.is_none() && !legacy_writes_allowed {
+            Writability::Unknown
+        } else {
+            Writability::Writable
+        };
         TensorView {
             tensor,
             shape,
             strides,
             version,
             flags,
+            writability,
             device,
             elements: checked.elements,
             offsets: checked.offsets,
@@ -277,7 +292,8 @@ impl<'a> TensorView<'a> {
             .cast()
     }
 
-    /// The flags ([`Flags::NONE`] for a legacy tensor).
+    /// The flags as the producer sent them ([`Flags::NONE`] for a legacy tensor, which has none:
+    /// see [`TensorView::writability`]).
     pub fn flags(&self) -> Flags {
         self.flags
     }
@@ -287,9 +303,15 @@ impl<'a> TensorView<'a> {
         self.version
     }
 
-    /// Whether the tensor is flagged read-only.
+    /// Whether the tensor must not be written: flagged READ_ONLY, or a legacy tensor whose
+    /// producer could not say that writes are allowed ([`Writability::Unknown`]).
     pub fn is_read_only(&self) -> bool {
-        self.flags.is_read_only()
+        !self.writability.allows_writes()
+    }
+
+    /// Whether the memory may be written, and if not, why (see [`Writability`]).
+    pub fn writability(&self) -> Writability {
+        self.writability
     }
 
     /// Number of elements.
@@ -414,8 +436,10 @@ impl<'a> TensorView<'a> {
     /// Checks everything a mutable typed access needs on top of the shared one: not
     /// read-only, no two indices reaching the same element.
     pub(crate) fn check_writable(&self) -> Result<()> {
-        if self.flags.is_read_only() {
-            return Err(Error::ReadOnly { flags: self.flags });
+        match self.writability {
+            Writability::Writable => {}
+            Writability::ReadOnly => return Err(Error::ReadOnly { flags: self.flags }),
+            Writability::Unknown => return Err(Error::WritabilityUnknown),
         }
         if !layout::is_overlap_free(self.shape, self.strides) {
             return Err(Error::OverlappingLayout {

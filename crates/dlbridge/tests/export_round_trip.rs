@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dlbridge::ffi::DLManagedTensorVersioned;
 use dlbridge::{
     DataType, DataTypeCode, Device, DeviceType, Element, Error, Export, Flags, ManagedTensor,
-    Version,
+    Version, Writability,
 };
 use half::{bf16, f16};
 use num_complex::Complex;
@@ -522,4 +522,71 @@ fn zeros_are_aligned_compact_cpu_tensors_of_any_dtype() {
         Err(Error::ByteSizeOverflow { .. })
     ));
     assert!(ManagedTensor::zeros(DataType::new(DataTypeCode::FLOAT, 0, 1), &[1]).is_err());
+}
+
+/// A legacy tensor from outside cannot say whether its memory may be written, so it is
+/// read-only for everything that can express it; memory this crate exported legacy is known
+/// to be writable; a legacy re-export of unknown memory stays possible.
+#[test]
+fn legacy_writability_is_not_claimed() {
+    let own = Export::new(vec![1u8, 2, 3, 4], &[4]).into_legacy().unwrap();
+    assert_eq!(own.view().writability(), Writability::Writable);
+    assert!(!own.view().is_read_only());
+    // Through a raw pointer (as from any C producer) it is a legacy tensor like any other.
+    // SAFETY: our own export, handed back once.
+    let mut foreign = unsafe { ManagedTensor::from_raw(own.into_raw()) }.unwrap();
+    let view = foreign.view();
+    assert_eq!(view.writability(), Writability::Unknown);
+    assert!(view.is_read_only());
+    assert_eq!(view.flags(), Flags::NONE, "the flags stay as sent");
+    assert_eq!(
+        foreign.as_mut_slice::<u8>().unwrap_err(),
+        Error::WritabilityUnknown
+    );
+    assert_eq!(
+        foreign.elements_mut::<u8>().unwrap_err(),
+        Error::WritabilityUnknown
+    );
+    let message = Error::WritabilityUnknown.to_string();
+    assert!(message.contains("legacy DLManagedTensor"), "{message}");
+
+    // Re-exports: versioned ones carry READ_ONLY, legacy ones stay possible and unknown.
+    let foreign = Arc::new(foreign);
+    let versioned = Arc::clone(&foreign).share_versioned().unwrap();
+    assert_eq!(versioned.view().flags(), Flags::READ_ONLY);
+    assert_eq!(versioned.view().writability(), Writability::ReadOnly);
+    let legacy = Arc::clone(&foreign).share_legacy().unwrap();
+    assert!(!legacy.is_versioned());
+    assert_eq!(legacy.view().writability(), Writability::Unknown);
+    let copy = foreign.view().to_compact_copy().unwrap();
+    assert_eq!(
+        copy.view().writability(),
+        Writability::Writable,
+        "a copy is the caller's"
+    );
+    drop((versioned, legacy));
+
+    // A holder that knows better vouches for the producer.
+    let mut foreign = Arc::try_unwrap(foreign).unwrap();
+    // SAFETY: the memory is the test's own exported Vec, which nothing else uses.
+    unsafe { foreign.assume_legacy_writable() };
+    foreign.as_mut_slice::<u8>().unwrap()[0] = 9;
+    assert_eq!(foreign.view().as_slice::<u8>().unwrap(), &[9, 2, 3, 4]);
+    let legacy = Arc::new(foreign).share_legacy().unwrap();
+    assert_eq!(legacy.view().writability(), Writability::Writable);
+
+    // A versioned READ_ONLY tensor is not changed by vouching, and cannot go legacy.
+    let read_only = Export::new(vec![0u8; 2], &[2])
+        .read_only(true)
+        .into_versioned()
+        .unwrap();
+    // SAFETY: our own export, handed back once.
+    let mut read_only = unsafe { ManagedTensor::from_raw(read_only.into_raw()) }.unwrap();
+    // SAFETY: vouching changes nothing for a versioned tensor, which says it with its flags.
+    unsafe { read_only.assume_legacy_writable() };
+    assert_eq!(read_only.view().writability(), Writability::ReadOnly);
+    assert_eq!(
+        Arc::new(read_only).share_legacy().unwrap_err(),
+        Error::ReadOnlyLegacyExport
+    );
 }
