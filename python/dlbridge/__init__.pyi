@@ -32,7 +32,9 @@ class Tensor:
     @property
     def device(self) -> Device: ...
     @property
-    def readonly(self) -> bool: ...
+    def readonly(self) -> bool:
+        """Flagged READ_ONLY, or imported from a legacy capsule (which cannot say that its
+        memory may be written)."""
     @property
     def data_ptr(self) -> int: ...
     @property

@@ -128,6 +128,12 @@ unsafe fn capsule_kind(name: *const std::ffi::c_char) -> Option<CapsuleKind> {
 /// Raises `TypeError` for a non-capsule, `ValueError` for a capsule of another name or one
 /// already consumed, and `BufferError` (naming the field and value) for a tensor that fails
 /// validation.
+///
+/// On free-threaded Python, checking the name, taking the pointer and renaming the capsule
+/// are separate calls: two threads consuming one capsule could both succeed and the tensor
+/// would be freed twice. The whole consumption holds a critical section on the capsule, so
+/// that of two threads the second sees a used capsule (consumers other than dlbridge hold
+/// none, which dlbridge cannot change).
 pub fn from_capsule(object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
     let capsule = object.cast::<PyCapsule>().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -135,6 +141,12 @@ pub fn from_capsule(object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
             type_name(object)
         ))
     })?;
+    pyo3::sync::critical_section::with_critical_section(object, || consume(capsule))
+}
+
+/// [`from_capsule`] inside its critical section.
+fn consume(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTensor> {
+    let object = capsule.as_any();
     let ptr = capsule.as_ptr();
     // SAFETY: a live capsule; the name pointer stays valid while the capsule lives.
     let name = unsafe { ffi::PyCapsule_GetName(ptr) };

@@ -3,115 +3,886 @@
 //! one argument is never reached through another at the same time, on any thread (that
 //! would alias a `&mut`).
 //!
-//! It costs no lock and no atomic read-modify-write: claims are registered while extracting
-//! arguments, which holds the GIL, so registrations never run concurrently (free-threaded
-//! Python takes a lock instead); a claim is released by one atomic store, from any thread,
-//! with or without the GIL. A registration that reads a slot at the moment its claim is
-//! released may still see it, which can only refuse an overlap that was real an instant
-//! before.
+//! # Rationale
+//!
+//! A `TensorArgMut` lends the kernel a `&mut` view of the caller's memory. Two arguments of
+//! one call may be views of the same tensor, and another thread may be running a kernel on
+//! the same memory with the GIL released: each argument claims the bytes its layout reaches
+//! for as long as it lives, and a claim is refused (`ValueError`) when it overlaps a live
+//! claim and one of the two is written. Reading through several arguments at once is always
+//! allowed.
+//!
+//! - **Exact for strided layouts.** Claims whose byte ranges do not intersect (the common
+//!   case: different tensors) are told apart by the ranges alone. A dense claim (a layout
+//!   that reaches as many elements as its range holds: compact in any order) covers its whole
+//!   range and is kept as that block of bytes; a strided one keeps its layout. Claims whose
+//!   ranges intersect go to an exact test of the two layouts ([`dlbridge::overlap`]): two
+//!   views that interleave without sharing an element, such as `x[:, ::2]` and `x[:, 1::2]`,
+//!   are accepted.
+//! - **No fixed capacity.** Claims live in slots allocated in chunks that double in size and
+//!   never move or shrink: thousands of threads may hold arguments at once. A slot is
+//!   allocated only when every slot is busy, so calls in a steady state allocate nothing (the
+//!   borrowed path of typed arguments makes no heap allocation).
+//! - **Cheap.** A registration scans the slots in use (with one thread, as many as there are
+//!   arguments), comparing ranges only where one of two claims is written; it takes no lock
+//!   where the GIL serializes registrations, and the free-threaded build takes one mutex. A
+//!   release is one atomic store, from any thread, with or without the GIL. A registration
+//!   that reads a slot at the moment it is released may still see it, which can only refuse an
+//!   overlap that was real an instant before. The exact test, the messages' positions of the
+//!   arguments, and other modules' calls through the table stay off this path: the typed-
+//!   argument benchmarks in BENCHMARKS.md are within noise of the fixed 256-slot table this
+//!   replaced.
+//! - **One registry per process.** Every extension module that links dlbridge-pyo3 (any
+//!   version from this one on) uses the same registry, so two libraries built on dlbridge
+//!   cannot write memory the other is reading. The first module to need it publishes its
+//!   registry as a capsule in the module `_dlbridge_pyo3_shared` of `sys.modules`; every
+//!   other module finds it there and calls its functions (the module whose registry it is
+//!   calls its own code directly, inlined).
+//!
+//! # Compatibility rule of the shared table
+//!
+//! The capsule `_dlbridge_pyo3_shared.aliasing_registry`, named
+//! `dlbridge_pyo3.aliasing_registry`, points to a [`RegistryApi`] that lives as long as the
+//! process. Its `version` only grows. A new version may append members at the end of the
+//! table, and never removes, reorders or changes the meaning of a member, nor of the structs a
+//! member takes: a change to those is a new member. A module that needs the members of
+//! version N refuses (with an error naming both versions) a table of a lower version. This
+//! build needs version 1.
+//!
+//! # Limitations
+//!
+//! - Over-approximations (claims counted as overlapping although they share no byte), each
+//!   only for claims whose byte ranges intersect: the exact test gives up past a work budget
+//!   ([`dlbridge::overlap::DEFAULT_MAX_WORK`] search nodes; real layouts need a handful);
+//!   strided layouts of more than eight dimensions keep no layout; a broadcast layout
+//!   (stride 0) that happens to reach as many elements as its range holds is taken as dense;
+//!   sub-byte element types (packed float4) are compared by the range of their elements
+//!   taken one byte each.
+//! - "Tensor argument N of this call" counts the live claims of the thread: a kernel that
+//!   calls back into Python, which calls another kernel on the same thread, counts the outer
+//!   call's arguments too.
+//! - Sub-interpreters each have their own `sys.modules`, and so their own registry.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::ffi::{c_int, CStr};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
+use dlbridge::overlap::{memory_overlap, ByteLayout, Overlap, DEFAULT_MAX_WORK};
 use dlbridge::TensorView;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::ffi;
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyModule};
 
-/// Claims that can be alive at once (arguments of calls in progress on every thread).
-const SLOTS: usize = 256;
+/// The module of `sys.modules` that holds the state shared by every copy of dlbridge-pyo3.
+const SHARED_MODULE: &str = "_dlbridge_pyo3_shared";
+/// The attribute of [`SHARED_MODULE`] holding the registry's capsule.
+const REGISTRY_ATTRIBUTE: &str = "aliasing_registry";
+/// The name of the registry's capsule.
+const REGISTRY_CAPSULE: &CStr = c"dlbridge_pyo3.aliasing_registry";
+/// The table version this build implements.
+const REGISTRY_VERSION: u64 = 1;
+/// The table version this build needs.
+const REQUIRED_VERSION: u64 = 1;
 
-const FREE: u8 = 0;
-const READ: u8 = 1;
-const WRITTEN: u8 = 2;
-
-/// One claim: the bytes `[start, end)` and how they are used.
-struct Slot {
-    state: AtomicU8,
-    start: AtomicUsize,
-    end: AtomicUsize,
+/// What a claim asks for: the memory a tensor argument reaches (C layout; see the module's
+/// compatibility rule).
+#[repr(C)]
+pub struct ClaimRequest {
+    /// Address of the first element.
+    pub first: usize,
+    /// Lowest address reached.
+    pub start: usize,
+    /// One past the highest address reached (`start < end`).
+    pub end: usize,
+    /// Bytes per element; 0 for a sub-byte type (only the range is compared).
+    pub item_size: u64,
+    /// Number of dimensions.
+    pub ndim: u64,
+    /// `ndim` extents.
+    pub shape: *const i64,
+    /// `ndim` strides, in elements.
+    pub strides: *const i64,
+    /// 1 when the argument is written (`TensorArgMut`), 0 when it is only read.
+    pub written: u8,
+    /// 1 when the tensor reaches as many elements as its range holds (a compact layout in
+    /// some order), so that it covers its whole range and the range alone decides overlaps.
+    pub dense: u8,
 }
 
-static SLOT_TABLE: [Slot; SLOTS] = [const {
-    Slot {
-        state: AtomicU8::new(FREE),
-        start: AtomicUsize::new(0),
-        end: AtomicUsize::new(0),
+/// Why a claim was refused (C layout).
+#[repr(C)]
+#[derive(Default)]
+pub struct ClaimConflict {
+    /// 1 when the other claim belongs to this thread (an argument of this call), 0 for a
+    /// call in progress on another thread.
+    pub same_thread: u8,
+    /// 1 when the other claim is written.
+    pub other_written: u8,
+    /// The other claim's position among its thread's live claims (1 = first).
+    pub other_ordinal: u32,
+    /// The refused claim's position among this thread's live claims.
+    pub ordinal: u32,
+}
+
+/// The shared registry's function table (see the module's compatibility rule).
+#[repr(C)]
+pub struct RegistryApi {
+    /// The table's version: members of every version up to it are present.
+    pub version: u64,
+    /// Registers a claim: 0 and `*out_handle` set on success, 1 and `*out_conflict` filled
+    /// when it is refused. Called with the GIL held (or, free-threaded, attached).
+    pub claim: unsafe extern "C" fn(
+        request: *const ClaimRequest,
+        out_handle: *mut usize,
+        out_conflict: *mut ClaimConflict,
+    ) -> c_int,
+    /// Releases a claim by its handle, from any thread, with or without the GIL.
+    pub release: unsafe extern "C" fn(handle: usize),
+}
+
+/// This build's registry, published if it is the first in the process.
+static OWN_REGISTRY: RegistryApi = RegistryApi {
+    version: REGISTRY_VERSION,
+    claim: claim_in_own_registry,
+    release: release_in_own_registry,
+};
+
+/// The process's registry, found (or published) on first use.
+static REGISTRY: AtomicPtr<RegistryApi> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The registry every copy of dlbridge-pyo3 in the process uses.
+#[inline]
+fn registry(py: Python<'_>) -> PyResult<&'static RegistryApi> {
+    let found = REGISTRY.load(Ordering::Acquire);
+    if !found.is_null() {
+        // SAFETY: only process-lifetime tables are stored (see `find_registry`).
+        return Ok(unsafe { &*found });
     }
-}; SLOTS];
+    find_registry(py)
+}
 
-/// Slots ever used: registrations scan only these.
-static HIGH_WATER: AtomicUsize = AtomicUsize::new(0);
-
-/// Serializes registrations where the GIL does not.
-#[cfg(Py_GIL_DISABLED)]
-static REGISTRATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Finds the process's registry in `sys.modules`, publishing this build's when there is none.
+#[cold]
+fn find_registry(py: Python<'_>) -> PyResult<&'static RegistryApi> {
+    let modules = py
+        .import(intern!(py, "sys"))?
+        .getattr(intern!(py, "modules"))?;
+    // `dict.setdefault` is atomic, with or without the GIL: the first module wins.
+    let fresh = PyModule::new(py, SHARED_MODULE)?;
+    fresh.setattr(
+        intern!(py, "__doc__"),
+        "State shared by every extension module built with dlbridge-pyo3 (the aliasing \
+         registry of typed tensor arguments).",
+    )?;
+    let shared = modules.call_method1(intern!(py, "setdefault"), (SHARED_MODULE, fresh))?;
+    let own = std::ptr::from_ref(&OWN_REGISTRY).cast_mut();
+    // SAFETY: the table is a static of this build, alive for the process; the name is a
+    // static C string; no destructor is needed.
+    let capsule = unsafe { ffi::PyCapsule_New(own.cast(), REGISTRY_CAPSULE.as_ptr(), None) };
+    if capsule.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference to a capsule.
+    let capsule: Bound<'_, PyCapsule> =
+        unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() };
+    let capsule = shared
+        .getattr(intern!(py, "__dict__"))?
+        .call_method1(intern!(py, "setdefault"), (REGISTRY_ATTRIBUTE, capsule))?;
+    // SAFETY: a live object; `PyCapsule_GetPointer` checks that it is a capsule of the name.
+    let pointer = unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), REGISTRY_CAPSULE.as_ptr()) };
+    if pointer.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a capsule of this name holds a process-lifetime `RegistryApi` (the
+    // compatibility rule); its `version` is its first member in every version.
+    let table = unsafe { &*pointer.cast::<RegistryApi>() };
+    if table.version < REQUIRED_VERSION {
+        return Err(PyRuntimeError::new_err(format!(
+            "the dlbridge-pyo3 aliasing registry of this process has version {}, older than \
+             the version {REQUIRED_VERSION} this module needs: an extension module built with \
+             an older dlbridge-pyo3 was imported first",
+            table.version
+        )));
+    }
+    REGISTRY.store(std::ptr::from_ref(table).cast_mut(), Ordering::Release);
+    Ok(table)
+}
 
 /// An argument's claim on the memory it reaches, released on drop.
 pub(crate) struct Claim {
-    slot: Option<&'static Slot>,
+    /// 0 for a tensor without elements, which claims nothing; the address of the claim's
+    /// slot (aligned, so its low bit is clear) in this build's registry; or, with the low bit
+    /// set, `handle << 1 | 1` for a handle of another build's registry (`REGISTRY`).
+    handle: usize,
 }
 
 impl Claim {
     /// Registers the bytes `view` reaches, read or `written`; refuses (`ValueError`) an
     /// overlap with a written claim, or for a written one with any claim. A tensor without
     /// elements claims nothing.
-    pub(crate) fn new(_py: Python<'_>, view: &TensorView<'_>, written: bool) -> PyResult<Self> {
+    #[inline(always)]
+    pub(crate) fn new(py: Python<'_>, view: &TensorView<'_>, written: bool) -> PyResult<Self> {
         if view.num_elements() == 0 {
-            return Ok(Claim { slot: None });
+            return Ok(Claim { handle: 0 });
         }
-        let size = view.dtype().size_in_bytes().unwrap_or(1) as i128;
+        let size = view.dtype().size_in_bytes();
+        // Validation keeps every byte the layout reaches within the address space, so these
+        // offsets fit an `isize`.
+        let unit = size.unwrap_or(1) as isize;
         let (low, high) = view.element_offset_range();
-        let base = view.data_ptr() as usize as i128;
-        let start = (base + i128::from(low) * size) as usize;
-        let end = (base + (i128::from(high) + 1) * size) as usize;
-
-        #[cfg(Py_GIL_DISABLED)]
-        let _registration = REGISTRATION
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        // From here on no other registration runs (the GIL is held: `_py`), so the slots'
-        // ranges change only here; releases only ever set a state to FREE.
-        let used = HIGH_WATER.load(Ordering::Relaxed);
-        let mut free = None;
-        for (index, slot) in SLOT_TABLE[..used].iter().enumerate() {
-            let state = slot.state.load(Ordering::Acquire);
-            if state == FREE {
-                free.get_or_insert(index);
-                continue;
-            }
-            let overlaps = start < slot.end.load(Ordering::Relaxed)
-                && slot.start.load(Ordering::Relaxed) < end;
-            if overlaps && (written || state == WRITTEN) {
-                return Err(PyValueError::new_err(
-                    "this tensor's memory overlaps another tensor argument in use, and one of \
-                     them is written (TensorArgMut): pass separate tensors",
-                ));
-            }
-        }
-        let index = match free {
-            Some(index) => index,
-            None if used < SLOTS => {
-                HIGH_WATER.store(used + 1, Ordering::Relaxed);
-                used
-            }
-            None => {
-                return Err(PyValueError::new_err(format!(
-                    "more than {SLOTS} tensor arguments are in use at once"
-                )))
-            }
+        let first = view.data_ptr() as usize;
+        let wanted = Wanted {
+            first,
+            start: first.wrapping_add_signed(low as isize * unit),
+            end: first.wrapping_add_signed((high as isize + 1) * unit),
+            item_size: size.unwrap_or(0) as u64,
+            ndim: view.ndim(),
+            shape: view.shape().as_ptr(),
+            strides: view.strides().as_ptr(),
+            written,
+            // As many elements as the range holds: every element of the range is reached,
+            // unless the layout reaches some twice (a broadcast), when treating the whole
+            // range as reached can only over-approximate.
+            dense: (high - low) as u64 + 1 == view.num_elements(),
         };
-        let slot = &SLOT_TABLE[index];
-        slot.start.store(start, Ordering::Relaxed);
-        slot.end.store(end, Ordering::Relaxed);
-        slot.state
-            .store(if written { WRITTEN } else { READ }, Ordering::Release);
-        Ok(Claim { slot: Some(slot) })
+        let registry = registry(py)?;
+        let claimed = if std::ptr::eq(registry, &OWN_REGISTRY) {
+            // This build's registry is the process's (the common case): called directly and
+            // inlined.
+            // SAFETY: `wanted`'s shape and strides are the view's, `ndim` values; the GIL is
+            // held (`py`), which serializes registrations (the registry takes its lock where
+            // there is none).
+            unsafe { claim(wanted) }
+        } else {
+            claim_in(registry, wanted)
+        };
+        match claimed {
+            Ok(handle) => Ok(Claim { handle }),
+            Err(conflict) => Err(refusal(&conflict, written)),
+        }
+    }
+}
+
+/// [`Claim::new`] through another build's registry.
+#[cold]
+fn claim_in(registry: &'static RegistryApi, wanted: Wanted) -> Result<usize, ClaimConflict> {
+    let request = wanted.request();
+    let mut handle = 0usize;
+    let mut conflict = ClaimConflict::default();
+    // SAFETY: the table's contract: a request whose shape and strides hold `ndim` values for
+    // the call, slots for the results; registrations are serialized by the GIL held by the
+    // caller, or by the registry's own lock where there is no GIL.
+    let status = unsafe { (registry.claim)(&request, &mut handle, &mut conflict) };
+    if status == 0 {
+        // Tagged: released through the table (see `Claim::handle`).
+        Ok(handle << 1 | 1)
+    } else {
+        Err(conflict)
     }
 }
 
 impl Drop for Claim {
+    #[inline(always)]
     fn drop(&mut self) {
-        if let Some(slot) = self.slot {
-            slot.state.store(FREE, Ordering::Release);
+        if self.handle & 1 == 0 {
+            if self.handle != 0 {
+                // SAFETY: a slot address this build's registry handed out, released once.
+                unsafe { release(self.handle) };
+            }
+        } else {
+            release_in_table(self.handle >> 1);
+        }
+    }
+}
+
+/// Releases a handle of another build's registry.
+#[cold]
+fn release_in_table(handle: usize) {
+    // A claim was made through it, so the registry was found (and is never unset).
+    let registry = REGISTRY.load(Ordering::Acquire);
+    // SAFETY: the table is a process-lifetime table (see `find_registry`); the handle is one
+    // it handed out, released once.
+    unsafe { ((*registry).release)(handle) };
+}
+
+/// The error for a refused claim.
+fn refusal(conflict: &ClaimConflict, written: bool) -> PyErr {
+    let how = |written: bool| if written { "written" } else { "read" };
+    if conflict.same_thread != 0 {
+        PyValueError::new_err(format!(
+            "tensor argument {} of this call ({}) overlaps the memory of tensor argument {} \
+             ({}), and a TensorArgMut may not share memory with another argument: pass \
+             separate tensors, or a copy",
+            conflict.ordinal,
+            how(written),
+            conflict.other_ordinal,
+            how(conflict.other_written != 0),
+        ))
+    } else if conflict.other_written != 0 {
+        PyValueError::new_err(format!(
+            "this tensor's memory is being written by a call in progress on another thread \
+             (as a TensorArgMut): it cannot be {} here until that call returns",
+            how(written)
+        ))
+    } else {
+        PyValueError::new_err(
+            "this tensor's memory is being read by a call in progress on another thread: it \
+             cannot be written here (TensorArgMut) until that call returns",
+        )
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// This build's registry (used by the whole process when it was published first).
+// ------------------------------------------------------------------------------------------
+
+const FREE: u8 = 0;
+const READ: u8 = 1;
+const WRITTEN: u8 = 2;
+
+/// Dimensions whose layout a slot keeps for the exact test (more: the byte range only).
+const KEPT_DIMS: usize = 8;
+
+/// How a slot describes the bytes its claim reaches, for the exact test.
+/// A dense claim reaches every byte of its range: the block `[start, end)`.
+const DENSE: u8 = 0;
+/// The claim's strided layout is kept (`first`, `item_size`, `ndim`, `shape`, `strides`).
+const KEPT: u8 = 1;
+/// Only the range is known (more than [`KEPT_DIMS`] dimensions, or a sub-byte type): any
+/// claim whose range meets it is taken to overlap it.
+const RANGE_ONLY: u8 = 2;
+
+/// One claim. The fields other than `state` are written only by registrations (serialized)
+/// before the release store of `state`, and read only by registrations: a release sets
+/// `state` alone. The fields a registration reads for every live claim come first.
+struct Slot {
+    state: AtomicU8,
+    start: AtomicUsize,
+    end: AtomicUsize,
+    /// The registering thread (its Python thread state).
+    thread: AtomicUsize,
+    /// The registration's number (orders the claims of a thread, for messages).
+    sequence: AtomicU64,
+    /// [`DENSE`], [`KEPT`] or [`RANGE_ONLY`].
+    layout: AtomicU8,
+    first: AtomicUsize,
+    item_size: AtomicU64,
+    ndim: AtomicUsize,
+    shape: [AtomicI64; KEPT_DIMS],
+    /// In elements.
+    strides: [AtomicI64; KEPT_DIMS],
+}
+
+impl Slot {
+    fn new() -> Self {
+        Slot {
+            state: AtomicU8::new(FREE),
+            start: AtomicUsize::new(0),
+            end: AtomicUsize::new(0),
+            thread: AtomicUsize::new(0),
+            sequence: AtomicU64::new(0),
+            layout: AtomicU8::new(RANGE_ONLY),
+            first: AtomicUsize::new(0),
+            item_size: AtomicU64::new(0),
+            ndim: AtomicUsize::new(0),
+            shape: std::array::from_fn(|_| AtomicI64::new(0)),
+            strides: std::array::from_fn(|_| AtomicI64::new(0)),
+        }
+    }
+}
+
+/// Slots in the first chunk; chunk `k` holds `FIRST_CHUNK << k`.
+const FIRST_CHUNK: usize = 64;
+/// Chunks at most: room for `64 * (2^40 - 1)` claims.
+const CHUNKS: usize = 40;
+
+/// The chunks, allocated when every slot before them is busy, never freed or moved.
+static CHUNK_TABLE: [AtomicPtr<Slot>; CHUNKS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNKS];
+
+/// Slots ever used, from the front: registrations scan only these.
+static USED: AtomicUsize = AtomicUsize::new(0);
+
+/// Registrations so far (numbers the claims).
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// Serializes registrations where the GIL does not.
+#[cfg(Py_GIL_DISABLED)]
+static REGISTRATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The chunk and the position in it of slot `index`.
+fn chunk_of(index: usize) -> (usize, usize) {
+    let group = index / FIRST_CHUNK + 1;
+    let chunk = (usize::BITS - 1 - group.leading_zeros()) as usize;
+    (chunk, index - FIRST_CHUNK * ((1 << chunk) - 1))
+}
+
+/// The chunks holding the first `used` slots, as slices (`used` at most `USED`, whose
+/// chunks are published).
+fn used_chunks(used: usize) -> impl Iterator<Item = &'static [Slot]> {
+    let mut remaining = used;
+    (0..CHUNKS).map_while(move |chunk| {
+        if remaining == 0 {
+            return None;
+        }
+        let length = (FIRST_CHUNK << chunk).min(remaining);
+        remaining -= length;
+        let base = CHUNK_TABLE[chunk].load(Ordering::Acquire);
+        // SAFETY: the slots below `USED` lie in published chunks of `FIRST_CHUNK << chunk`
+        // slots each, leaked and never freed or moved.
+        Some(unsafe { std::slice::from_raw_parts(base, length) })
+    })
+}
+
+/// Makes slot `index` (the next after the used ones) available, allocating its chunk when it
+/// starts one; `None` past the last chunk.
+fn grow(index: usize) -> Option<&'static Slot> {
+    let (chunk, position) = chunk_of(index);
+    if chunk >= CHUNKS {
+        return None;
+    }
+    if CHUNK_TABLE[chunk].load(Ordering::Acquire).is_null() {
+        let slots: Box<[Slot]> = (0..FIRST_CHUNK << chunk).map(|_| Slot::new()).collect();
+        // Leaked: claims may be released from any thread at any time, so slots never move.
+        let base = Box::leak(slots).as_mut_ptr();
+        CHUNK_TABLE[chunk].store(base, Ordering::Release);
+    }
+    let base = CHUNK_TABLE[chunk].load(Ordering::Acquire);
+    // SAFETY: a published chunk of `FIRST_CHUNK << chunk` slots, `position` below that.
+    Some(unsafe { &*base.add(position) })
+}
+
+/// An identity of the calling thread, the same for every call on it while it lives and
+/// different from every other live thread's: the thread pointer (the register the platform's
+/// thread-local storage hangs from), one instruction where it can be read, and the Python
+/// thread state elsewhere (registrations are made by threads attached to the interpreter).
+#[inline(always)]
+fn thread_token() -> usize {
+    #[cfg(all(
+        target_arch = "x86_64",
+        any(target_os = "linux", target_os = "android")
+    ))]
+    {
+        let pointer: usize;
+        // SAFETY: reads the thread control block's self-pointer at `fs:0` (the x86-64 System V
+        // TLS ABI): no memory is written, no flags or stack are used.
+        unsafe {
+            std::arch::asm!(
+                "mov {}, qword ptr fs:[0]",
+                out(reg) pointer,
+                options(nostack, readonly, preserves_flags, pure)
+            )
+        };
+        pointer
+    }
+    #[cfg(all(target_arch = "aarch64", any(target_os = "linux", target_os = "macos")))]
+    {
+        let pointer: usize;
+        // SAFETY: reads the thread-pointer register, which nothing writes here.
+        unsafe {
+            std::arch::asm!(
+                "mrs {}, tpidr_el0",
+                out(reg) pointer,
+                options(nomem, nostack, preserves_flags, pure)
+            )
+        };
+        pointer
+    }
+    #[cfg(not(any(
+        all(
+            target_arch = "x86_64",
+            any(target_os = "linux", target_os = "android")
+        ),
+        all(target_arch = "aarch64", any(target_os = "linux", target_os = "macos"))
+    )))]
+    {
+        // SAFETY: called by a thread attached to the interpreter (the registry's contract).
+        unsafe { ffi::PyThreadState_Get() as usize }
+    }
+}
+
+/// What a claim asks for, by value: [`ClaimRequest`] for this build's registry, kept in
+/// registers on the inlined path.
+#[derive(Clone, Copy)]
+struct Wanted {
+    first: usize,
+    start: usize,
+    end: usize,
+    item_size: u64,
+    ndim: usize,
+    shape: *const i64,
+    strides: *const i64,
+    written: bool,
+    dense: bool,
+}
+
+impl Wanted {
+    /// The C request for another build's registry.
+    fn request(&self) -> ClaimRequest {
+        ClaimRequest {
+            first: self.first,
+            start: self.start,
+            end: self.end,
+            item_size: self.item_size,
+            ndim: self.ndim as u64,
+            shape: self.shape,
+            strides: self.strides,
+            written: u8::from(self.written),
+            dense: u8::from(self.dense),
+        }
+    }
+
+    /// The request a foreign caller made.
+    fn of_request(request: &ClaimRequest) -> Self {
+        Wanted {
+            first: request.first,
+            start: request.start,
+            end: request.end,
+            item_size: request.item_size,
+            ndim: usize::try_from(request.ndim).unwrap_or(usize::MAX),
+            shape: request.shape,
+            strides: request.strides,
+            written: request.written != 0,
+            dense: request.dense != 0,
+        }
+    }
+}
+
+/// A layout for the exact test, in bytes.
+struct ExactLayout {
+    first: usize,
+    item_size: u64,
+    ndim: usize,
+    shape: [i64; KEPT_DIMS],
+    byte_strides: [i64; KEPT_DIMS],
+}
+
+impl ExactLayout {
+    /// The contiguous bytes `[start, end)`: what a dense claim reaches.
+    fn block(start: usize, end: usize) -> Self {
+        let mut shape = [0; KEPT_DIMS];
+        let mut byte_strides = [0; KEPT_DIMS];
+        shape[0] = i64::try_from(end.saturating_sub(start)).unwrap_or(i64::MAX);
+        byte_strides[0] = 1;
+        ExactLayout {
+            first: start,
+            item_size: 1,
+            ndim: 1,
+            shape,
+            byte_strides,
+        }
+    }
+
+    fn of_slot(slot: &Slot) -> Option<Self> {
+        match slot.layout.load(Ordering::Relaxed) {
+            DENSE => {
+                return Some(Self::block(
+                    slot.start.load(Ordering::Relaxed),
+                    slot.end.load(Ordering::Relaxed),
+                ))
+            }
+            KEPT => {}
+            _ => return None,
+        }
+        let ndim = slot.ndim.load(Ordering::Relaxed);
+        let item_size = slot.item_size.load(Ordering::Relaxed);
+        if ndim > KEPT_DIMS || item_size == 0 {
+            return None;
+        }
+        let item = i64::try_from(item_size).ok()?;
+        let mut layout = ExactLayout {
+            first: slot.first.load(Ordering::Relaxed),
+            item_size,
+            ndim,
+            shape: [0; KEPT_DIMS],
+            byte_strides: [0; KEPT_DIMS],
+        };
+        for dim in 0..ndim {
+            layout.shape[dim] = slot.shape[dim].load(Ordering::Relaxed);
+            layout.byte_strides[dim] = slot.strides[dim]
+                .load(Ordering::Relaxed)
+                .checked_mul(item)?;
+        }
+        Some(layout)
+    }
+
+    /// # Safety
+    ///
+    /// The claim's shape and strides hold `ndim` values.
+    unsafe fn of_wanted(request: &Wanted) -> Option<Self> {
+        if request.dense {
+            return Some(Self::block(request.start, request.end));
+        }
+        let ndim = request.ndim;
+        if ndim > KEPT_DIMS || request.item_size == 0 {
+            return None;
+        }
+        let item = i64::try_from(request.item_size).ok()?;
+        let mut layout = ExactLayout {
+            first: request.first,
+            item_size: request.item_size,
+            ndim,
+            shape: [0; KEPT_DIMS],
+            byte_strides: [0; KEPT_DIMS],
+        };
+        for dim in 0..ndim {
+            // SAFETY: `dim < ndim` values, by the contract.
+            let (extent, stride) = unsafe { (*request.shape.add(dim), *request.strides.add(dim)) };
+            layout.shape[dim] = extent;
+            layout.byte_strides[dim] = stride.checked_mul(item)?;
+        }
+        Some(layout)
+    }
+
+    fn byte_layout(&self) -> ByteLayout<'_> {
+        ByteLayout {
+            start: self.first,
+            item_size: self.item_size,
+            shape: &self.shape[..self.ndim],
+            byte_strides: &self.byte_strides[..self.ndim],
+        }
+    }
+}
+
+/// Whether a claim whose byte range meets `slot`'s shares a byte with it (yes where it is
+/// not known): the exact test, off the common path.
+///
+/// # Safety
+///
+/// The claim's shape and strides hold `ndim` values.
+#[cold]
+unsafe fn layouts_overlap(request: Wanted, slot: &Slot) -> bool {
+    if request.dense && slot.layout.load(Ordering::Relaxed) == DENSE {
+        // Two blocks whose ranges meet.
+        return true;
+    }
+    // SAFETY: forwarded.
+    let (Some(request), Some(other)) = (
+        unsafe { ExactLayout::of_wanted(&request) },
+        ExactLayout::of_slot(slot),
+    ) else {
+        return true;
+    };
+    memory_overlap(
+        &request.byte_layout(),
+        &other.byte_layout(),
+        DEFAULT_MAX_WORK,
+    ) != Overlap::Disjoint
+}
+
+/// Why a claim is refused: which live claim it meets, and the positions of both among their
+/// threads' live claims.
+#[cold]
+fn conflict_with(other: &Slot, state: u8, used: usize) -> ClaimConflict {
+    let thread = thread_token();
+    let other_thread = other.thread.load(Ordering::Relaxed);
+    let other_sequence = other.sequence.load(Ordering::Relaxed);
+    let mut ordinal = 1u32;
+    let mut other_ordinal = 1u32;
+    for slot in used_chunks(used).flat_map(<[Slot]>::iter) {
+        if slot.state.load(Ordering::Acquire) == FREE {
+            continue;
+        }
+        let owner = slot.thread.load(Ordering::Relaxed);
+        if owner == thread {
+            ordinal = ordinal.saturating_add(1);
+        }
+        if owner == other_thread && slot.sequence.load(Ordering::Relaxed) < other_sequence {
+            other_ordinal = other_ordinal.saturating_add(1);
+        }
+    }
+    ClaimConflict {
+        same_thread: u8::from(other_thread == thread),
+        other_written: u8::from(state == WRITTEN),
+        other_ordinal,
+        ordinal,
+    }
+}
+
+unsafe extern "C" fn claim_in_own_registry(
+    request: *const ClaimRequest,
+    out_handle: *mut usize,
+    out_conflict: *mut ClaimConflict,
+) -> c_int {
+    // SAFETY: the table's contract is `claim`'s, for a request valid for the call.
+    match unsafe { claim(Wanted::of_request(&*request)) } {
+        Ok(handle) => {
+            // SAFETY: the caller's slot for the handle.
+            unsafe { out_handle.write(handle) };
+            0
+        }
+        Err(conflict) => {
+            // SAFETY: the caller's slot for the conflict.
+            unsafe { out_conflict.write(conflict) };
+            1
+        }
+    }
+}
+
+unsafe extern "C" fn release_in_own_registry(handle: usize) {
+    // SAFETY: forwarded.
+    unsafe { release(handle) }
+}
+
+/// Registers a claim in this build's registry ([`RegistryApi::claim`]): its handle, or why
+/// it is refused.
+///
+/// # Safety
+///
+/// The claim's shape and strides hold `ndim` values; the calling thread is attached to the
+/// interpreter, and registrations are serialized (the GIL, or the registry's lock on
+/// free-threaded builds, taken here).
+#[inline(always)]
+unsafe fn claim(wanted: Wanted) -> Result<usize, ClaimConflict> {
+    // No panic can escape: nothing below panics but on a broken invariant, which aborts.
+    let abort_on_panic = AbortOnPanic;
+    #[cfg(Py_GIL_DISABLED)]
+    let _registration = REGISTRATION
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // From here on no other registration runs (the GIL, or the lock), so the slots' fields
+    // other than `state` change only here; releases only ever set a state to FREE.
+    let used = USED.load(Ordering::Relaxed);
+    let mut free: Option<&'static Slot> = None;
+    // The slots of one chunk: a conflict ends the scan.
+    let mut scan = |chunk: &'static [Slot]| -> Option<(&'static Slot, u8)> {
+        for slot in chunk {
+            let state = slot.state.load(Ordering::Acquire);
+            if state == FREE {
+                if free.is_none() {
+                    free = Some(slot);
+                }
+                continue;
+            }
+            // Reading memory that is only read is always allowed.
+            if !wanted.written && state != WRITTEN {
+                continue;
+            }
+            let ranges_meet = wanted.start < slot.end.load(Ordering::Relaxed)
+                && slot.start.load(Ordering::Relaxed) < wanted.end;
+            // SAFETY: the claim's shape and strides (this function's contract).
+            if ranges_meet && unsafe { layouts_overlap(wanted, slot) } {
+                return Some((slot, state));
+            }
+        }
+        None
+    };
+    let conflict = if used <= FIRST_CHUNK {
+        // The common case (at most 64 arguments alive): the first chunk only.
+        if used == 0 {
+            None
+        } else {
+            let base = CHUNK_TABLE[0].load(Ordering::Acquire);
+            // SAFETY: as in `used_chunks`: the first `used` slots of the published first chunk.
+            scan(unsafe { std::slice::from_raw_parts(base, used) })
+        }
+    } else {
+        used_chunks(used).find_map(&mut scan)
+    };
+    if let Some((slot, state)) = conflict {
+        std::mem::forget(abort_on_panic);
+        return Err(conflict_with(slot, state, used));
+    }
+    let slot = match free {
+        Some(slot) => slot,
+        None => {
+            let Some(slot) = grow(used) else {
+                // 64 * (2^40 - 1) claims alive at once: memory ran out long before.
+                std::process::abort();
+            };
+            USED.store(used + 1, Ordering::Relaxed);
+            slot
+        }
+    };
+    let sequence = SEQUENCE.load(Ordering::Relaxed);
+    SEQUENCE.store(sequence.wrapping_add(1), Ordering::Relaxed);
+    slot.start.store(wanted.start, Ordering::Relaxed);
+    slot.end.store(wanted.end, Ordering::Relaxed);
+    slot.thread.store(thread_token(), Ordering::Relaxed);
+    slot.sequence.store(sequence, Ordering::Relaxed);
+    if wanted.dense || wanted.ndim == 0 {
+        // It covers its range: the block `[start, end)`, no layout to keep.
+        slot.layout.store(DENSE, Ordering::Relaxed);
+    } else if wanted.item_size == 0 || wanted.ndim > KEPT_DIMS {
+        slot.layout.store(RANGE_ONLY, Ordering::Relaxed);
+    } else {
+        // SAFETY: the claim's shape and strides (this function's contract), `ndim` checked.
+        unsafe { keep_layout(slot, &wanted) };
+    }
+    slot.state.store(
+        if wanted.written { WRITTEN } else { READ },
+        Ordering::Release,
+    );
+    std::mem::forget(abort_on_panic);
+    Ok(std::ptr::from_ref(slot) as usize)
+}
+
+/// Keeps a strided claim's layout in its slot, for the exact test.
+///
+/// # Safety
+///
+/// The claim's shape and strides hold `ndim` values, `0 < ndim <= KEPT_DIMS`.
+unsafe fn keep_layout(slot: &Slot, wanted: &Wanted) {
+    slot.layout.store(KEPT, Ordering::Relaxed);
+    slot.ndim.store(wanted.ndim, Ordering::Relaxed);
+    slot.item_size.store(wanted.item_size, Ordering::Relaxed);
+    slot.first.store(wanted.first, Ordering::Relaxed);
+    // SAFETY: `ndim` values behind the claim's pointers (the contract; not NULL with
+    // `ndim > 0`).
+    let (shape, strides) = unsafe {
+        (
+            std::slice::from_raw_parts(wanted.shape, wanted.ndim),
+            std::slice::from_raw_parts(wanted.strides, wanted.ndim),
+        )
+    };
+    for (kept, &extent) in slot.shape.iter().zip(shape) {
+        kept.store(extent, Ordering::Relaxed);
+    }
+    for (kept, &stride) in slot.strides.iter().zip(strides) {
+        kept.store(stride, Ordering::Relaxed);
+    }
+}
+
+/// Releases a claim of this build's registry ([`RegistryApi::release`]).
+///
+/// # Safety
+///
+/// `handle` was handed out by [`claim`] and is released once.
+#[inline(always)]
+unsafe fn release(handle: usize) {
+    // SAFETY: a handle is the address of a slot of a leaked chunk, never freed.
+    let slot = unsafe { &*(handle as *const Slot) };
+    slot.state.store(FREE, Ordering::Release);
+}
+
+/// Aborts the process if dropped while unwinding: a panic must not cross the C boundary.
+struct AbortOnPanic;
+
+impl Drop for AbortOnPanic {
+    fn drop(&mut self) {
+        std::process::abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_indices_map_to_chunks() {
+        assert_eq!(chunk_of(0), (0, 0));
+        assert_eq!(chunk_of(63), (0, 63));
+        assert_eq!(chunk_of(64), (1, 0));
+        assert_eq!(chunk_of(191), (1, 127));
+        assert_eq!(chunk_of(192), (2, 0));
+        let mut expected = (0, 0);
+        for index in 0..10_000 {
+            assert_eq!(chunk_of(index), expected, "slot {index}");
+            expected.1 += 1;
+            if expected.1 == FIRST_CHUNK << expected.0 {
+                expected = (expected.0 + 1, 0);
+            }
         }
     }
 }

@@ -76,9 +76,21 @@ pub fn device_argument(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Device>
 ///
 /// Before all that, when nothing but a plain import is asked for, the fast path: if the
 /// object's type publishes DLPack 1.3's C exchange API (`__dlpack_c_exchange_api__`, PyTorch
-/// and PaddlePaddle do), the tensor is taken with `managed_tensor_from_py_object_no_sync`,
-/// without `__dlpack__`; a `BufferError` there, or a tensor on a device with streams, falls
-/// back to the protocol above. `DLBRIDGE_NO_EXCHANGE_API=1` turns the fast path off.
+/// and PaddlePaddle do) and no subclass overrides its `__dlpack__`, the tensor is taken with
+/// `managed_tensor_from_py_object_no_sync`, without `__dlpack__`; any error there, or a
+/// tensor on a device with streams, falls back to the protocol above, so that the answer (and
+/// the exception) is the producer's `__dlpack__`'s. `DLBRIDGE_NO_EXCHANGE_API=1` turns the
+/// fast path off.
+///
+/// Every path gives `__dlpack__`'s answer or a stricter one: a PyTorch
+/// tensor that requires grad, or a PaddlePaddle one with `stop_gradient=False`, is refused
+/// with `BufferError`, as their `__dlpack__` refuses it; so is a PyTorch view with a lazy
+/// conjugation bit, and (stricter than PyTorch, whose `__dlpack__` hands its memory out as
+/// it is, values negated) one with a lazy negation bit.
+///
+/// A tensor that arrives in a legacy `dltensor` capsule (JAX and TensorFlow export only
+/// those) is read-only: a legacy tensor cannot say whether its memory may be written
+/// ([`dlbridge::Writability`]).
 ///
 /// NumPy arrays (exactly `numpy.ndarray`) take a fast path of their own for a plain import:
 /// the array's struct is read directly and the tensor keeps the array alive, which is what
@@ -105,49 +117,49 @@ pub fn from_dlpack(
             return Ok(tensor);
         }
     }
-    let api = info.exchange;
-    // PyTorch views with a lazy conjugation or negation bit hold the unconjugated (unnegated)
-    // values in memory, and both its table and (for negation) its `__dlpack__` export them
-    // as they are: such a view is resolved first, a copy, which `copy=False` forbids.
-    let resolve_lazy_view = || -> PyResult<ManagedTensor> {
-        if options.copy == Some(false) {
-            return Err(PyBufferError::new_err(
-                "copy=False, but a tensor with a lazy conjugation or negation bit needs a copy \
-                 to be exported with its true values",
-            ));
-        }
-        let resolved = object
-            .call_method0(intern!(py, "resolve_conj"))?
-            .call_method0(intern!(py, "resolve_neg"))?;
-        from_dlpack(&resolved, options)
-    };
-    if let Some(api) = api {
+    // What the framework's `__dlpack__` refuses, every path refuses (a tensor autograd
+    // tracks), whatever was asked for: on the fast path below once the data type is known
+    // (only floating-point and complex tensors can be tracked), else before `__dlpack__`.
+    let mut tracking_checked = false;
+    let mut lazy_views_checked = false;
+    if let Some(api) = info.exchange.filter(|_| plain && exchange_api_enabled()) {
         // The fast path: the type's C exchange API, for a plain import (no device, copy or
-        // stream requested). The exported tensor's dtype tells whether the lazy-bit check is
-        // needed, so the table is called once. It does not synchronize streams, so only
-        // host-readable results are kept; a BufferError falls back to `__dlpack__`.
-        let mut faithful = None;
-        if plain && exchange_api_enabled() {
-            match api.managed_tensor(object) {
-                Ok(tensor) => {
-                    let is_faithful = api.is_faithful(object, Some(&tensor.view()))?;
-                    if is_faithful && tensor.view().device().is_host_readable() {
-                        return Ok(tensor);
-                    }
-                    // Dropped: resolved below, or taken again through `__dlpack__`, which
-                    // synchronizes streams.
-                    faithful = Some(is_faithful);
+        // stream requested). It does not synchronize streams, so only host-readable results
+        // are kept. Whatever it refuses goes to `__dlpack__`, the reference, whose answer and
+        // exception are the producer's own (PyTorch's table raises RuntimeError with a C++
+        // trace where its `__dlpack__` raises BufferError).
+        if let Ok(tensor) = api.managed_tensor(object) {
+            if let Some(rules) = info.framework {
+                if rules.may_be_tracked(tensor.view().dtype()) {
+                    rules.refuse_export(object)?;
                 }
-                Err(error) if error.is_instance_of::<PyBufferError>(py) => {}
-                Err(error) => return Err(error),
+                tracking_checked = true;
             }
+            // The exported data type and layout spare most of the lazy-bit checks.
+            if let Some(lazy_bits) = info.framework.and_then(|rules| rules.lazy_bits.as_ref()) {
+                if let Some(refusal) = lazy_bits.refusal(object, Some(&tensor.view()))? {
+                    return Err(refusal);
+                }
+                lazy_views_checked = true;
+            }
+            if tensor.view().device().is_host_readable() {
+                return Ok(tensor);
+            }
+            // Dropped: taken again through `__dlpack__`, which synchronizes streams.
+        } else {
+            drop(PyErr::take(py));
         }
-        let faithful = match faithful {
-            Some(faithful) => faithful,
-            None => api.exports_faithfully(object)?,
-        };
-        if !faithful {
-            return resolve_lazy_view();
+    }
+    if let Some(rules) = info.framework.filter(|_| !tracking_checked) {
+        rules.refuse_export(object)?;
+    }
+    // PyTorch views with a lazy conjugation or negation bit hold other values in memory than
+    // the tensor's: refused (its `__dlpack__` refuses the one and exports the other wrong).
+    if let Some(lazy_bits) = info.framework.and_then(|rules| rules.lazy_bits.as_ref()) {
+        if !lazy_views_checked {
+            if let Some(refusal) = lazy_bits.refusal(object, None)? {
+                return Err(refusal);
+            }
         }
     }
     let Some(dlpack) = object.getattr_opt(intern!(py, "__dlpack__"))? else {
@@ -156,10 +168,17 @@ pub fn from_dlpack(
             type_name(object)
         )));
     };
-    let producer_device = match object.getattr_opt(intern!(py, "__dlpack_device__"))? {
-        Some(method) => Some(device_from_tuple(&method.call0()?)?),
-        None => None,
-    };
+    // A producer that cannot say its device (PyTorch's meta tensors raise ValueError here)
+    // is still asked for the tensor: its `__dlpack__`'s refusal is the answer. Should it
+    // export all the same, the device's error is raised.
+    let (producer_device, device_error) =
+        match object.getattr_opt(intern!(py, "__dlpack_device__"))? {
+            Some(method) => match method.call0().and_then(|pair| device_from_tuple(&pair)) {
+                Ok(device) => (Some(device), None),
+                Err(error) => (None, Some(error)),
+            },
+            None => (None, None),
+        };
     let wanted_device = options
         .device
         .filter(|device| Some(*device) != producer_device);
@@ -205,6 +224,9 @@ pub fn from_dlpack(
         }
         Err(error) => return Err(error),
     };
+    if let Some(error) = device_error {
+        return Err(error);
+    }
     if !capsule.is_instance_of::<PyCapsule>() {
         return Err(PyTypeError::new_err(format!(
             "{}.__dlpack__() returned an object of type {}, not a DLPack capsule",

@@ -7,13 +7,14 @@ use std::sync::OnceLock;
 use dlbridge::ffi::{
     DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLTensor,
 };
-use dlbridge::{DataTypeCode, ManagedTensor, TensorView};
+use dlbridge::{ManagedTensor, TensorView};
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
+use crate::framework::FrameworkRules;
 use crate::to_py_err;
 use crate::type_info::type_info;
 
@@ -28,46 +29,13 @@ pub const NO_EXCHANGE_API_ENV: &str = "DLBRIDGE_NO_EXCHANGE_API";
 #[derive(Clone, Copy)]
 pub struct ExchangeApi {
     table: &'static DLPackExchangeAPI,
-    /// The type has PyTorch's lazy conjugation and negation bits (`is_conj()`, `is_neg()`),
-    /// which its table ignores: such views are exported with the wrong values, so they must
-    /// take the `__dlpack__` path (which refuses or resolves them).
-    lazy_bits: Option<&'static LazyBits>,
+    /// The rules of the type's framework: PyTorch's table ignores its lazy conjugation and
+    /// negation bits, so that such views are exported with the wrong values.
+    framework: Option<&'static FrameworkRules>,
 }
 
-/// The type's `is_conj` and `is_neg` attributes, held for the life of the process and called
-/// with the object as their one argument (`type(x).is_neg(x)`), which spares the bound method
-/// object that `x.is_neg()` makes.
-struct LazyBits {
-    is_conj: Py<PyAny>,
-    is_neg: Py<PyAny>,
-}
-
-impl LazyBits {
-    /// Calls `method(object)` and reads its truth.
-    fn ask(method: &Py<PyAny>, object: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let py = object.py();
-        let args = [object.as_ptr()];
-        // SAFETY: a live callable and one live argument, the GIL held (`py`).
-        let result = unsafe {
-            ffi::PyObject_Vectorcall(method.as_ptr(), args.as_ptr(), 1, std::ptr::null_mut())
-        };
-        if result.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        // SAFETY: a new reference, owned here.
-        let result = unsafe { Bound::from_owned_ptr(py, result) };
-        // The methods return exactly True or False; anything else by its truth value.
-        if result.is(&*pyo3::types::PyBool::new(py, true)) {
-            Ok(true)
-        } else if result.is(&*pyo3::types::PyBool::new(py, false)) {
-            Ok(false)
-        } else {
-            result.is_truthy()
-        }
-    }
-}
-
-// SAFETY: the table is immutable, process-lifetime data of C function pointers.
+// SAFETY: the table is immutable, process-lifetime data of C function pointers; the rules are
+// immutable Python objects, only used with the GIL held.
 unsafe impl Send for ExchangeApi {}
 // SAFETY: as above.
 unsafe impl Sync for ExchangeApi {}
@@ -80,60 +48,24 @@ impl ExchangeApi {
 
     /// Whether the table can export `object` faithfully: not for a PyTorch view with a lazy
     /// conjugation or negation bit, whose memory holds the unconjugated (unnegated) values.
+    /// Asks the object itself (`is_conj()`, `is_neg()`), not the table.
     pub fn exports_faithfully(&self, object: &Bound<'_, PyAny>) -> PyResult<bool> {
-        if self.lazy_bits.is_none() {
-            return Ok(true);
-        }
-        match self.describe(object)? {
-            Some(tensor) => {
-                // SAFETY: filled by the producer for `object`, which lives unchanged while the
-                // view is used here.
-                let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(to_py_err)?;
-                self.is_faithful(object, Some(&view))
-            }
-            None => self.is_faithful(object, None),
-        }
+        self.is_faithful(object, None)
     }
 
     /// [`ExchangeApi::exports_faithfully`] for an object whose exported descriptor is known
-    /// (`None`: unknown, every bit is asked). The type's `is_conj()` / `is_neg()` cost about
-    /// 85 ns each (PyTorch releases the GIL in them), so they are asked only where the bit can
-    /// be set:
-    ///
-    /// - the conjugation bit only on complex tensors;
-    /// - the negation bit on complex and floating-point tensors; on floating-point ones only
-    ///   when the layout is not C-contiguous or has at most one element. PyTorch's public
-    ///   views give a real tensor the negation bit only as the imaginary part of a conjugated
-    ///   complex tensor (`x.conj().imag`), which steps by two through the complex storage and
-    ///   so is never C-contiguous with two or more elements, whatever view is taken of it
-    ///   next; copies (`contiguous()`, `clone()`) resolve the bit. Only `as_strided` on such a
-    ///   view and the private `torch._neg_view` escape this, and are not checked.
-    ///
-    /// Integer and boolean tensors need no check at all.
+    /// (`None`: unknown, every bit is asked): the descriptor's data type and layout tell
+    /// which bits can be set at all, which spares most calls (the `is_conj()` / `is_neg()`
+    /// methods cost about 85 ns each).
     pub fn is_faithful(
         &self,
         object: &Bound<'_, PyAny>,
         tensor: Option<&TensorView<'_>>,
     ) -> PyResult<bool> {
-        let Some(lazy_bits) = self.lazy_bits else {
-            return Ok(true);
-        };
-        let code = tensor.map(|tensor| tensor.dtype().code);
-        let complex = code.is_none_or(|code| code == DataTypeCode::COMPLEX);
-        let float = code.is_some_and(|code| {
-            matches!(code, DataTypeCode::FLOAT | DataTypeCode::BFLOAT) || (7..=17).contains(&code.0)
-        });
-        let may_be_negated_view = complex
-            || (float
-                && tensor
-                    .is_some_and(|tensor| tensor.num_elements() <= 1 || !tensor.is_c_contiguous()));
-        if complex && LazyBits::ask(&lazy_bits.is_conj, object)? {
-            return Ok(false);
+        match self.framework.and_then(|rules| rules.lazy_bits.as_ref()) {
+            Some(lazy_bits) => Ok(lazy_bits.refusal(object, tensor)?.is_none()),
+            None => Ok(true),
         }
-        if may_be_negated_view && LazyBits::ask(&lazy_bits.is_neg, object)? {
-            return Ok(false);
-        }
-        Ok(true)
     }
 
     /// Describes `object` (of the table's type) with `dltensor_from_py_object_no_sync`: a
@@ -198,8 +130,12 @@ pub fn exchange_api(object: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> 
     Ok(type_info(object)?.exchange)
 }
 
-/// Reads a type's exchange API, for the per-type cache.
-pub(crate) fn lookup_exchange_api(kind: &Bound<'_, PyType>) -> PyResult<Option<ExchangeApi>> {
+/// Reads a type's exchange API, for the per-type cache; `framework` is the type's framework's
+/// rules, which the table's users need.
+pub(crate) fn lookup_exchange_api(
+    kind: &Bound<'_, PyType>,
+    framework: Option<&'static FrameworkRules>,
+) -> PyResult<Option<ExchangeApi>> {
     let py = kind.py();
     let header: *const DLPackExchangeAPIHeader =
         match kind.getattr_opt(intern!(py, "__dlpack_c_exchange_api__"))? {
@@ -243,17 +179,7 @@ pub(crate) fn lookup_exchange_api(kind: &Bound<'_, PyType>) -> PyResult<Option<E
             if table.managed_tensor_from_py_object_no_sync.is_none() {
                 return Ok(None);
             }
-            let lazy_bits = match (
-                kind.getattr_opt(intern!(py, "is_conj"))?,
-                kind.getattr_opt(intern!(py, "is_neg"))?,
-            ) {
-                (Some(is_conj), Some(is_neg)) => Some(&*Box::leak(Box::new(LazyBits {
-                    is_conj: is_conj.unbind(),
-                    is_neg: is_neg.unbind(),
-                }))),
-                _ => None,
-            };
-            return Ok(Some(ExchangeApi { table, lazy_bits }));
+            return Ok(Some(ExchangeApi { table, framework }));
         }
         // SAFETY: as above; `prev_api` is in the stable header.
         header = unsafe { (*header).prev_api };

@@ -13,15 +13,17 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use dlbridge::ffi::DLTensor;
-use dlbridge::{DataType, Element, ManagedTensor, TensorView};
+use dlbridge::{DataType, Element, ManagedTensor, TensorView, Writability};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, IxDyn};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::claims::Claim;
-use crate::exchange::exchange_api_enabled;
+use crate::exchange::{exchange_api_enabled, ExchangeApi};
+use crate::framework::FrameworkRules;
 use crate::numpy;
-use crate::type_info::type_info;
+use crate::producer::writability_from_code;
+use crate::type_info::{type_info, BorrowedWritability, TypeInfo};
 use crate::{from_dlpack, ImportOptions};
 
 /// A memory layout a typed argument may require.
@@ -110,9 +112,31 @@ macro_rules! shape {
 /// owned tensor is boxed on that path, which allocates anyway), so that arguments stay small
 /// to move on the borrowed path.
 enum Source {
+    /// A descriptor borrowed from the producer: its exchange table, or NumPy's array struct.
     Borrowed,
+    /// A buffer-protocol export.
     Buffer(#[allow(dead_code)] HeldBuffer),
-    Owned(#[allow(dead_code)] Box<ManagedTensor>),
+    /// An owned tensor: an export through the exchange table
+    /// (`managed_tensor_from_py_object_no_sync`), or a full import ([`from_dlpack`], the
+    /// reference path).
+    Owned(Box<OwnedTensor>),
+}
+
+/// The tensor of [`Source::Owned`].
+struct OwnedTensor {
+    _tensor: ManagedTensor,
+    /// Exported through the exchange table (not imported with [`from_dlpack`]).
+    through_table: bool,
+}
+
+impl Source {
+    /// An owned tensor.
+    fn owned(tensor: ManagedTensor, through_table: bool) -> Self {
+        Source::Owned(Box::new(OwnedTensor {
+            _tensor: tensor,
+            through_table,
+        }))
+    }
 }
 
 /// A buffer-protocol export (NumPy arrays, any exporter of host memory) held for the call and
@@ -189,8 +213,13 @@ fn buffer_dtype(format: &[u8], itemsize: isize) -> Option<DataType> {
 /// `argument 'x': expected a float32 C-contiguous cpu tensor with 2 dimensions, got float64
 /// shape (3, 4) strides (1, 3) on CPU:0`. When the producer's type publishes DLPack 1.3's C
 /// exchange API (PyTorch, PaddlePaddle, dlbridge), the descriptor is borrowed through
-/// `dltensor_from_py_object_no_sync` without any heap allocation; otherwise the tensor is
-/// imported with [`from_dlpack`] and released after the call.
+/// `dltensor_from_py_object_no_sync` without any heap allocation; NumPy arrays are read from
+/// their struct, other host memory through the buffer protocol; otherwise the tensor is
+/// imported with [`from_dlpack`] and released after the call. Every path sees what the
+/// producer's `__dlpack__` hands out, and refuses what it refuses (`BufferError`): a PyTorch
+/// view with a lazy conjugation or negation bit, a sparse tensor. A tensor that autograd
+/// tracks (PyTorch `requires_grad`, PaddlePaddle `stop_gradient=False`) is read as
+/// `x.detach()` reads it: the same memory, outside the graph.
 ///
 /// The argument is `Send` and `Sync`: the GIL may be released while the kernel runs (`py.detach`).
 pub struct TensorArg<
@@ -205,10 +234,21 @@ pub struct TensorArg<
     _layout: PhantomData<(L, S)>,
 }
 
-/// A writable tensor argument: as [`TensorArg`], and refused for read-only tensors, for
-/// layouts in which two indices reach the same element, and (`ValueError`) for memory that
-/// another tensor argument in use also reaches, so that no element is ever both borrowed and
-/// written. Writes are seen by the caller's tensor (NumPy array, PyTorch tensor, ...).
+/// A writable tensor argument: as [`TensorArg`], and refused for read-only tensors (flagged
+/// so, or arrived in a legacy capsule, which cannot say its memory may be written:
+/// [`dlbridge::Writability`]), for layouts in which two indices reach the same element, and
+/// (`ValueError`) for memory that another tensor argument in use also reaches, on this
+/// call or another thread's, in any extension module of the process (the overlap is exact for
+/// strided views: `x[:, ::2]` and `x[:, 1::2]` may be passed together), so that no element
+/// is ever both borrowed and written. Writes are seen by the caller's tensor (NumPy array,
+/// PyTorch tensor, ...).
+///
+/// Autograd is never written behind its back: while grad mode is on, a tensor it tracks is
+/// refused (`TypeError`; under `torch.no_grad()`, as an optimizer step runs, it is written),
+/// and after a call that took a mutable view ([`TensorArgMut::view_mut`],
+/// [`TensorArgMut::as_mut_slice`]) of a PyTorch or PaddlePaddle tensor, the tensor's version
+/// counter is bumped as the framework's in-place operations do, so that `backward()` raises
+/// if it saved the tensor.
 pub struct TensorArgMut<
     'a,
     T: Element,
@@ -218,6 +258,7 @@ pub struct TensorArgMut<
 > {
     view: ArrayViewMut<'a, T, D>,
     held: Held,
+    report: WriteReport,
     _layout: PhantomData<(L, S)>,
 }
 
@@ -245,10 +286,43 @@ struct Held {
 impl Held {
     /// The argument's Python object.
     fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        // SAFETY: the caller keeps the argument alive for the call, which outlives the
-        // argument value holding `self`; the GIL is held (`py`); a new strong reference is
-        // taken.
-        unsafe { Bound::from_borrowed_ptr(py, self.object.as_ptr()) }
+        object_of(py, self.object)
+    }
+}
+
+/// The argument object behind `object`.
+fn object_of(py: Python<'_>, object: NonNull<pyo3::ffi::PyObject>) -> Bound<'_, PyAny> {
+    // SAFETY: the caller keeps the argument alive for the call, which outlives the argument
+    // value holding the pointer; the GIL is held (`py`); a new strong reference is taken.
+    unsafe { Bound::from_borrowed_ptr(py, object.as_ptr()) }
+}
+
+/// A writable argument's report of its write to the framework's autograd: for a tensor of a
+/// framework with autograd (PyTorch, PaddlePaddle) whose mutable view the kernel took, its
+/// version counter is bumped when the argument is dropped (after the call), as the
+/// framework's in-place operations do.
+struct WriteReport {
+    /// The framework's rules, for a tensor of a framework with autograd.
+    rules: Option<&'static FrameworkRules>,
+    /// The kernel took mutable access (`view_mut`, `as_mut_slice`).
+    written: bool,
+    object: NonNull<pyo3::ffi::PyObject>,
+}
+
+impl Drop for WriteReport {
+    fn drop(&mut self) {
+        let Some(rules) = self.rules.filter(|_| self.written) else {
+            return;
+        };
+        let object = self.object;
+        // The argument may be dropped on a thread without the GIL (moved into `py.detach`).
+        Python::attach(|py| {
+            let object = object_of(py, object);
+            if let Err(error) = rules.bump_version(&object) {
+                // A drop cannot raise: the failure goes where Python reports those.
+                error.write_unraisable(py, Some(&object));
+            }
+        });
     }
 }
 
@@ -282,12 +356,19 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArgMut<'a, T, D, L
     }
 
     /// The elements as a mutable `ndarray` view.
+    ///
+    /// Taking it counts as writing: for a PyTorch or PaddlePaddle tensor, the tensor's version
+    /// counter is bumped when the argument is dropped, as the framework's own in-place
+    /// operations do, so that `backward()` raises if autograd saved the tensor.
     pub fn view_mut(&mut self) -> ArrayViewMut<'_, T, D> {
+        self.report.written = true;
         self.view.view_mut()
     }
 
-    /// The elements as a mutable slice in memory order, when the layout is contiguous.
+    /// The elements as a mutable slice in memory order, when the layout is contiguous (taking
+    /// it counts as writing, as for [`TensorArgMut::view_mut`]).
     pub fn as_mut_slice(&mut self) -> Option<&mut [T]> {
+        self.report.written = true;
         self.view.as_slice_memory_order_mut()
     }
 }
@@ -319,7 +400,7 @@ fn expectation<T: Element, D: Dimension, L: Layout, S: Shape>(writable: bool) ->
 }
 
 /// What was received, in words: "float64 shape (3, 4) strides (1, 3) on CPU:0".
-fn received(view: &TensorView<'_>, read_only: bool) -> String {
+fn received(view: &TensorView<'_>, writability: Writability) -> String {
     let tuple = |values: &[i64]| match values {
         [one] => format!("({one},)"),
         _ => format!(
@@ -331,13 +412,20 @@ fn received(view: &TensorView<'_>, read_only: bool) -> String {
                 .join(", ")
         ),
     };
+    let read_only = match writability {
+        Writability::Unknown => {
+            " (read-only: it came in a legacy DLPack capsule, which cannot say whether its \
+             memory may be written; JAX and TensorFlow export only those)"
+        }
+        Writability::ReadOnly => " (read-only)",
+        Writability::Writable => "",
+    };
     format!(
-        "{} shape {} strides {} on {}{}",
+        "{} shape {} strides {} on {}{read_only}",
         view.dtype(),
         tuple(view.shape()),
         tuple(view.strides()),
         view.device(),
-        if read_only { " (read-only)" } else { "" }
     )
 }
 
@@ -345,13 +433,13 @@ fn received(view: &TensorView<'_>, read_only: bool) -> String {
 fn check<T: Element, D: Dimension, L: Layout, S: Shape>(
     view: &TensorView<'_>,
     writable: bool,
-    read_only: bool,
+    writability: Writability,
 ) -> PyResult<()> {
     let fits = view.dtype() == T::DTYPE
         && D::NDIM.is_none_or(|ndim| ndim == view.ndim())
         && L::accepts(view)
         && view.device().is_host_readable()
-        && !(writable && read_only);
+        && (!writable || writability.allows_writes());
     let shape_fits = S::EXTENTS.is_none_or(|extents| {
         extents.len() == view.ndim()
             && extents
@@ -365,7 +453,7 @@ fn check<T: Element, D: Dimension, L: Layout, S: Shape>(
     let message = format!(
         "expected {}, got {}",
         expectation::<T, D, L, S>(writable),
-        received(view, read_only)
+        received(view, writability)
     );
     // The right kind of tensor with the wrong extents is a bad value, anything else a bad type.
     Err(if fits {
@@ -376,64 +464,142 @@ fn check<T: Element, D: Dimension, L: Layout, S: Shape>(
 }
 
 /// Borrows or imports the tensor behind `object`, and runs `make` on its validated view while
-/// the descriptor is alive. In order: the producer's C exchange API
-/// (`dltensor_from_py_object_no_sync`, no allocation), the buffer protocol (NumPy and other
-/// host-memory exporters, no negotiation), then a full DLPack import held for the call.
+/// the descriptor is alive, with whether it is read-only. In order:
+///
+/// 1. the producer's C exchange API (`dltensor_from_py_object_no_sync`, no allocation), when
+///    its type publishes one that answers as its `__dlpack__` does. A `DLTensor` cannot say
+///    READ_ONLY, so for a writable argument the writability comes from what is known of the
+///    type (PyTorch and PaddlePaddle have no read-only tensors; dlbridge's classes publish a
+///    writability hook), or else from an owned export (`managed_tensor_from_py_object_no_sync`),
+///    which has flags;
+/// 2. NumPy's array struct, for exactly `numpy.ndarray`;
+/// 3. the buffer protocol (other host-memory exporters, no negotiation);
+/// 4. the reference: a full DLPack import ([`from_dlpack`]) held for the call, of
+///    `x.detach()` for a tensor autograd tracks (a read-only argument reads it as `detach()`
+///    does; a writable one was checked before, [`crate::framework`]).
+///
+/// Whatever a fast path fails on (a tensor the table cannot describe, a lazy PyTorch view)
+/// goes to the reference, so that a refusal is the producer's own (`BufferError` from
+/// `__dlpack__`) on every path.
 #[inline(always)]
 fn extract_with<R>(
     object: &Bound<'_, PyAny>,
+    info: &TypeInfo,
     writable: bool,
-    make: impl Fn(&TensorView<'_>, bool) -> PyResult<R>,
+    make: impl Fn(&TensorView<'_>, Writability) -> PyResult<R>,
 ) -> PyResult<(Source, R)> {
-    let info = type_info(object)?;
-    if let Some(api) = info.exchange {
-        let described = if exchange_api_enabled() {
-            api.describe(object)?
-        } else {
-            None
-        };
-        let view = match &described {
-            // SAFETY: the producer filled the descriptor for an object the caller keeps alive
-            // and unchanged for the call.
-            Some(tensor) => Some(
-                unsafe { TensorView::from_dltensor(tensor) }
-                    .map_err(|e| PyTypeError::new_err(e.to_string()))?,
-            ),
-            None => None,
-        };
-        let faithful = api.is_faithful(object, view.as_ref())?;
-        if !faithful && writable {
-            return Err(PyTypeError::new_err(
-                "a PyTorch view with a lazy conjugation or negation bit cannot be written in \
-                 place (its memory holds other values); pass x.resolve_conj().resolve_neg()",
-            ));
+    if writable {
+        if let Some(rules) = info.framework {
+            rules.check_writable(object)?;
         }
-        if let Some(view) = view.filter(|_| faithful) {
-            return Ok((Source::Borrowed, make(&view, false)?));
+    }
+    if let Some(api) = info.exchange {
+        // A type with a table takes no other fast path: its buffer export (if any) may name
+        // its data type differently (dlbridge's own shows bfloat16 as uint16 bits); with the
+        // table turned off it goes to the reference.
+        if exchange_api_enabled() {
+            if let Some(made) = extract_from_table(api, info, object, writable, &make)? {
+                return Ok(made);
+            }
         }
     } else if info.numpy_array {
         // SAFETY: the type is exactly `numpy.ndarray`; the caller holds the array for the
         // call, and the view is used only inside `make`.
-        if let Some(made) = unsafe { numpy::with_array_view(object, &make) }? {
+        let made = unsafe {
+            numpy::with_array_view(object, |view, read_only| {
+                make(
+                    view,
+                    if read_only {
+                        Writability::ReadOnly
+                    } else {
+                        Writability::Writable
+                    },
+                )
+            })
+        }?;
+        if let Some(made) = made {
             return Ok((Source::Borrowed, made));
         }
     } else if let Some(result) = extract_buffer(object, &make)? {
         return Ok(result);
     }
-    // `from_dlpack` resolves lazy PyTorch views (a copy, read-only use only).
-    let tensor = from_dlpack(object, &ImportOptions::default())?;
+    let source = match info.framework {
+        Some(rules) => rules.untracked(object)?,
+        None => object.clone(),
+    };
+    let tensor = from_dlpack(&source, &ImportOptions::default())?;
     let made = {
         let view = tensor.view();
-        make(&view, view.is_read_only())?
+        make(&view, view.writability())?
     };
-    Ok((Source::Owned(Box::new(tensor)), made))
+    Ok((Source::owned(tensor, false), made))
+}
+
+/// The exchange-table path of [`extract_with`]; `None` sends the argument to the reference
+/// path (a descriptor the table cannot give, a lazy PyTorch view).
+#[inline(always)]
+fn extract_from_table<R>(
+    api: ExchangeApi,
+    info: &TypeInfo,
+    object: &Bound<'_, PyAny>,
+    writable: bool,
+    make: &impl Fn(&TensorView<'_>, Writability) -> PyResult<R>,
+) -> PyResult<Option<(Source, R)>> {
+    let known_writability =
+        !writable || !matches!(info.borrowed_writability, BorrowedWritability::Unknown);
+    let described = if known_writability {
+        match api.describe(object) {
+            Ok(described) => described,
+            Err(_) => return Ok(None),
+        }
+    } else {
+        None
+    };
+    let Some(tensor) = described else {
+        // No borrowed descriptor (the table has no `dltensor_from_py_object_no_sync`, or the
+        // writability of one would not be known): an owned export, which has flags.
+        let Ok(tensor) = api.managed_tensor(object) else {
+            drop(PyErr::take(object.py()));
+            return Ok(None);
+        };
+        let made = {
+            let view = tensor.view();
+            if !api.is_faithful(object, Some(&view))? {
+                return Ok(None);
+            }
+            make(&view, view.writability())?
+        };
+        return Ok(Some((Source::owned(tensor, true), made)));
+    };
+    // SAFETY: the producer filled the descriptor for an object the caller keeps alive and
+    // unchanged for the call.
+    let view = unsafe { TensorView::from_dltensor(&tensor) }
+        .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+    if !api.is_faithful(object, Some(&view))? {
+        return Ok(None);
+    }
+    let writability = match info.borrowed_writability {
+        // Reading does not ask.
+        _ if !writable => Writability::Writable,
+        BorrowedWritability::AlwaysWritable | BorrowedWritability::Unknown => Writability::Writable,
+        BorrowedWritability::Hook(writability_of) => {
+            let mut code = 0u32;
+            // SAFETY: the hook's contract: a live object of the publishing type (the table's
+            // type, checked by the per-type lookup), the GIL held, a slot for the answer.
+            if unsafe { writability_of(object.as_ptr(), &mut code) } != 0 {
+                return Err(PyErr::fetch(object.py()));
+            }
+            writability_from_code(code)
+        }
+    };
+    Ok(Some((Source::Borrowed, make(&view, writability)?)))
 }
 
 /// The buffer-protocol path of [`extract_with`]; `None` when the object has no usable buffer
 /// (no buffer, a format or layout this path does not take): DLPack is tried next.
 fn extract_buffer<R>(
     object: &Bound<'_, PyAny>,
-    make: &impl Fn(&TensorView<'_>, bool) -> PyResult<R>,
+    make: &impl Fn(&TensorView<'_>, Writability) -> PyResult<R>,
 ) -> PyResult<Option<(Source, R)>> {
     // SAFETY: a live object; the call only inspects its type.
     if unsafe { pyo3::ffi::PyObject_CheckBuffer(object.as_ptr()) } != 1 {
@@ -485,8 +651,78 @@ fn extract_buffer<R>(
     // `strides` live, which is past every use of the view (inside `make`).
     let view = unsafe { TensorView::from_dltensor(&tensor) }
         .map_err(|e| PyTypeError::new_err(e.to_string()))?;
-    let made = make(&view, buffer.readonly != 0)?;
+    let writability = if buffer.readonly != 0 {
+        Writability::ReadOnly
+    } else {
+        Writability::Writable
+    };
+    let made = make(&view, writability)?;
     Ok(Some((Source::Buffer(held), made)))
+}
+
+/// What a typed argument would see of an object, whatever its data type: for tests that
+/// compare every path of typed arguments with the producer's own `__dlpack__`. Not a stable
+/// API.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct ArgumentInspection {
+    /// The path taken: `"exchange"` (a descriptor borrowed through the exchange table),
+    /// `"exchange-export"` (an owned export through it), `"numpy"` (NumPy's array struct),
+    /// `"buffer"` (the buffer protocol) or `"dlpack"` (a full import, the reference).
+    pub path: &'static str,
+    /// The data type.
+    pub dtype: DataType,
+    /// The device.
+    pub device: dlbridge::Device,
+    /// The extents.
+    pub shape: Vec<i64>,
+    /// The strides, in elements.
+    pub strides: Vec<i64>,
+    /// Whether the argument would be read-only (a `TensorArgMut` refuses it).
+    pub read_only: bool,
+    /// The address of the first element.
+    pub data: usize,
+    /// The elements' bytes in row-major order (host memory, whole-byte types), else `None`.
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// Runs the extraction of a typed argument (`writable`: a `TensorArgMut`'s, whose refusals
+/// of tensors autograd tracks apply) on `object` and reports what it saw, with no check of
+/// data type, dimensions or layout, and no claim on the memory. Not a stable API: for tests.
+#[doc(hidden)]
+pub fn inspect_argument(object: &Bound<'_, PyAny>, writable: bool) -> PyResult<ArgumentInspection> {
+    let info = type_info(object)?;
+    let (source, mut inspection) = extract_with(object, info, writable, |view, writability| {
+        let bytes = if view.device().is_host_readable() && view.dtype().size_in_bytes().is_some() {
+            let copy = view.to_compact_copy().map_err(crate::to_py_err)?;
+            let copy_view = copy.view();
+            let length = copy_view.compact_byte_size() as usize;
+            // SAFETY: a compact copy of `length` readable bytes, alive for this block.
+            Some(unsafe {
+                std::slice::from_raw_parts(copy_view.data_ptr().cast::<u8>(), length).to_vec()
+            })
+        } else {
+            None
+        };
+        Ok(ArgumentInspection {
+            path: "",
+            dtype: view.dtype(),
+            device: view.device(),
+            shape: view.shape().to_vec(),
+            strides: view.strides().to_vec(),
+            read_only: !writability.allows_writes(),
+            data: view.data_ptr() as usize,
+            bytes,
+        })
+    })?;
+    inspection.path = match (&source, info.exchange.is_some()) {
+        (Source::Borrowed, true) => "exchange",
+        (Source::Borrowed, false) => "numpy",
+        (Source::Buffer(_), _) => "buffer",
+        (Source::Owned(owned), _) if owned.through_table => "exchange-export",
+        (Source::Owned(_), _) => "dlpack",
+    };
+    Ok(inspection)
 }
 
 const _: () = assert!(std::mem::size_of::<isize>() == std::mem::size_of::<i64>());
@@ -502,11 +738,12 @@ fn array_error(error: dlbridge::Error) -> PyErr {
 fn extract_argument<V>(
     object: &Borrowed<'_, '_, PyAny>,
     writable: bool,
-    check: impl Fn(&TensorView<'_>, bool) -> PyResult<()>,
+    check: impl Fn(&TensorView<'_>, Writability) -> PyResult<()>,
     make: impl Fn(&TensorView<'_>) -> PyResult<V>,
-) -> PyResult<(Held, V)> {
-    let (source, (claim, view)) = extract_with(object, writable, |view, read_only| {
-        check(view, read_only)?;
+) -> PyResult<(Held, V, Option<&'static FrameworkRules>)> {
+    let info = type_info(object)?;
+    let (source, (claim, view)) = extract_with(object, info, writable, |view, writability| {
+        check(view, writability)?;
         let claim = Claim::new(object.py(), view, writable)?;
         Ok((claim, make(view)?))
     })?;
@@ -515,7 +752,7 @@ fn extract_argument<V>(
         _source: source,
         object: NonNull::new(object.as_ptr()).expect("a Python object"),
     };
-    Ok((held, view))
+    Ok((held, view, info.framework))
 }
 
 impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'py>
@@ -524,10 +761,10 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'p
     type Error = PyErr;
 
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let (held, view) = extract_argument(
+        let (held, view, _) = extract_argument(
             &object,
             false,
-            |view, read_only| check::<T, D, L, S>(view, false, read_only),
+            |view, writability| check::<T, D, L, S>(view, false, writability),
             |view| {
                 let array = view.as_array_dim::<T, D>().map_err(array_error)?;
                 // SAFETY: the view reads elements that live as long as the argument object,
@@ -554,10 +791,10 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'p
     type Error = PyErr;
 
     fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let (held, view) = extract_argument(
+        let (held, view, framework) = extract_argument(
             &object,
             true,
-            |view, read_only| check::<T, D, L, S>(view, true, read_only),
+            |view, writability| check::<T, D, L, S>(view, true, writability),
             |view| {
                 // SAFETY: the argument is the caller's tensor, not read-only, lent to this
                 // call for writing (as any in-place kernel argument); the claim made before
@@ -572,9 +809,15 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'p
                 })
             },
         )?;
+        let report = WriteReport {
+            rules: framework,
+            written: false,
+            object: held.object,
+        };
         Ok(TensorArgMut {
             view,
             held,
+            report,
             _layout: PhantomData,
         })
     }

@@ -25,6 +25,7 @@ mod capsule;
 mod claims;
 mod consume;
 mod exchange;
+mod framework;
 mod kernel;
 mod numpy;
 mod owner;
@@ -42,11 +43,16 @@ pub use dlbridge;
 pub use exchange::{
     exchange_api, exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV,
 };
+#[doc(hidden)]
+pub use kernel::{inspect_argument, ArgumentInspection};
 pub use kernel::{
     AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape, TensorArg, TensorArgMut,
 };
 pub use owner::PyObjectOwner;
-pub use producer::{exchange_api_exports, publish_dlpack, publish_exchange_api, TensorClass};
+pub use producer::{
+    exchange_api_exports, publish_dlpack, publish_exchange_api, TensorClass, WritabilityHook,
+    WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE,
+};
 pub use protocol_methods::{export_capsule, publish_dlpack_methods, ExportRequest};
 pub use returning::{return_like, TensorProducer};
 

@@ -4,7 +4,7 @@
 
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -13,10 +13,10 @@ use dlbridge::ffi::{
     DLDeviceType, DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader,
     DLPackSetError, DLTensor,
 };
-use dlbridge::{DataType, ManagedTensor, Version, MAX_NDIM};
+use dlbridge::{DataType, ManagedTensor, Version, Writability, MAX_NDIM};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyType};
 use pyo3::{ffi, PyClass};
 
 use crate::exchange::DLPACK_EXCHANGE_API;
@@ -59,6 +59,13 @@ pub fn publish_dlpack<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
 /// - `current_work_stream`: NULL (Rust-owned tensors enqueue no device work).
 ///
 /// Each function catches panics and reports failures as a Python exception and -1.
+///
+/// Beside the table, the type gets `__dlbridge_writability__`: a capsule named
+/// `dlbridge_writability_v1` holding a [`WritabilityHook`] that says whether an instance's
+/// tensor may be written ([`dlbridge::Writability`]) without allocating, which the borrowed
+/// `DLTensor` of `dltensor_from_py_object_no_sync` cannot say. dlbridge's writable typed
+/// arguments ([`crate::TensorArgMut`]) use it to refuse read-only tensors on the borrowed
+/// path, saying why. The signature belongs to the name: a changed one would get a new name.
 pub fn publish_exchange_api<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
     let table = table_for::<T>();
     // SAFETY: the table is leaked, so it lives for the process as the standard requires; the
@@ -71,8 +78,87 @@ pub fn publish_exchange_api<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
     // SAFETY: a new reference to a capsule.
     let capsule: Bound<'_, PyCapsule> =
         unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() };
-    py.get_type::<T>()
-        .setattr("__dlpack_c_exchange_api__", capsule)
+    let class = py.get_type::<T>();
+    class.setattr("__dlpack_c_exchange_api__", capsule)?;
+    let hook: WritabilityHook = writability_of::<T>;
+    // SAFETY: the capsule holds a function pointer (as data, as capsules hold pointers), valid
+    // for the process; the name is a static C string; no destructor is needed.
+    let capsule =
+        unsafe { ffi::PyCapsule_New(hook as *mut c_void, WRITABILITY_CAPSULE.as_ptr(), None) };
+    if capsule.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference to a capsule.
+    let capsule: Bound<'_, PyCapsule> =
+        unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() };
+    class.setattr(WRITABILITY_ATTRIBUTE, capsule)
+}
+
+/// The type attribute holding a class's [`WritabilityHook`] capsule.
+pub const WRITABILITY_ATTRIBUTE: &str = "__dlbridge_writability__";
+/// The name of the capsule holding a [`WritabilityHook`].
+pub const WRITABILITY_CAPSULE: &CStr = c"dlbridge_writability_v1";
+
+/// `int hook(PyObject *object, uint32_t *out_writability)`: writes whether `object`'s tensor
+/// may be written (0: writable, 1: flagged READ_ONLY, 2: unknown, a legacy import; the codes
+/// of [`dlbridge::Writability`]) and returns 0, or returns -1 with a Python exception set.
+/// Called with the GIL held; never allocates.
+pub type WritabilityHook =
+    unsafe extern "C" fn(object: *mut ffi::PyObject, out_writability: *mut u32) -> c_int;
+
+/// The code of a [`Writability`] in a [`WritabilityHook`]'s answer.
+fn writability_code(writability: Writability) -> u32 {
+    match writability {
+        Writability::Writable => 0,
+        Writability::ReadOnly => 1,
+        Writability::Unknown => 2,
+    }
+}
+
+/// The [`Writability`] of a [`WritabilityHook`]'s answer (an unknown code: read-only).
+pub(crate) fn writability_from_code(code: u32) -> Writability {
+    match code {
+        0 => Writability::Writable,
+        2 => Writability::Unknown,
+        _ => Writability::ReadOnly,
+    }
+}
+
+/// The writability hook a type publishes ([`WRITABILITY_ATTRIBUTE`]), if it has one.
+pub(crate) fn writability_hook(kind: &Bound<'_, PyType>) -> PyResult<Option<WritabilityHook>> {
+    let Some(capsule) = kind.getattr_opt(WRITABILITY_ATTRIBUTE)? else {
+        return Ok(None);
+    };
+    if !capsule.is_instance_of::<PyCapsule>() {
+        return Ok(None);
+    }
+    // SAFETY: a live capsule; the name is checked by `PyCapsule_GetPointer`.
+    let pointer =
+        unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), WRITABILITY_CAPSULE.as_ptr()) };
+    if pointer.is_null() {
+        drop(PyErr::take(kind.py()));
+        return Ok(None);
+    }
+    // SAFETY: a capsule of this name holds a `WritabilityHook` (the name's contract, kept by
+    // `publish_exchange_api`), valid for the process.
+    Ok(Some(unsafe {
+        std::mem::transmute::<*mut c_void, WritabilityHook>(pointer)
+    }))
+}
+
+unsafe extern "C" fn writability_of<T: TensorClass>(
+    object: *mut ffi::PyObject,
+    out_writability: *mut u32,
+) -> c_int {
+    with_gil_held(|py| {
+        output_slot(out_writability, "out_writability")?;
+        // SAFETY: the caller passes a live object (NULL is refused).
+        let instance = unsafe { instance::<T>(py, object.cast()) }?;
+        let code = writability_code(instance.borrow().tensor().view().writability());
+        // SAFETY: `out_writability` is the caller's slot (checked non-NULL).
+        unsafe { out_writability.write(code) };
+        Ok(())
+    })
 }
 
 fn table_for<T: TensorClass>() -> *const DLPackExchangeAPI {

@@ -11,12 +11,13 @@
 use std::ffi::{c_char, CStr};
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use dlbridge::{Device, ManagedTensor};
 use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyString, PyTuple};
 
 use crate::capsule::repr_of;
@@ -174,8 +175,10 @@ type Keyword = usize;
 /// The interned keyword strings: callers compiled from Python source, and C callers such as
 /// NumPy that intern their keyword names, pass these very objects.
 fn keywords(py: Python<'_>) -> &'static [usize; 4] {
-    static INTERNED: OnceLock<[usize; 4]> = OnceLock::new();
-    INTERNED.get_or_init(|| {
+    // A `PyOnceLock`: a thread waiting for another's initialization (which calls into
+    // Python) detaches, as free-threaded Python needs of a blocked thread.
+    static INTERNED: PyOnceLock<[usize; 4]> = PyOnceLock::new();
+    INTERNED.get_or_init(py, || {
         KEYWORD_NAMES.map(|name| {
             // SAFETY: a static C string; the interned string is kept for the process (the
             // reference is never released), so its address stays valid to compare with.

@@ -1,5 +1,7 @@
 //! What dlbridge knows about a Python type as a tensor producer, looked up once per type and
-//! then read without a lock: its DLPack 1.3 C exchange API, whether it is NumPy's `ndarray`.
+//! then read without a lock: its DLPack 1.3 C exchange API (when it answers as the type's
+//! `__dlpack__` does), whether it is NumPy's `ndarray`, the rules of its framework
+//! ([`crate::framework`]), and how the writability of a borrowed descriptor is known.
 
 use std::collections::HashMap;
 use std::ptr::null_mut;
@@ -11,7 +13,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::exchange::{lookup_exchange_api, ExchangeApi};
+use crate::framework::{rules_for, FrameworkRules};
 use crate::numpy;
+use crate::producer::{writability_hook, WritabilityHook};
 
 /// What a producer type offers.
 pub(crate) struct TypeInfo {
@@ -19,11 +23,32 @@ pub(crate) struct TypeInfo {
     address: usize,
     /// Keeps the type alive, so that its address is never reused by another type.
     _type: Py<PyType>,
-    /// The type's C exchange API (major version 1), if it publishes one.
+    /// The type's C exchange API (major version 1), if it publishes one that answers as its
+    /// `__dlpack__` does: not for a subclass that overrides `__dlpack__` below the class that
+    /// published the table (nor, for PyTorch, `__torch_function__`).
     pub(crate) exchange: Option<ExchangeApi>,
     /// The type is exactly `numpy.ndarray`, whose objects are read directly
     /// ([`crate::numpy`]).
     pub(crate) numpy_array: bool,
+    /// The rules of the type's framework (PyTorch, PaddlePaddle), if dlbridge has any.
+    pub(crate) framework: Option<&'static FrameworkRules>,
+    /// How the writability of a descriptor borrowed from the table is known (a `DLTensor`
+    /// has no flags).
+    pub(crate) borrowed_writability: BorrowedWritability,
+}
+
+/// How a descriptor borrowed through `dltensor_from_py_object_no_sync` says whether it may
+/// be written, which a `DLTensor` cannot say itself.
+#[derive(Clone, Copy)]
+pub(crate) enum BorrowedWritability {
+    /// The framework has no read-only tensors (PyTorch, PaddlePaddle: their `__dlpack__`
+    /// never sets READ_ONLY).
+    AlwaysWritable,
+    /// The type publishes dlbridge's writability hook (every class published by
+    /// dlbridge-pyo3).
+    Hook(WritabilityHook),
+    /// Unknown: a writable argument is taken with an owned export instead, which has flags.
+    Unknown,
 }
 
 /// The number of types found without a lock; more go to a locked map.
@@ -67,8 +92,19 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
     if let Some(entry) = known {
         return Ok(entry);
     }
-    let exchange = lookup_exchange_api(&kind)?;
+    let framework = rules_for(&kind)?;
+    let exchange = match lookup_exchange_api(&kind, framework)? {
+        Some(api) if table_answers_for(&kind, framework)? => Some(api),
+        _ => None,
+    };
     let numpy_array = is_numpy_ndarray(&kind)?;
+    let borrowed_writability = if framework.is_some() {
+        BorrowedWritability::AlwaysWritable
+    } else if let Some(hook) = writability_hook(&kind)? {
+        BorrowedWritability::Hook(hook)
+    } else {
+        BorrowedWritability::Unknown
+    };
     // Leaked: entries live as long as the process (see `SLOTS_TABLE`).
     let new_entry = || -> &'static TypeInfo {
         Box::leak(Box::new(TypeInfo {
@@ -76,6 +112,8 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
             _type: kind.clone().unbind(),
             exchange,
             numpy_array,
+            framework,
+            borrowed_writability,
         }))
     };
     let mut overflow = OVERFLOW
@@ -98,6 +136,43 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
     }
     let map = overflow.get_or_insert_with(HashMap::new);
     Ok(*map.entry(address).or_insert_with(new_entry))
+}
+
+/// Whether the exchange table found on `kind` answers as `kind`'s `__dlpack__` does: the class
+/// that defines `__dlpack__` for `kind` is the one that published the table or one of its
+/// bases (a subclass below it may override `__dlpack__` to answer otherwise), and the
+/// framework's own rule holds (PyTorch: no `__torch_function__` of the subclass's own).
+fn table_answers_for(
+    kind: &Bound<'_, PyType>,
+    framework: Option<&'static FrameworkRules>,
+) -> PyResult<bool> {
+    let py = kind.py();
+    let mro = kind.getattr(intern!(py, "__mro__"))?;
+    let mut dlpack_class = None;
+    let mut table_class = None;
+    for class in mro.try_iter()? {
+        let class = class?;
+        let dict = class.getattr(intern!(py, "__dict__"))?;
+        let defines = |name| dict.contains(name);
+        if dlpack_class.is_none() && defines(intern!(py, "__dlpack__"))? {
+            dlpack_class = Some(class.clone());
+        }
+        if table_class.is_none()
+            && (defines(intern!(py, "__dlpack_c_exchange_api__"))?
+                || defines(intern!(py, "__c_dlpack_exchange_api__"))?)
+        {
+            table_class = Some(class);
+        }
+    }
+    let (Some(dlpack_class), Some(table_class)) = (dlpack_class, table_class) else {
+        // No `__dlpack__` to answer otherwise (or no table at all).
+        return Ok(true);
+    };
+    let table_mro = table_class.getattr(intern!(py, "__mro__"))?;
+    if !table_mro.contains(dlpack_class)? {
+        return Ok(false);
+    }
+    framework.map_or(Ok(true), |rules| rules.table_answers_for(kind))
 }
 
 /// Whether `kind` is NumPy's `ndarray` itself (not a subclass, which may override what its

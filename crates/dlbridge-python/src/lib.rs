@@ -78,7 +78,9 @@ impl Tensor {
         (device.device_type.0, device.device_id)
     }
 
-    /// Whether the tensor is read-only.
+    /// Whether the tensor must not be written: flagged READ_ONLY by its producer, or imported
+    /// from a legacy capsule (`dltensor`, as JAX and TensorFlow export), which cannot say that
+    /// its memory may be written.
     #[getter]
     fn readonly(&self) -> bool {
         self.inner.view().is_read_only()
@@ -597,6 +599,91 @@ mod testing {
     ) {
     }
 
+    /// Fills a float32 tensor of any shape and layout with `value`, in place.
+    #[pyfunction]
+    pub fn fill(mut x: TensorArgMut<'_, f32, IxDyn>, value: f32) {
+        x.view_mut().fill(value);
+    }
+
+    /// Takes a writable float32 tensor and neither reads nor writes it (its version counter
+    /// is left alone: no mutable view is taken).
+    #[pyfunction]
+    pub fn take_mut(x: TensorArgMut<'_, f32, IxDyn>) -> usize {
+        x.view().len()
+    }
+
+    /// `out[...] = x` for two float32 tensors of one shape, any layouts: a kernel whose two
+    /// arguments may be views of one tensor (the aliasing registry decides).
+    #[pyfunction]
+    pub fn copy_into(x: TensorArg<'_, f32, IxDyn>, mut out: TensorArgMut<'_, f32, IxDyn>) {
+        out.view_mut().assign(&x.view());
+    }
+
+    /// Sums two float32 tensors with the GIL released for `seconds` meanwhile: a call that
+    /// holds its arguments while other threads run.
+    #[pyfunction]
+    pub fn slow_total2(
+        py: Python<'_>,
+        a: TensorArg<'_, f32, IxDyn>,
+        b: TensorArg<'_, f32, IxDyn>,
+        seconds: f64,
+    ) -> f64 {
+        py.detach(|| {
+            std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+            a.view()
+                .iter()
+                .chain(b.view().iter())
+                .map(|&v| f64::from(v))
+                .sum()
+        })
+    }
+
+    /// Fills a float32 tensor with `value` after holding it for `seconds` with the GIL
+    /// released: a call that writes memory while other threads run.
+    #[pyfunction]
+    pub fn slow_fill(
+        py: Python<'_>,
+        mut x: TensorArgMut<'_, f32, IxDyn>,
+        value: f32,
+        seconds: f64,
+    ) {
+        py.detach(|| {
+            std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+            x.view_mut().fill(value);
+        });
+    }
+
+    /// What a typed argument sees of `x` on the path it takes (see
+    /// `dlbridge_pyo3::inspect_argument`): a dict with `path`, `dtype`, `device`, `shape`,
+    /// `strides`, `read_only`, `data` and `bytes`.
+    #[pyfunction]
+    #[pyo3(signature = (x, writable=false))]
+    pub fn inspect_argument<'py>(
+        x: &Bound<'py, PyAny>,
+        writable: bool,
+    ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let seen = dlbridge_pyo3::inspect_argument(x, writable)?;
+        let py = x.py();
+        let dict = pyo3::types::PyDict::new(py);
+        dict.set_item("path", seen.path)?;
+        dict.set_item("dtype", seen.dtype.to_string())?;
+        dict.set_item(
+            "dtype_code",
+            (seen.dtype.code.0, seen.dtype.bits, seen.dtype.lanes),
+        )?;
+        dict.set_item("device", (seen.device.device_type.0, seen.device.device_id))?;
+        dict.set_item("shape", pyo3::types::PyTuple::new(py, &seen.shape)?)?;
+        dict.set_item("strides", pyo3::types::PyTuple::new(py, &seen.strides)?)?;
+        dict.set_item("read_only", seen.read_only)?;
+        dict.set_item("data", seen.data)?;
+        dict.set_item(
+            "bytes",
+            seen.bytes
+                .map(|bytes| pyo3::types::PyBytes::new(py, &bytes)),
+        )?;
+        Ok(dict)
+    }
+
     /// Takes three plain objects and does nothing: the floor of a three-argument call.
     #[pyfunction]
     pub fn noop3_objects(_a: &Bound<'_, PyAny>, _b: &Bound<'_, PyAny>, _c: &Bound<'_, PyAny>) {}
@@ -613,13 +700,15 @@ mod testing {
     }
 }
 
-/// The `dlbridge._dlbridge` extension module.
-#[pymodule]
+/// The `dlbridge._dlbridge` extension module. It runs without the GIL on free-threaded Python
+/// (`gil_used = false`): its state is dlbridge-pyo3's, which is safe without it.
+#[pymodule(gil_used = false)]
 fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Tensor>()?;
     publish_dlpack::<Tensor>(module.py())?;
     module.add_function(wrap_pyfunction!(_exchange_api_exports, module)?)?;
     let testing = PyModule::new(module.py(), "_testing")?;
+    testing.gil_used(false)?;
     testing.add_function(wrap_pyfunction!(testing::scale, &testing)?)?;
     testing.add_function(wrap_pyfunction!(testing::add_one, &testing)?)?;
     testing.add_function(wrap_pyfunction!(testing::total, &testing)?)?;
@@ -627,6 +716,12 @@ fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     testing.add_function(wrap_pyfunction!(testing::channel_means, &testing)?)?;
     testing.add_function(wrap_pyfunction!(testing::eye2, &testing)?)?;
     testing.add_function(wrap_pyfunction!(testing::noop3_objects, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::fill, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::take_mut, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::copy_into, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::slow_total2, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::slow_fill, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(testing::inspect_argument, &testing)?)?;
     testing.add_function(wrap_pyfunction!(testing::release_on_new_thread, &testing)?)?;
     module.add_submodule(&testing)?;
     module.add_function(wrap_pyfunction!(from_dlpack, module)?)?;

@@ -98,8 +98,9 @@ fn add<'py>(
     return_like(py, result, &a.object(py))
 }
 
-/// The example module.
-#[pymodule]
+/// The example module. It holds no state of its own, so it runs without the GIL on
+/// free-threaded Python (`gil_used = false`).
+#[pymodule(gil_used = false)]
 fn dlbridge_matmul(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(matmul, module)?)?;
     module.add_function(wrap_pyfunction!(matmul_into, module)?)?;

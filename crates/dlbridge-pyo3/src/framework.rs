@@ -1,0 +1,453 @@
+//! What dlbridge knows of the producers whose fast paths would answer differently from their
+//! own `__dlpack__`: PyTorch and PaddlePaddle.
+//!
+//! Both publish DLPack 1.3's C exchange table, and their tables export tensors that their
+//! `__dlpack__` refuses (a tensor autograd tracks; PyTorch's lazily conjugated or negated
+//! views, whose memory holds other values than the tensor's). `__dlpack__` is the reference:
+//! every path of dlbridge gives its answer, or a stricter one, so these rules are applied
+//! around the fast paths:
+//!
+//! - **`from_dlpack`** refuses, with `BufferError` as `__dlpack__` does, a tensor that autograd
+//!   tracks (PyTorch `requires_grad`, PaddlePaddle `stop_gradient=False`) and a PyTorch view
+//!   with the conjugation bit. A view with the negation bit is refused too, which is stricter
+//!   than PyTorch: its `__dlpack__` exports the memory as it is, so that the consumer reads the
+//!   values negated (silently wrong data).
+//! - **Read-only typed arguments** (`TensorArg`) read a tracked tensor as `x.detach()` does:
+//!   the same memory, outside the graph. Lazy views are refused as by `from_dlpack`.
+//! - **Writable typed arguments** (`TensorArgMut`) never write into memory that autograd
+//!   tracks without PyTorch knowing. While grad mode is on, a tracked tensor is refused (leaf
+//!   or not: PyTorch's in-place operations refuse a leaf, and record the operation for the
+//!   others, which a Rust kernel cannot do, so its gradient would come out wrong with no
+//!   error). Under `torch.no_grad()` (as an optimizer step runs) it is written, as PyTorch's
+//!   own in-place operations do there. And after every call, each PyTorch or PaddlePaddle
+//!   tensor passed as `TensorArgMut` has its version counter bumped, as the frameworks'
+//!   in-place operations do, so that `backward()` raises if a tensor it saved was written.
+//!   This costs one call into the framework per written tensor (about 100 ns for PyTorch, see
+//!   BENCHMARKS.md) and is not made for any other argument.
+//!
+//! The rules are found once per Python type (`type_info`) and held for the life of the
+//! process, with the framework objects they call.
+
+use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyTuple, PyType};
+
+use dlbridge::{DataType, DataTypeCode, TensorView};
+
+/// The autograd of a framework: how a tensor says that autograd tracks it, whether grad mode
+/// is on, and how an in-place write is reported.
+struct Autograd {
+    /// The getset descriptor of the attribute that says whether a tensor is tracked
+    /// (`requires_grad`, `stop_gradient`), called through the descriptor protocol where an
+    /// attribute lookup would first search the type.
+    tracked_attribute: Py<PyAny>,
+    /// The descriptor's C getter and its closure, called directly (without the descriptor's
+    /// own type check, which holds: the rules are only used for subclasses of the class that
+    /// defines it). `None` where the descriptor is not a getset descriptor, or its layout is
+    /// not readable (the limited API).
+    tracked_getter: Option<(ffi::getter, SendPointer)>,
+    /// The attribute's value for a tracked tensor (`requires_grad` True, `stop_gradient`
+    /// False).
+    tracked_when: bool,
+    /// `torch.is_grad_enabled`, `paddle.is_grad_enabled`.
+    grad_enabled: Py<PyAny>,
+    /// How a write is reported.
+    bump: VersionBump,
+}
+
+/// A C pointer held for the life of the process (a getset's closure).
+#[derive(Clone, Copy)]
+struct SendPointer(*mut std::ffi::c_void);
+
+// SAFETY: the pointer is only passed back to the C getter it belongs to, with the GIL held.
+unsafe impl Send for SendPointer {}
+// SAFETY: as above.
+unsafe impl Sync for SendPointer {}
+
+/// The C getter behind `descriptor` (with its closure), if it is a getset descriptor.
+fn getter_of(descriptor: &Bound<'_, PyAny>) -> Option<(ffi::getter, SendPointer)> {
+    #[cfg(not(Py_LIMITED_API))]
+    {
+        // SAFETY: comparing a live object's type with the interpreter's getset descriptor
+        // type; reading its fields only once it is one, whose layout is
+        // `PyGetSetDescrObject`, alive as long as `descriptor` (held by the rules).
+        unsafe {
+            if ffi::Py_TYPE(descriptor.as_ptr()) != std::ptr::addr_of_mut!(ffi::PyGetSetDescr_Type)
+            {
+                return None;
+            }
+            let getset = (*descriptor.as_ptr().cast::<ffi::PyGetSetDescrObject>()).d_getset;
+            if getset.is_null() {
+                return None;
+            }
+            let get = (*getset).get?;
+            Some((get, SendPointer((*getset).closure)))
+        }
+    }
+    #[cfg(Py_LIMITED_API)]
+    {
+        let _ = descriptor;
+        None
+    }
+}
+
+/// How a framework's version counter is bumped for a tensor written in place.
+enum VersionBump {
+    /// `torch._C._increment_version((x,))`: it takes an iterable of tensors (a bare tensor
+    /// would be iterated, bumping once per element).
+    TupleOfTensors(Py<PyAny>),
+    /// `paddle.Tensor._bump_inplace_version(x)`.
+    Method(Py<PyAny>),
+}
+
+/// PyTorch's lazy conjugation and negation bits (`is_conj()`, `is_neg()`), which its exchange
+/// table ignores and its `__dlpack__` refuses (conjugation) or ignores (negation). The type's
+/// methods are held and called with the object as their one argument, which spares the bound
+/// method object that `x.is_neg()` makes.
+pub(crate) struct LazyBits {
+    is_conj: Py<PyAny>,
+    is_neg: Py<PyAny>,
+}
+
+/// The rules of one framework (see the module docs).
+pub(crate) struct FrameworkRules {
+    /// The tensor class, as messages name it: `torch.Tensor`, `paddle.Tensor`.
+    class_name: &'static str,
+    /// How its documentation says "tracked by autograd" in a message.
+    tracked_words: &'static str,
+    /// Only floating-point and complex tensors can be tracked (PyTorch).
+    only_inexact_tracked: bool,
+    autograd: Autograd,
+    /// PyTorch's lazy views.
+    pub(crate) lazy_bits: Option<LazyBits>,
+    /// PyTorch: the one `__torch_function__` of tensors whose `__dlpack__` answers as the
+    /// table does (a subclass overriding it may answer otherwise), and the disabled one
+    /// (`torch.nn.Parameter`).
+    torch_function: Option<(Py<PyAny>, Py<PyAny>)>,
+}
+
+/// Calls `callable(*args)` with vectorcall.
+fn call<'py>(
+    py: Python<'py>,
+    callable: &Py<PyAny>,
+    args: &[*mut ffi::PyObject],
+) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: a live callable and live arguments, borrowed for the call; the GIL is held
+    // (`py`); the result is a new reference or NULL with an exception set.
+    let result = unsafe {
+        ffi::PyObject_Vectorcall(
+            callable.as_ptr(),
+            args.as_ptr(),
+            args.len(),
+            std::ptr::null_mut(),
+        )
+    };
+    if result.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference, owned here.
+    Ok(unsafe { Bound::from_owned_ptr(py, result) })
+}
+
+/// The truth of a result that is True or False (anything else by its truth value).
+fn truth(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    // SAFETY: comparing addresses with the interpreter's two booleans.
+    let (true_, false_) = unsafe { (ffi::Py_True(), ffi::Py_False()) };
+    if value.as_ptr() == true_ {
+        Ok(true)
+    } else if value.as_ptr() == false_ {
+        Ok(false)
+    } else {
+        value.is_truthy()
+    }
+}
+
+impl LazyBits {
+    /// Whether the bit `method` reads is set on `object`.
+    fn ask(method: &Py<PyAny>, object: &Bound<'_, PyAny>) -> PyResult<bool> {
+        truth(&call(object.py(), method, &[object.as_ptr()])?)
+    }
+
+    /// The refusal of a lazy view of `object`, if it is one: `BufferError`, as PyTorch's
+    /// `__dlpack__` refuses the conjugation bit (and, stricter, the negation bit it ignores).
+    /// `exported` is what the exchange table made of the object, when it was asked: its data
+    /// type and layout spare the calls (see [`LazyBits::may_be_lazy`]).
+    pub(crate) fn refusal(
+        &self,
+        object: &Bound<'_, PyAny>,
+        exported: Option<&TensorView<'_>>,
+    ) -> PyResult<Option<PyErr>> {
+        let (conj, neg) = Self::may_be_lazy(exported);
+        if conj && Self::ask(&self.is_conj, object)? {
+            return Ok(Some(PyBufferError::new_err(
+                "a torch.Tensor with the conjugation bit set cannot be exported through DLPack \
+                 (its memory holds the unconjugated values; torch.Tensor.__dlpack__ refuses it \
+                 too): pass x.resolve_conj()",
+            )));
+        }
+        if neg && Self::ask(&self.is_neg, object)? {
+            return Ok(Some(PyBufferError::new_err(
+                "a torch.Tensor with the negation bit set cannot be exported through DLPack (its \
+                 memory holds the values negated, which torch.Tensor.__dlpack__ would hand out \
+                 as they are): pass x.resolve_neg()",
+            )));
+        }
+        Ok(None)
+    }
+
+    /// Which bits can be set on a tensor whose export is known (`None`: unknown, both). The
+    /// type's `is_conj()` / `is_neg()` cost about 85 ns each (PyTorch releases the GIL in
+    /// them), so they are asked only where the bit can be set:
+    ///
+    /// - the conjugation bit only on complex tensors;
+    /// - the negation bit on complex and floating-point tensors; on floating-point ones only
+    ///   when the layout is not C-contiguous or has at most one element. PyTorch's public
+    ///   views give a real tensor the negation bit only as the imaginary part of a conjugated
+    ///   complex tensor (`x.conj().imag`), which steps by two through the complex storage and
+    ///   so is never C-contiguous with two or more elements, whatever view is taken of it
+    ///   next; copies (`contiguous()`, `clone()`) resolve the bit. Only `as_strided` on such a
+    ///   view and the private `torch._neg_view` escape this, and are not checked.
+    ///
+    /// Integer and boolean tensors need no check at all.
+    fn may_be_lazy(exported: Option<&TensorView<'_>>) -> (bool, bool) {
+        let code = exported.map(|tensor| tensor.dtype().code);
+        let complex = code.is_none_or(|code| code == DataTypeCode::COMPLEX);
+        let float = code.is_some_and(|code| {
+            matches!(code, DataTypeCode::FLOAT | DataTypeCode::BFLOAT) || (7..=17).contains(&code.0)
+        });
+        let neg = complex
+            || (float
+                && exported
+                    .is_some_and(|tensor| tensor.num_elements() <= 1 || !tensor.is_c_contiguous()));
+        (complex, neg)
+    }
+}
+
+impl FrameworkRules {
+    /// Whether autograd tracks `object`.
+    #[inline]
+    pub(crate) fn is_tracked(&self, object: &Bound<'_, PyAny>) -> PyResult<bool> {
+        if let Some((get, closure)) = self.autograd.tracked_getter {
+            // SAFETY: the getset's own getter and closure, with an instance of a subclass of
+            // the class that defines it (the rules are found for such types only), the GIL
+            // held; a new reference or NULL with an exception set.
+            let value = unsafe { get(object.as_ptr(), closure.0) };
+            if value.is_null() {
+                return Err(PyErr::fetch(object.py()));
+            }
+            // SAFETY: a new reference, owned here.
+            let value = unsafe { Bound::from_owned_ptr(object.py(), value) };
+            return Ok(truth(&value)? == self.autograd.tracked_when);
+        }
+        let descriptor = self.autograd.tracked_attribute.bind(object.py());
+        // SAFETY: a live descriptor object; its type's `tp_descr_get` is read, not called yet.
+        let get = unsafe { (*ffi::Py_TYPE(descriptor.as_ptr())).tp_descr_get };
+        let value = match get {
+            Some(get) => {
+                // SAFETY: the descriptor protocol: the descriptor, the instance and its type,
+                // all live, the GIL held; a new reference or NULL with an exception set.
+                let value = unsafe {
+                    get(
+                        descriptor.as_ptr(),
+                        object.as_ptr(),
+                        ffi::Py_TYPE(object.as_ptr()).cast(),
+                    )
+                };
+                if value.is_null() {
+                    return Err(PyErr::fetch(object.py()));
+                }
+                // SAFETY: a new reference, owned here.
+                unsafe { Bound::from_owned_ptr(object.py(), value) }
+            }
+            None => descriptor.call_method1(intern!(object.py(), "__get__"), (object,))?,
+        };
+        Ok(truth(&value)? == self.autograd.tracked_when)
+    }
+
+    /// Whether a tensor of `dtype` can be tracked at all: PyTorch tracks floating-point and
+    /// complex tensors only (it refuses `requires_grad` on others); PaddlePaddle lets any
+    /// tensor have `stop_gradient=False`.
+    pub(crate) fn may_be_tracked(&self, dtype: DataType) -> bool {
+        !self.only_inexact_tracked
+            || !matches!(
+                dtype.code,
+                DataTypeCode::INT | DataTypeCode::UINT | DataTypeCode::BOOL
+            )
+    }
+
+    /// Whether the framework's grad mode is on.
+    fn grad_enabled(&self, py: Python<'_>) -> PyResult<bool> {
+        truth(&call(py, &self.autograd.grad_enabled, &[])?)
+    }
+
+    /// `from_dlpack`'s refusals, which are `__dlpack__`'s: a tracked tensor (`BufferError`).
+    pub(crate) fn refuse_export(&self, object: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.is_tracked(object)? {
+            return Err(PyBufferError::new_err(format!(
+                "a {} that {} cannot be exported through DLPack ({}.__dlpack__ refuses it \
+                 too): pass x.detach()",
+                self.class_name, self.tracked_words, self.class_name
+            )));
+        }
+        Ok(())
+    }
+
+    /// A `TensorArgMut`'s refusal: a tracked tensor while grad mode is on (`TypeError`).
+    pub(crate) fn check_writable(&self, object: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.is_tracked(object)? && self.grad_enabled(object.py())? {
+            return Err(PyTypeError::new_err(format!(
+                "cannot write in place into a {} that {} while grad mode is on: autograd \
+                 would not know of the write and the gradient would be wrong; run the kernel \
+                 under no_grad(), or pass x.detach() to write outside autograd",
+                self.class_name, self.tracked_words
+            )));
+        }
+        Ok(())
+    }
+
+    /// `object` outside autograd: `object.detach()` for a tracked tensor (the same memory),
+    /// `object` itself otherwise.
+    pub(crate) fn untracked<'py>(&self, object: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if self.is_tracked(object)? {
+            object.call_method0(intern!(object.py(), "detach"))
+        } else {
+            Ok(object.clone())
+        }
+    }
+
+    /// Reports an in-place write of `object` to autograd (its version counter), as the
+    /// framework's own in-place operations do.
+    pub(crate) fn bump_version(&self, object: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = object.py();
+        match &self.autograd.bump {
+            VersionBump::TupleOfTensors(increment) => {
+                let tensors = PyTuple::new(py, [object])?;
+                call(py, increment, &[tensors.as_ptr()]).map(drop)
+            }
+            VersionBump::Method(bump) => call(py, bump, &[object.as_ptr()]).map(drop),
+        }
+    }
+
+    /// Whether the framework's exchange table answers for objects of `kind` as its
+    /// `__dlpack__` does: for PyTorch, not for a subclass with a `__torch_function__` of its
+    /// own, through which its `__dlpack__` is dispatched.
+    pub(crate) fn table_answers_for(&self, kind: &Bound<'_, PyType>) -> PyResult<bool> {
+        let Some((default, disabled)) = &self.torch_function else {
+            return Ok(true);
+        };
+        let py = kind.py();
+        let function = kind.getattr(intern!(py, "__torch_function__"))?;
+        // A classmethod is bound anew on each lookup: compare the functions it wraps.
+        let function = function
+            .getattr_opt(intern!(py, "__func__"))?
+            .unwrap_or(function);
+        Ok(function.is(default.bind(py)) || function.is(disabled.bind(py)))
+    }
+}
+
+/// The rules for objects of `kind`, if it is a tensor class of a framework dlbridge knows
+/// (checked against the frameworks already imported; looked up once per type).
+pub(crate) fn rules_for(kind: &Bound<'_, PyType>) -> PyResult<Option<&'static FrameworkRules>> {
+    let py = kind.py();
+    let modules = py
+        .import(intern!(py, "sys"))?
+        .getattr(intern!(py, "modules"))?;
+    for (module_name, rules) in [
+        ("torch", &TORCH as &PyOnceLock<Option<FrameworkRules>>),
+        ("paddle", &PADDLE),
+    ] {
+        let Ok(module) = modules.get_item(module_name) else {
+            continue;
+        };
+        let Some(tensor_class) = module.getattr_opt(intern!(py, "Tensor"))? else {
+            continue;
+        };
+        let Ok(tensor_class) = tensor_class.cast_into::<PyType>() else {
+            continue;
+        };
+        if !kind.is_subclass(&tensor_class)? {
+            continue;
+        }
+        let rules = rules.get_or_try_init(py, || match module_name {
+            "torch" => torch_rules(&module, &tensor_class).map(Some),
+            _ => paddle_rules(&module, &tensor_class).map(Some),
+        })?;
+        return Ok(rules.as_ref());
+    }
+    Ok(None)
+}
+
+static TORCH: PyOnceLock<Option<FrameworkRules>> = PyOnceLock::new();
+static PADDLE: PyOnceLock<Option<FrameworkRules>> = PyOnceLock::new();
+
+/// The attribute `name` as found on `kind` (through its MRO), unbound.
+fn class_attribute(kind: &Bound<'_, PyType>, name: &str) -> PyResult<Py<PyAny>> {
+    Ok(kind.getattr(name)?.unbind())
+}
+
+fn torch_rules(torch: &Bound<'_, PyAny>, tensor: &Bound<'_, PyType>) -> PyResult<FrameworkRules> {
+    // The getset descriptor, from the class that defines it (`torch._C.TensorBase`).
+    let tracked_attribute = descriptor_in_mro(tensor, "requires_grad")?;
+    let tracked_getter = getter_of(tracked_attribute.bind(torch.py()));
+    let torch_c = torch.getattr("_C")?;
+    let default = tensor.getattr("__torch_function__")?.getattr("__func__")?;
+    Ok(FrameworkRules {
+        class_name: "torch.Tensor",
+        tracked_words: "requires grad",
+        only_inexact_tracked: true,
+        autograd: Autograd {
+            tracked_attribute,
+            tracked_getter,
+            tracked_when: true,
+            grad_enabled: torch.getattr("is_grad_enabled")?.unbind(),
+            bump: VersionBump::TupleOfTensors(torch_c.getattr("_increment_version")?.unbind()),
+        },
+        lazy_bits: Some(LazyBits {
+            is_conj: class_attribute(tensor, "is_conj")?,
+            is_neg: class_attribute(tensor, "is_neg")?,
+        }),
+        torch_function: Some((
+            default.unbind(),
+            torch_c.getattr("_disabled_torch_function_impl")?.unbind(),
+        )),
+    })
+}
+
+fn paddle_rules(paddle: &Bound<'_, PyAny>, tensor: &Bound<'_, PyType>) -> PyResult<FrameworkRules> {
+    let tracked_attribute = descriptor_in_mro(tensor, "stop_gradient")?;
+    let tracked_getter = getter_of(tracked_attribute.bind(paddle.py()));
+    Ok(FrameworkRules {
+        class_name: "paddle.Tensor",
+        tracked_words: "does not stop gradient (stop_gradient=False)",
+        only_inexact_tracked: false,
+        autograd: Autograd {
+            tracked_attribute,
+            tracked_getter,
+            tracked_when: false,
+            grad_enabled: paddle.getattr("is_grad_enabled")?.unbind(),
+            bump: VersionBump::Method(class_attribute(tensor, "_bump_inplace_version")?),
+        },
+        lazy_bits: None,
+        torch_function: None,
+    })
+}
+
+/// The descriptor `name` as stored in the `__dict__` of the first class of `kind`'s MRO that
+/// defines it (a getset descriptor for the frameworks' C attributes).
+fn descriptor_in_mro(kind: &Bound<'_, PyType>, name: &str) -> PyResult<Py<PyAny>> {
+    let py = kind.py();
+    for class in kind.getattr(intern!(py, "__mro__"))?.try_iter()? {
+        let class = class?;
+        let dict = class.getattr(intern!(py, "__dict__"))?;
+        if let Ok(descriptor) = dict.get_item(name) {
+            return Ok(descriptor.unbind());
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "{} has no attribute {name}",
+        kind.name()?
+    )))
+}
