@@ -7,9 +7,9 @@ from __future__ import annotations
 import ctypes
 import time
 
-import numpy as np
-
 import dlbridge
+import numpy as np
+from dlbridge.check import exchange_table as X
 from dlbridge.check import producers as P
 
 BASE = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -165,6 +165,109 @@ class Leaky(Good):
     def __dlpack__(self, **kwargs):
         self.__dict__.setdefault("held", []).append(self)
         return super().__dlpack__(**kwargs)
+
+
+# ---- producers publishing a C exchange table ---------------------------------------------------
+#
+# A table is dlbridge's, copied, with members replaced by Python callbacks where given.
+# dlbridge's own functions refuse anything but a dlbridge.Tensor (TypeError); a callback cannot
+# leave a Python error set (ctypes clears it), so one that refuses returns -1 without one.
+
+
+def _publish(**members):
+    """A `dlpack_exchange_api` capsule over a copy of dlbridge's table, each member given as
+    a Python function replaced by a callback of its prototype."""
+    table = X.ExchangeAPI()
+    ctypes.memmove(ctypes.addressof(table),
+                   ctypes.addressof(X.capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)),
+                   ctypes.sizeof(table))
+    for member, function in members.items():
+        callback = X.PROTOTYPES[member](function)
+        _KEEP.append(callback)
+        setattr(table, member, ctypes.cast(callback, ctypes.c_void_p).value)
+    name = ctypes.create_string_buffer(X.CAPSULE_NAME)
+    _KEEP.extend([table, name])
+    return P.PyCapsule_New(ctypes.addressof(table), ctypes.cast(name, ctypes.c_char_p), None)
+
+
+def _owner(address):
+    return ctypes.cast(ctypes.c_void_p(address), ctypes.py_object).value
+
+
+def _table_record(address, read_only_flag: bool):
+    array = _owner(address).array
+    flags = P.FLAG_READ_ONLY if read_only_flag and not array.flags.writeable else 0
+    return _record(array, flags=flags)
+
+
+def _exporter(read_only_flag: bool = True):
+    """managed_tensor_from_py_object_no_sync over the object's array, READ_ONLY as its
+    memory is (unless `read_only_flag` is False), whatever __dlpack__ says."""
+
+    def export(address, out):
+        record = _table_record(address, read_only_flag)
+        out[0] = ctypes.cast(record.address, ctypes.POINTER(P.DLManagedTensorVersioned))
+        return 0
+
+    return export
+
+
+def _describer(address, out):
+    """dltensor_from_py_object_no_sync over the object's array."""
+    out[0] = _table_record(address, False).struct.dl_tensor
+    return 0
+
+
+class TableAgrees(Good):
+    """Read-only data; its table exports what __dlpack__ exports, READ_ONLY included."""
+
+    __dlpack_c_exchange_api__ = _publish(managed_tensor_from_py_object_no_sync=_exporter(),
+                                         dltensor_from_py_object_no_sync=_describer)
+
+    def __init__(self, array=BASE, read_only: bool = True):
+        super().__init__(array, read_only=True)
+
+
+class TableDropsReadOnly(TableAgrees):
+    """Read-only data; its table's export lacks READ_ONLY."""
+
+    __dlpack_c_exchange_api__ = _publish(
+        managed_tensor_from_py_object_no_sync=_exporter(read_only_flag=False),
+        dltensor_from_py_object_no_sync=_describer)
+
+
+class TableExportsRefused(Good):
+    """__dlpack__ refuses (as PyTorch does a tensor that requires grad); the table exports."""
+
+    __dlpack_c_exchange_api__ = _publish(managed_tensor_from_py_object_no_sync=_exporter(),
+                                         dltensor_from_py_object_no_sync=_describer)
+
+    def __dlpack__(self, **kwargs):
+        raise BufferError("this tensor requires grad")
+
+
+class TableRaisesTypeError(Good):
+    """__dlpack__ refuses with BufferError; the table refuses too, with TypeError."""
+
+    __dlpack_c_exchange_api__ = _publish()
+
+    def __dlpack__(self, **kwargs):
+        raise BufferError("this tensor requires grad")
+
+
+class TableRefusesAlike(TableRaisesTypeError):
+    """__dlpack__ and the table both refuse with TypeError."""
+
+    def __dlpack__(self, **kwargs):
+        raise TypeError("not a dlbridge.Tensor")
+
+
+def _no_allocation(prototype, out, error_ctx, set_error):
+    return -1
+
+
+class TableAllocatorFails(Good):
+    __dlpack_c_exchange_api__ = _publish(managed_tensor_allocator=_no_allocation)
 
 
 class Crashes(Good):

@@ -27,6 +27,20 @@ if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
 
 import _producers  # noqa: E402
 
+#: Set by scripts/sanitize-python.sh. Under a preloaded AddressSanitizer runtime a C++
+#: exception aborts the process (the sanitizer's `__cxa_throw` interceptor fails its CHECK),
+#: and PyTorch raises its Python errors from C++ exceptions: tests that make a framework throw
+#: one are marked `cpp_exception` and left out there, and catalogues of PyTorch's tensors (whose
+#: construction probes dtypes that way) are not built.
+UNDER_ASAN = os.environ.get("DLBRIDGE_TESTS_UNDER_ASAN") == "1"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "cpp_exception: makes a framework throw a C++ exception (left out under AddressSanitizer)",
+    )
+
 
 @pytest.fixture(autouse=True)
 def _no_lost_exceptions():

@@ -770,10 +770,22 @@ def test_dlpack_device_raising_propagates():
         def __dlpack_device__(self):
             raise RuntimeError("no device for you")
 
+    # `__dlpack__` is still asked (its refusal would be the answer: PyTorch's meta tensors
+    # fail in `__dlpack_device__` but are refused by `__dlpack__` with BufferError); when it
+    # exports all the same, the device's error is raised and the tensor released.
     producer = Raising()
     with pytest.raises(RuntimeError, match="no device for you"):
         dlbridge.from_dlpack(producer)
-    assert producer.calls == []
+    assert producer.calls == [{"max_version": (1, 3)}]
+    collect()
+    assert [record.deleter_calls for record in producer.records] == [1]
+
+    class RaisingAndRefusing(Raising):
+        def __dlpack__(self, **kwargs):
+            raise BufferError("cannot be exported")
+
+    with pytest.raises(BufferError, match="cannot be exported"):
+        dlbridge.from_dlpack(RaisingAndRefusing())
 
 
 @pytest.mark.parametrize("answer", ["cpu", None, (1,), (1, 0, 0), ("1", 0)])

@@ -11,15 +11,15 @@ import pathlib
 import subprocess
 import sys
 
-import numpy as np
-import pytest
-
 import _check_subjects as S
 import dlbridge
+import numpy as np
+import pytest
 from dlbridge.check import consumer_checks, producer_checks
+from dlbridge.check import exchange_table as X
 from dlbridge.check import producers as P
 from dlbridge.check.cli import check_framework
-from dlbridge.check.frameworks import Framework
+from dlbridge.check.frameworks import FRAMEWORKS, Framework
 from dlbridge.check.rules import RULES
 
 TESTS = pathlib.Path(__file__).resolve().parent
@@ -78,8 +78,6 @@ def test_every_producer_rule_testable_on_the_cpu_has_a_breaking_producer():
 
 # ---- the C exchange table -------------------------------------------------------------------
 
-from dlbridge.check import exchange_table as X  # noqa: E402
-
 
 def _table_class(table_or_capsule):
     """A Good producer whose type publishes `table_or_capsule` as its exchange API."""
@@ -123,8 +121,12 @@ def test_exchange_rules_pass_for_dlbridge_tensors():
                    consume=dlbridge.from_dlpack, to_numpy=np.from_dlpack)
     subject = producer_checks.Subject(fw)
     for rule, check in producer_checks.CHECKS.items():
-        if rule.startswith("exchange."):
+        if rule == "exchange.refusal-error-type":  # no catalogued dlbridge tensor is refused
+            assert check(subject)[0] == "n/a", check(subject)
+        elif rule.startswith("exchange."):
             assert check(subject)[0] == "pass", (rule, check(subject))
+    _, detail = producer_checks.CHECKS["exchange.agrees-with-dlpack"](subject)
+    assert "catalogued kinds" in detail, detail  # every kind, not only the checker's tensor
 
 
 def test_exchange_capsule_of_another_name_is_reported():
@@ -164,13 +166,69 @@ def test_exchange_work_stream_for_the_cpu_must_be_null():
     assert _exchange_outcome("exchange.work-stream", _table_class(table))[0] == "fail"
 
 
+def test_exchange_allocator_that_fails_is_reported():
+    assert _exchange_outcome("exchange.allocator", S.TableAllocatorFails)[0] == "fail"
+
+
+# Tables agreeing, or not, with their type's own __dlpack__ (the catalogue knows the named
+# frameworks only: for these the one tensor the checker makes is compared).
+BROKEN_TABLES = [
+    ("exchange.agrees-with-dlpack", S.TableExportsRefused, "exported 1 kind __dlpack__ refuses"),
+    ("exchange.agrees-with-dlpack", S.TableDropsReadOnly, "READ_ONLY False vs True"),
+    ("exchange.refusal-error-type", S.TableRaisesTypeError,
+     "raised TypeError where __dlpack__ raises BufferError"),
+]
+GOOD_TABLES = [
+    ("exchange.agrees-with-dlpack", S.TableAgrees),
+    ("exchange.agrees-with-dlpack", S.TableRaisesTypeError),  # both refuse: they agree
+    ("exchange.refusal-error-type", S.TableRefusesAlike),
+]
+
+
+@pytest.mark.parametrize("rule,cls,seen", BROKEN_TABLES,
+                         ids=[f"{r}-{c.__name__}" for r, c, _ in BROKEN_TABLES])
+def test_a_table_disagreeing_with_dlpack_is_reported(rule, cls, seen):
+    outcome, detail = _exchange_outcome(rule, cls)
+    assert outcome == "fail", f"{cls.__name__} passed {rule}: {detail}"
+    assert seen in detail, detail
+
+
+@pytest.mark.parametrize("rule,cls", GOOD_TABLES,
+                         ids=[f"{r}-{c.__name__}" for r, c in GOOD_TABLES])
+def test_a_table_agreeing_with_dlpack_passes(rule, cls):
+    outcome, detail = _exchange_outcome(rule, cls)
+    assert outcome == "pass", f"{cls.__name__} did not pass {rule}: {detail}"
+
+
+def test_the_table_export_is_released_exactly_once():
+    before = len(S._KEEP)
+    assert _exchange_outcome("exchange.agrees-with-dlpack", S.TableAgrees)[0] == "pass"
+    exported = [r for r in S._KEEP[before:] if isinstance(r, P.ManagedRecord)
+                and r.struct.flags & P.FLAG_READ_ONLY]
+    assert exported and all(r.deleter_calls == 1 for r in exported)
+
+
+def test_every_exchange_rule_has_a_breaking_table():
+    covered = {rule for rule, _, _ in BROKEN_TABLES} | {
+        "exchange.capsule", "exchange.version", "exchange.members", "exchange.from-py-object",
+        "exchange.dltensor", "exchange.to-py-object", "exchange.allocator",
+        "exchange.work-stream",
+    }
+    assert covered == {r for r in producer_checks.CHECKS if r.startswith("exchange.")}
+
+
 # ---- consumers ------------------------------------------------------------------------------
 
 
 def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strides_error=False,
                    negative_error=False, null_data_error=False, writable_view=False,
-                   accept_major2=False, no_retry=False, delete_count=1, refuse_legacy=False):
-    """A from_dlpack written with ctypes, with one bug switched on (float32 only)."""
+                   accept_major2=False, no_retry=False, delete_count=1, refuse_legacy=False,
+                   legacy_share=None):
+    """A from_dlpack written with ctypes, with one bug switched on (float32 only).
+
+    `legacy_share` hands a legacy capsule out as a view of the producer's memory (never
+    released): "writable" (the bug), "read-only", or "re-export writable" (read-only, but its
+    __dlpack__ re-exports the memory without READ_ONLY)."""
 
     def consume(obj):
         try:
@@ -216,12 +274,26 @@ def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strid
                 np.frombuffer(buffer, np.float32)[-low:], shape, tuple(4 * s for s in strides))
             if writable_view:
                 return view  # shares the producer's memory, writable, never released
+            if legacy_share and name == P.NAME_LEGACY:
+                if legacy_share != "writable":
+                    view.flags.writeable = False
+                if legacy_share == "re-export writable":
+                    return view.view(WritableReExport)
+                return view
             result = np.array(view, copy=True)
         for _ in range(delete_count):
             P.release(pointer, deleter)
         return result
 
     return consume
+
+
+class WritableReExport(np.ndarray):
+    """A read-only array whose __dlpack__ re-exports its memory without READ_ONLY."""
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        versioned = max_version is not None and max_version[0] >= 1
+        return P.make_from_numpy(np.asarray(self), versioned=versioned).capsule()
 
 
 def _consumer_framework(**bug) -> Framework:
@@ -241,15 +313,76 @@ BROKEN_CONSUMERS = [
     ("consumer.read-only", {"writable_view": True}),
     ("consumer.major-version-2", {"accept_major2": True}),
     ("consumer.old-producer", {"no_retry": True}),
+    ("consumer.legacy-read-only", {"legacy_share": "writable"}),
+    ("consumer.legacy-re-export", {"legacy_share": "writable"}),
+    ("consumer.legacy-re-export", {"legacy_share": "re-export writable"}),
 ]
+#: The consumer that passes where the bug-free one has nothing to say (it copies).
+GOOD_CONSUMERS = {
+    "consumer.legacy-read-only": {"legacy_share": "read-only"},
+    "consumer.legacy-re-export": {"legacy_share": "read-only"},
+}
 
 
 @pytest.mark.parametrize("rule,bug", BROKEN_CONSUMERS,
-                         ids=[f"{r}-{next(iter(b))}" for r, b in BROKEN_CONSUMERS])
+                         ids=[f"{r}-{'-'.join(map(str, next(iter(b.items()))))}"
+                              for r, b in BROKEN_CONSUMERS])
 def test_a_consumer_breaking_a_rule_is_reported(rule, bug):
     outcome, detail = consumer_checks.CHECKS[rule](_consumer_framework(**bug))
     assert outcome == "fail", f"{bug} passed {rule}: {detail}"
-    assert consumer_checks.CHECKS[rule](_consumer_framework())[0] == "pass", rule
+    good = _consumer_framework(**GOOD_CONSUMERS.get(rule, {}))
+    assert consumer_checks.CHECKS[rule](good)[0] == "pass", rule
+
+
+def test_legacy_capsules_copied_pass_and_dlbridge_imports_them_read_only():
+    copying = _consumer_framework()
+    assert consumer_checks.legacy_read_only(copying) == ("pass", "a copy")
+    assert consumer_checks.legacy_re_export(copying) == ("n/a", "the result is a copy")
+    ours = FRAMEWORKS["dlbridge"]
+    assert consumer_checks.legacy_read_only(ours) == ("pass", "read-only result")
+    outcome, detail = consumer_checks.legacy_re_export(ours)
+    assert outcome == "pass" and "READ_ONLY" in detail, detail
+
+
+def blind_table_consumer(obj):
+    """A from_dlpack that takes the type's exchange table whenever there is one, as tvm-ffi
+    does PyTorch's, without asking __dlpack__: the export is copied into NumPy bytes."""
+    table = producer_checks._type_table(type(obj))
+    if table is None:
+        return np.from_dlpack(obj)
+    out = ctypes.POINTER(P.DLManagedTensorVersioned)()
+    X.function(table, "managed_tensor_from_py_object_no_sync")(id(obj), ctypes.byref(out))
+    exported = producer_checks._read_export(out)  # released once
+    return np.frombuffer(exported.elements or b"", np.uint8).copy()
+
+
+def test_a_consumer_taking_the_table_blindly_is_reported():
+    pytest.importorskip("torch")
+    blind = Framework("blind", "numpy", make=np.array, consume=blind_table_consumer,
+                      to_numpy=np.asarray)
+    outcome, detail = consumer_checks.producer_refusals(blind)
+    assert outcome == "fail", detail
+    assert "torch tensors __dlpack__ refuses: requires_grad_leaf" in detail, detail
+    outcome, detail = consumer_checks.producer_refusal_error_type(blind)
+    assert outcome == "fail", detail
+    assert "torch: raised RuntimeError where __dlpack__ raises BufferError" in detail, detail
+
+
+def test_dlbridge_refuses_what_producers_refuse():
+    pytest.importorskip("torch")
+    ours = FRAMEWORKS["dlbridge"]
+    outcome, detail = consumer_checks.producer_refusals(ours)
+    assert outcome == "pass" and "torch" in detail, detail
+    assert consumer_checks.producer_refusal_error_type(ours)[0] == "pass"
+
+
+def test_the_refusal_rules_never_bring_tensorflow_and_paddle_together():
+    tf_like = Framework("tf-like", "tensorflow", make=np.array, consume=np.from_dlpack,
+                        to_numpy=np.asarray)
+    assert consumer_checks._can_import("paddle", tf_like) is not None
+    paddle_like = Framework("paddle-like", "paddle", make=np.array, consume=np.from_dlpack,
+                            to_numpy=np.asarray)
+    assert consumer_checks._can_import("tensorflow", paddle_like) is not None
 
 
 def test_a_consumer_refusing_versioned_capsules_is_reported():
@@ -265,7 +398,11 @@ def test_a_consumer_refusing_versioned_capsules_is_reported():
 
 
 def test_every_consumer_rule_has_a_breaking_consumer():
-    covered = {rule for rule, _ in BROKEN_CONSUMERS} | {"consumer.versioned-capsule"}
+    covered = {rule for rule, _ in BROKEN_CONSUMERS} | {
+        "consumer.versioned-capsule",  # a test of its own
+        # test_a_consumer_taking_the_table_blindly_is_reported:
+        "consumer.producer-refusals", "consumer.producer-refusal-error-type",
+    }
     assert covered == set(consumer_checks.CHECKS)
 
 
@@ -289,7 +426,8 @@ def test_dlbridge_passes_every_rule():
     failures = [r for r in results if r["outcome"] == "fail"]
     assert not failures, failures
     not_applicable = {r["rule"] for r in results if r["outcome"] == "n/a"}
-    assert not_applicable == {"producer.copy-false-needs-copy"}
+    # No CPU tensor needs a copy; no catalogued dlbridge tensor is refused.
+    assert not_applicable == {"producer.copy-false-needs-copy", "exchange.refusal-error-type"}
 
 
 def test_a_crashing_producer_is_reported_and_the_run_goes_on(subjects_importable):
@@ -311,7 +449,7 @@ def test_a_hanging_producer_is_reported_and_the_run_goes_on(subjects_importable)
 
 def _cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "dlbridge", "check", *args], text=True,
-                          capture_output=True, env=env, timeout=600)
+                          capture_output=True, env=env, timeout=600, check=False)
 
 
 def test_cli_json_and_exit_status_for_a_conforming_producer():

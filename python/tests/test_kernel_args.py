@@ -5,6 +5,8 @@ caller, and every constraint violation named."""
 import numpy as np
 import pytest
 
+import dlbridge
+
 from dlbridge._dlbridge import _testing as K
 
 torch = pytest.importorskip("torch")
@@ -89,14 +91,21 @@ def test_the_fast_path_borrows_torch_tensors_without_dlpack(monkeypatch):
     assert K.noop3(out, out, out) is None
 
 
-def test_lazy_pytorch_views_are_read_resolved_and_never_written():
+def test_lazy_pytorch_views_are_refused_as_dlpack_refuses_them():
+    # The memory of a lazy view holds other values than the tensor's: PyTorch's __dlpack__
+    # refuses the conjugation bit and hands the negation bit's memory out as it is (the
+    # values negated); every path of dlbridge refuses both, reading and writing.
     neg = torch.tensor([1.0 + 1.0j, 2.0 + 3.0j]).conj().imag  # [-1, -3] behind a neg bit
     assert neg.is_neg()
-    assert K.total(neg) == -4.0
-    conj_source = torch.tensor([1.0 + 1.0j], dtype=torch.complex64)
-    with pytest.raises(TypeError, match="lazy conjugation or negation bit"):
+    with pytest.raises(BufferError, match=r"negation bit.*resolve_neg\(\)"):
+        K.total(neg)
+    with pytest.raises(BufferError, match="negation bit"):
         K.scale(torch.ones(1, 2), neg.reshape(1, 2), 1.0)
-    assert conj_source.conj().is_conj()
+    assert K.total(neg.resolve_neg()) == -4.0
+    conj = torch.tensor([1.0 + 1.0j], dtype=torch.complex64).conj()
+    assert conj.is_conj()
+    with pytest.raises(BufferError, match=r"conjugation bit.*resolve_conj\(\)"):
+        dlbridge.from_dlpack(conj)
 
 
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
@@ -107,9 +116,9 @@ def test_a_written_argument_may_not_alias_another(framework):
     else:
         x = torch.ones(2, 3)
         view_of_x = x[:, :]
-    with pytest.raises(ValueError, match="overlaps another tensor argument"):
+    with pytest.raises(ValueError, match="tensor argument 2 of this call .written. overlaps the memory of tensor argument 1"):
         K.scale(x, x, 2.0)
-    with pytest.raises(ValueError, match="overlaps another tensor argument"):
+    with pytest.raises(ValueError, match="tensor argument 2 of this call .written. overlaps the memory of tensor argument 1"):
         K.scale(x, view_of_x, 2.0)
     assert np.asarray(x).tolist() == [[1.0] * 3] * 2  # nothing was written
     # Reading one tensor through several arguments is fine, and nothing stays claimed.
@@ -189,3 +198,18 @@ def test_exact_shape_is_checked_for_written_arguments(framework):
     with pytest.raises(ValueError, match=r"expected a writable float64 cpu tensor of shape \(2, 2\), got float64 shape \(2, 3\)"):
         K.eye2(big)
     assert not np.asarray(big).any()  # nothing written
+
+
+def test_read_only_dlbridge_tensors_are_not_written_through_the_exchange_table():
+    # A borrowed DLTensor cannot say READ_ONLY: the writability hook that dlbridge-pyo3
+    # publishes beside the table says it, so the borrowed path stays allocation-free.
+    array = np.arange(3.0)
+    array.flags.writeable = False
+    tensor = dlbridge.from_dlpack(array)
+    assert K.inspect_argument(tensor, True)["path"] == "exchange"
+    with pytest.raises(TypeError, match=r"\(read-only\)"):
+        K.add_one(tensor)
+    assert array.tolist() == [0.0, 1.0, 2.0]
+    writable = dlbridge.from_dlpack(np.arange(3.0))
+    K.add_one(writable)
+    assert np.asarray(writable).tolist() == [1.0, 2.0, 3.0]

@@ -241,7 +241,8 @@ def test_imported_legacy_has_no_version():
     t = dlbridge.from_dlpack(cap)
     assert t.version is None
     assert t.flags == 0
-    assert t.readonly is False
+    # A legacy capsule cannot say whether its memory may be written: read-only.
+    assert t.readonly is True
     del t, cap
     collect()
     assert rec.deleter_calls == 1
@@ -417,8 +418,9 @@ def test_readonly_flagged_on_versioned_path():
     assert info["data"] == np_address(a)
 
 
-def test_readonly_copy_on_legacy_path_is_a_private_writable_copy():
-    # A copy belongs to the consumer alone, so the legacy path can express it.
+def test_readonly_copy_on_legacy_path_is_a_private_copy():
+    # A copy belongs to the consumer alone, so the legacy path may export it; but a legacy
+    # capsule cannot say that its memory may be written, so the consumer reads it read-only.
     a = _ro_numpy()
     t = dlbridge.from_dlpack(a)
     cap = t.__dlpack__(copy=True)
@@ -426,7 +428,7 @@ def test_readonly_copy_on_legacy_path_is_a_private_writable_copy():
     info = P.read_capsule(cap)
     assert info["data"] != np_address(a)
     back = dlbridge.from_dlpack(cap)
-    assert back.readonly is False
+    assert back.readonly is True
     np.testing.assert_array_equal(np.asarray(back), a)
 
 

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from . import consumer_checks, producer_checks
 from .frameworks import FRAMEWORKS, resolve

@@ -5,9 +5,12 @@ handle, with the producer's deleter counted."""
 from __future__ import annotations
 
 import gc
+import importlib.util
+import sys
 
 import numpy as np
 
+from . import catalogue
 from . import producers as P
 from .frameworks import Framework
 
@@ -238,7 +241,7 @@ def read_only(framework: Framework):
         return record
 
     producer = NegotiatingProducer(make, read_only=True)
-    array, result_read_only, address, error = _import(framework, producer)
+    _, result_read_only, address, error = _import(framework, producer)
     producer.deleter_calls()
     if not producer.asked_versioned():
         return NA, "asks for legacy capsules only, which cannot carry READ_ONLY"
@@ -276,6 +279,213 @@ def old_producer(framework: Framework):
     return PASS, f"retried: {producer.calls}"
 
 
+# ---- legacy capsules: no flags, so not known to be writable ----------------------------------
+
+
+def _legacy_result(framework: Framework):
+    """Imports a legacy capsule over writable memory (a producer that always answers legacy,
+    as JAX and TensorFlow do) and looks at the result while it lives: a dict of `error`
+    (a Refusal or None), `read_only`, `shared` (True, False, or None when the result cannot
+    be exported again to tell), `reexport` (`catalogue.reference` of the result's versioned
+    re-export, when it shares the memory and has `__dlpack__`) and `memory` (the address of
+    the capsule's first element)."""
+    record = P.make_managed((2, 3), versioned=False, values=VALUES.tobytes())
+    producer = P.OneTensorProducer(record)
+    seen = {"error": None, "read_only": None, "shared": None, "reexport": None,
+            "memory": record.first_element_address()}
+    lost_before = len(P.LOST_EXCEPTIONS)
+    try:
+        result = framework.consume(producer)
+    except Exception as error:  # noqa: BLE001 - every exception is a finding here
+        refusal = Refusal(error)
+        lost = _lost_exception(lost_before)
+        if lost is not None and isinstance(error, SystemError):
+            refusal.kind, refusal.text = lost[0], f"{lost[1]} (raised as the capsule was released)"
+        seen["error"] = refusal
+        return seen
+    seen["read_only"] = framework.read_only(result)
+    address = _data_address(result)
+    if address is not None:
+        seen["shared"] = address == seen["memory"]
+    if seen["shared"] and hasattr(result, "__dlpack__"):
+        seen["reexport"] = catalogue.reference(result, max_version=(1, 3))
+    del result, producer
+    gc.collect()
+    return seen
+
+
+def legacy_read_only(framework: Framework):
+    seen = _legacy_result(framework)
+    if seen["error"] is not None:
+        return NA, f"the legacy capsule was refused: {_describe(seen['error'])}"
+    if seen["read_only"] is True:
+        return PASS, "read-only result" + ("" if seen["shared"] else " (not shared)")
+    if seen["shared"] is None:
+        return NA, "cannot tell whether the result shares the memory (it exports nothing)"
+    if not seen["shared"]:
+        return PASS, "a copy"
+    kind = "writable" if seen["read_only"] is False else "in a framework without read-only"
+    return FAIL, f"the result shares the legacy capsule's memory and is {kind}"
+
+
+def legacy_re_export(framework: Framework):
+    seen = _legacy_result(framework)
+    if seen["error"] is not None:
+        return NA, f"the legacy capsule was refused: {_describe(seen['error'])}"
+    if not seen["shared"]:
+        return NA, ("the result is a copy" if seen["shared"] is False
+                    else "cannot tell whether the result shares the memory")
+    again = seen["reexport"]
+    if again is None:
+        return NA, "the result has no __dlpack__"
+    if isinstance(again, catalogue.Refused):
+        return NA, f"the re-export is refused ({again.exception}: {again.message[:80]})"
+    if again.version is None:
+        return PASS, "re-exported as a legacy capsule (no claim that the memory is writable)"
+    if again.flags & P.FLAG_READ_ONLY:
+        return PASS, f"versioned re-export (v{again.version[0]}.{again.version[1]}) READ_ONLY"
+    if again.is_copied or (again.size and again.data != seen["memory"]):
+        return PASS, "the re-export is a copy"
+    return FAIL, (f"the versioned re-export (v{again.version[0]}.{again.version[1]}, flags "
+                  f"{again.flags:#x}) of the legacy capsule's memory lacks READ_ONLY")
+
+
+# ---- what real producers refuse ---------------------------------------------------------------
+
+#: Producers of the catalogue whose C exchange table exports tensors their `__dlpack__`
+#: refuses (PyTorch: requires grad, conjugate bit; PaddlePaddle: stop_gradient=False): a
+#: consumer taking the table must still refuse them. Every catalogued kind they refuse is fed.
+TABLE_PRODUCERS = ("torch", "paddle")
+
+#: The two checks below import other frameworks: the worker runs them before anything imports
+#: the framework checked, and they build every tensor before feeding any.
+IMPORTS_OTHERS = ("consumer.producer-refusals", "consumer.producer-refusal-error-type")
+
+#: Frameworks that must never be imported into one process (TensorFlow and PaddlePaddle
+#: crash the interpreter together).
+CONFLICTS = {"tensorflow": {"paddle"}, "paddle": {"tensorflow"}}
+#: Producers whose tensors must be built before another framework is loaded (PyTorch aborts
+#: building a jagged nested tensor once TensorFlow is loaded: two copies of LLVM register the
+#: same command-line options).
+BUILT_BEFORE = {"torch": {"tensorflow"}}
+
+_REFUSAL_SURVEYS: dict = {}
+
+
+def _can_import(producer: str, framework: Framework):
+    """None when `producer` may be imported next to `framework` here, else why not."""
+    if importlib.util.find_spec(producer) is None:
+        return "not installed"
+    for other in CONFLICTS.get(producer, ()):
+        if framework.module.split(".")[0] == other or other in sys.modules:
+            return f"never imported with {other}"
+    for other in BUILT_BEFORE.get(producer, ()):
+        if other in sys.modules:
+            return f"its tensors cannot be built once {other} is loaded"
+    return None
+
+
+def _refused_kinds(producer: str) -> list:
+    """[(kind, __dlpack__'s Refused, __dlpack_device__'s exception class name or None, a
+    fresh object to feed)] for every catalogued kind of `producer` that __dlpack__ refuses.
+    Every object is built before any is fed: a consumer's import must not come between."""
+    cases = []
+    for kind in catalogue.kinds(producer):
+        try:
+            reference = catalogue.reference(kind.make())
+            obj = kind.make()
+        except Exception:  # noqa: BLE001 - a kind that cannot be built is not fed
+            reference = obj = None
+        if not isinstance(reference, catalogue.Refused):
+            continue
+        try:
+            obj.__dlpack_device__()
+            device_error = None
+        except Exception as error:  # noqa: BLE001
+            device_error = type(error).__name__
+        cases.append((kind.name, reference, device_error, obj))
+    return cases
+
+
+def _refusal_survey(framework: Framework):
+    """({producer: [(kind, __dlpack__'s Refused, __dlpack_device__'s exception class name
+    or None, the consumer's Refusal or None when it accepted)]}, the producers left out);
+    computed once per framework object."""
+    cached = _REFUSAL_SURVEYS.get(id(framework))
+    if cached is not None and cached[0] is framework:
+        return cached[1]
+    feeds, left_out = {}, []
+    for producer in TABLE_PRODUCERS:
+        why = _can_import(producer, framework)
+        if why is None:
+            feeds[producer] = _refused_kinds(producer)
+        else:
+            left_out.append(f"{producer} ({why})")
+    fed = {}
+    for producer, cases in feeds.items():
+        fed[producer] = []
+        while cases:
+            kind, reference, device_error, obj = cases.pop(0)
+            try:
+                result = framework.consume(obj)
+                refusal = None
+                del result
+            except Exception as error:  # noqa: BLE001 - every exception is a refusal here
+                refusal = Refusal(error)
+            fed[producer].append((kind, reference, device_error, refusal))
+            del obj
+    gc.collect()
+    survey = (fed, left_out)
+    _REFUSAL_SURVEYS[id(framework)] = (framework, survey)
+    return survey
+
+
+def _left_out(left_out: list) -> str:
+    return f"; left out: {', '.join(left_out)}" if left_out else ""
+
+
+def producer_refusals(framework: Framework):
+    fed, left_out = _refusal_survey(framework)
+    if not any(fed.values()):
+        return NA, "no producer to feed" + _left_out(left_out)
+    accepted = []
+    for producer, cases in fed.items():
+        taken = [kind for kind, _, _, refusal in cases if refusal is None]
+        if taken:
+            accepted.append(f"accepted {len(taken)} of the {len(cases)} {producer} tensors "
+                            f"__dlpack__ refuses: {', '.join(taken)}")
+    if accepted:
+        return FAIL, "; ".join(accepted) + _left_out(left_out)
+    counts = ", ".join(f"{len(cases)} {producer}" for producer, cases in fed.items() if cases)
+    return PASS, f"refused all {counts} tensors __dlpack__ refuses" + _left_out(left_out)
+
+
+def producer_refusal_error_type(framework: Framework):
+    fed, left_out = _refusal_survey(framework)
+    groups: dict = {}
+    refused = 0
+    for producer, cases in fed.items():
+        for kind, reference, device_error, refusal in cases:
+            if refusal is None:
+                continue
+            refused += 1
+            classes = {c.__name__ for c in refusal.kind.__mro__}
+            # A consumer that asks __dlpack_device__ first (protocol 7) passes on its error.
+            if reference.exception in classes or device_error in classes:
+                continue
+            key = (producer, refusal.kind.__name__, reference.exception)
+            groups.setdefault(key, []).append((kind, refusal.text))
+    if not refused:
+        return NA, "no tensor was refused" + _left_out(left_out)
+    if groups:
+        return FAIL, "; ".join(
+            f"{producer}: raised {raised} where __dlpack__ raises {expected} on "
+            f"{len(kinds)} kind{'s' * (len(kinds) != 1)}: {', '.join(k for k, _ in kinds)} "
+            f"({kinds[0][1].splitlines()[0][:80] if kinds[0][1] else ''})"
+            for (producer, raised, expected), kinds in groups.items())
+    return PASS, f"the producer's exception class for all {refused} refusals"
+
+
 CHECKS = {
     "consumer.legacy-capsule": legacy_capsule,
     "consumer.versioned-capsule": versioned_capsule,
@@ -286,6 +496,10 @@ CHECKS = {
     "consumer.zero-size-null-data": zero_size_null_data,
     "consumer.byte-offset": byte_offset,
     "consumer.read-only": read_only,
+    "consumer.legacy-read-only": legacy_read_only,
+    "consumer.legacy-re-export": legacy_re_export,
     "consumer.major-version-2": major_version_2,
     "consumer.old-producer": old_producer,
+    "consumer.producer-refusals": producer_refusals,
+    "consumer.producer-refusal-error-type": producer_refusal_error_type,
 }

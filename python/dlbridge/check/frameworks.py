@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 
@@ -30,11 +30,11 @@ class Framework:
     make: Callable[[np.ndarray], Any]
     consume: Callable[[Any], Any]
     to_numpy: Callable[[Any], np.ndarray]
-    make_read_only: Optional[Callable[[np.ndarray], Any]] = None
-    read_only: Callable[[Any], Optional[bool]] = lambda result: None
+    make_read_only: Callable[[np.ndarray], Any] | None = None
+    read_only: Callable[[Any], bool | None] = lambda result: None
     #: For frameworks without transposition or slicing of their own: a tensor over a NumPy
     #: view, keeping its strides (the interop matrix's layouts).
-    make_view: Optional[Callable[[np.ndarray], Any]] = None
+    make_view: Callable[[np.ndarray], Any] | None = None
     needs_gpu: bool = False
     #: A user's `module:factory`: one tensor of unknown values, and no consumer.
     user_factory: bool = False

@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import catalogue
 from . import exchange_table as X
 from . import producers as P
 from .frameworks import Framework
@@ -33,6 +34,8 @@ class Subject:
         self.framework = framework
         self.tensor = framework.make(BASE)
         self.known_values = not framework.user_factory
+        #: What checks sharing one costly survey computed (the exchange table's kinds).
+        self.cache: dict = {}
 
     def plain_data(self) -> int:
         info = P.read_capsule(self.tensor.__dlpack__(max_version=(1, 3)))
@@ -225,7 +228,7 @@ def zero_size(s: Subject):
     info = P.read_capsule(capsule)
     if not info["data"] and info["byte_offset"] != 0:
         return FAIL, f"NULL data with byte_offset {info['byte_offset']}"
-    array, error = _call(_values, capsule)
+    _, error = _call(_values, capsule)
     if error is not None:
         return FAIL, f"dlbridge refuses the capsule: {_describe(error)}"
     detail = "NULL data" if not info["data"] else "non-NULL data"
@@ -555,6 +558,266 @@ def exchange_work_stream(s: Subject):
         return FAIL, f"stream {stream.value:#x} for the CPU"
     return PASS, "NULL for the CPU"
 
+# ---- the exchange table against __dlpack__, kind by kind ------------------------------------
+#
+# A consumer that takes the table's fast path must still give `__dlpack__`'s answer (protocol
+# 6): for a framework of the catalogue (`catalogue.kinds`), every catalogued kind is exported
+# both ways and compared; for anything else (a user's `module:factory`, a framework without a
+# catalogue) the one tensor the checker made. The table comes from each object's own type, as
+# a consumer looks it up.
+
+MANAGED = "managed_tensor_from_py_object_no_sync"
+DESCRIBE = "dltensor_from_py_object_no_sync"
+NO_ERROR = "no exception set"
+
+
+class _Broken:
+    """A table answer that is neither an export nor a refusal (returned 0 without a tensor,
+    or handed out something unreadable)."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+
+def _type_table(kind: type):
+    """The major-1 table `kind` publishes, or None."""
+    capsule = getattr(kind, "__dlpack_c_exchange_api__", None)
+    if capsule is None:
+        return None
+    try:
+        return X.major_one(X.capsule_table(capsule))
+    except ValueError:
+        return None
+
+
+def _refusal(error, status) -> catalogue.Refused:
+    if error is None:
+        return catalogue.Refused(NO_ERROR, f"returned {status} without setting an error")
+    return catalogue.Refused(type(error).__name__, str(error))
+
+
+def _read_export(out) -> catalogue.Exported:
+    """Reads a tensor the table handed out with the reader `catalogue.reference` uses for
+    `__dlpack__`'s capsules (through a capsule without destructor over it), which takes it and
+    calls its deleter once; released here instead if the reader gave up before taking it."""
+    address = ctypes.cast(out, ctypes.c_void_p).value
+    name = ctypes.cast(P._static_name(P.NAME_VERSIONED), ctypes.c_char_p)
+    capsule = P.PyCapsule_New(address, name, None)
+    try:
+        return catalogue._read(capsule, None)
+    finally:
+        if P.capsule_name(capsule) == P.NAME_VERSIONED:
+            X.free(out)
+
+
+def _managed_answer(export, obj):
+    """What `managed_tensor_from_py_object_no_sync` gives for `obj`: Exported (released
+    exactly once), Refused (it returned non-zero) or _Broken."""
+    out = ctypes.POINTER(P.DLManagedTensorVersioned)()
+    status, error = _call(export, id(obj), ctypes.byref(out))
+    if error is not None or status != 0:
+        if status == 0 and out:  # exported, and also left an error set
+            X.free(out)
+        return _refusal(error, status)
+    if not out:
+        return _Broken("returned 0 without a tensor")
+    try:
+        return _read_export(out)
+    except ValueError as error:
+        return _Broken(f"handed out an unreadable tensor: {error}")
+
+
+def _describe_answer(describe, obj):
+    """What `dltensor_from_py_object_no_sync` gives for `obj`: a dict of the fields it
+    describes, Refused or _Broken."""
+    tensor = P.DLTensor()
+    status, error = _call(describe, id(obj), ctypes.byref(tensor))
+    if error is not None or status != 0:
+        return _refusal(error, status)
+    ndim = tensor.ndim
+    if ndim < 0 or (ndim and not tensor.shape):
+        return _Broken(f"ndim {ndim} with a{' NULL' if not tensor.shape else 'n'} shape")
+    shape = tuple(tensor.shape[i] for i in range(ndim))
+    strides = (tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides
+               else catalogue._compact_strides(shape))
+    size = int(np.prod(shape)) if shape else 1
+    return {
+        "dtype": (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes),
+        "shape": shape,
+        "strides": catalogue.normalized_strides(shape, strides),
+        "data": ((tensor.data or 0) + tensor.byte_offset if tensor.data else 0) if size else None,
+    }
+
+
+def _fields(exported: catalogue.Exported) -> dict:
+    """The fields compared: data only when there are elements (a zero-size tensor may point
+    anywhere, or nowhere), strides normalized (any stride is right on an extent-1 dimension),
+    READ_ONLY as the reader understands it (a legacy capsule counts as read-only)."""
+    return {
+        "dtype": exported.dtype,
+        "shape": exported.shape,
+        "strides": catalogue.normalized_strides(exported.shape, exported.strides),
+        "data": exported.data if exported.size else None,
+        "device": exported.device,
+        "elements": exported.elements,
+        "READ_ONLY": exported.read_only,
+    }
+
+
+def _mismatches(reference: catalogue.Exported, answer: dict) -> list:
+    expected = _fields(reference)
+    return [key if key == "elements" else f"{key} {answer[key]} vs {expected[key]}"
+            for key in answer if answer[key] != expected[key]]
+
+
+class _Probe:
+    """One kind: `__dlpack__`'s answer (catalogue.reference) and the table's, per member."""
+
+    def __init__(self, kind: str, obj, table):
+        self.kind = kind
+        self.answers: dict = {}
+        export = X.function(table, MANAGED)
+        if export is not None:
+            self.answers[MANAGED] = _managed_answer(export, obj)
+        describe = X.function(table, DESCRIBE)
+        if describe is not None:
+            self.answers[DESCRIBE] = _describe_answer(describe, obj)
+        self.reference = catalogue.reference(obj)
+
+    def verdict(self, member: str):
+        """(bucket, note): "agree", "exported", "refused", "differs" or "broken"."""
+        answer = self.answers[member]
+        refused = isinstance(self.reference, catalogue.Refused)
+        if isinstance(answer, _Broken):
+            return "broken", answer.why
+        if isinstance(answer, catalogue.Refused):
+            return ("agree", None) if refused else ("refused", answer.exception)
+        if refused:
+            return "exported", None
+        fields = _fields(answer) if isinstance(answer, catalogue.Exported) else answer
+        differences = _mismatches(self.reference, fields)
+        return ("differs", ", ".join(differences)) if differences else ("agree", None)
+
+
+class _Survey:
+    def __init__(self, scope: str, probes: list, skipped: list):
+        self.scope, self.probes, self.skipped = scope, probes, skipped
+
+    def members(self) -> list:
+        return [m for m in (MANAGED, DESCRIBE) if any(m in p.answers for p in self.probes)]
+
+
+def _survey(s: Subject):
+    """(_Survey, None), or (None, why the table rules do not apply); computed once."""
+    if "survey" in s.cache:
+        return s.cache["survey"]
+    table, why = _usable_table(s)
+    if table is None:
+        result = (None, why)
+    else:
+        name = s.framework.name
+        if not s.framework.user_factory and name in catalogue.FRAMEWORKS:
+            kinds = [(kind.name, kind.make) for kind in catalogue.kinds(name)]
+            scope = f"{len(kinds)} catalogued kinds"
+        else:
+            kinds = [("the tensor", lambda: s.tensor)]
+            scope = ("the factory's tensor" if s.framework.user_factory
+                     else f"its one tensor (no catalogue of {name}'s kinds)")
+        probes, skipped = [], []
+        for kind, make in kinds:
+            obj, error = _call(make)
+            kind_table = _type_table(type(obj)) if error is None else None
+            if kind_table is None:
+                skipped.append(kind)
+                continue
+            try:
+                probes.append(_Probe(kind, obj, kind_table))
+            except ValueError:  # __dlpack__ handed out a capsule the reader cannot read
+                skipped.append(kind)
+            del obj
+        result = (_Survey(scope, probes, skipped), None) if probes else (
+            None, f"no kind could be made whose type publishes the table ({', '.join(skipped)})")
+    s.cache["survey"] = result
+    return result
+
+
+def _names(items) -> str:
+    return ", ".join(items)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+_BUCKETS = [
+    ("exported", "exported {n} __dlpack__ refuses"),
+    ("refused", "refused {n} __dlpack__ exports"),
+    ("differs", "differs from __dlpack__ on {n}"),
+    ("broken", "broke on {n}"),
+]
+
+
+def exchange_agrees_with_dlpack(s: Subject):
+    survey, why = _survey(s)
+    if survey is None:
+        return NA, why
+    problems, previous = [], {}
+    for member in survey.members():
+        listed = {}
+        for bucket, template in _BUCKETS:
+            items = []
+            for probe in survey.probes:
+                if member not in probe.answers:
+                    continue
+                verdict, note = probe.verdict(member)
+                if verdict == bucket:
+                    items.append(probe.kind if note is None else f"{probe.kind} ({note})")
+            if not items:
+                continue
+            listed[bucket] = items
+            if previous.get(bucket) == items:
+                problems.append(f"{member}: the same {len(items)}")
+            else:
+                problems.append(f"{member} {template.format(n=_plural(len(items), 'kind'))}: "
+                                f"{_names(items)}")
+        previous = listed
+    skipped = f"; not built or without the table: {_names(survey.skipped)}" \
+        if survey.skipped else ""
+    if problems:
+        return FAIL, "; ".join(problems) + skipped
+    refused = sum(isinstance(p.reference, catalogue.Refused) for p in survey.probes)
+    return PASS, (f"agrees on {survey.scope}: {len(survey.probes)} compared, {refused} refused "
+                  f"by both{skipped}")
+
+
+def exchange_refusal_error_type(s: Subject):
+    survey, why = _survey(s)
+    if survey is None:
+        return NA, why
+    both, problems, previous = 0, [], {}
+    for member in survey.members():
+        groups: dict = {}
+        for probe in survey.probes:
+            answer = probe.answers.get(member)
+            if not (isinstance(answer, catalogue.Refused)
+                    and isinstance(probe.reference, catalogue.Refused)):
+                continue
+            both += 1
+            if answer.exception != probe.reference.exception:
+                groups.setdefault((answer.exception, probe.reference.exception),
+                                  []).append(probe.kind)
+        for (raised, expected), kinds in groups.items():
+            if previous.get((raised, expected)) == kinds:
+                problems.append(f"{member}: the same {len(kinds)}")
+            else:
+                problems.append(f"{member} raised {raised} where __dlpack__ raises {expected} "
+                                f"on {_plural(len(kinds), 'kind')}: {_names(kinds)}")
+        previous = groups
+    if not both:
+        return NA, f"nothing is refused by both the table and __dlpack__ ({survey.scope} checked)"
+    if problems:
+        return FAIL, "; ".join(problems)
+    return PASS, f"the same exception class as __dlpack__ ({_plural(both, 'refusal')})"
 
 CHECKS = {
     "producer.keyword-only": keyword_only,
@@ -586,4 +849,6 @@ CHECKS = {
     "exchange.to-py-object": exchange_to_py_object,
     "exchange.allocator": exchange_allocator,
     "exchange.work-stream": exchange_work_stream,
+    "exchange.agrees-with-dlpack": exchange_agrees_with_dlpack,
+    "exchange.refusal-error-type": exchange_refusal_error_type,
 }

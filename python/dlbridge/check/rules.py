@@ -86,6 +86,13 @@ _RULES = [
          "managed_tensor_allocator allocates a CPU tensor shaped like the prototype"),
     Rule("exchange.work-stream", SHOULD, "protocol 6",
          "current_work_stream succeeds for the CPU, with a NULL stream"),
+    Rule("exchange.agrees-with-dlpack", MUST, "protocol 6",
+         "the table exports exactly what __dlpack__ exports, kind by kind (every catalogued "
+         "kind of the framework, else its one tensor): both refuse, or both give the same "
+         "dtype, shape, strides, device, data, values and READ_ONLY"),
+    Rule("exchange.refusal-error-type", SHOULD, "protocol 6",
+         "where the table and __dlpack__ both refuse a kind, they raise the same exception "
+         "class (BufferError)"),
     # ---- consumers: from_dlpack ------------------------------------------------------------
     Rule("consumer.legacy-capsule", MUST, "protocol 1, 3",
          "a legacy `dltensor` capsule is imported with its values"),
@@ -105,10 +112,21 @@ _RULES = [
          "byte_offset is added to data"),
     Rule("consumer.read-only", MUST, "protocol 1",
          "READ_ONLY data is not handed out writable (the result is read-only or a copy)"),
+    Rule("consumer.legacy-read-only", SHOULD, "protocol 1",
+         "a legacy capsule, which cannot say its memory may be written, is imported read-only "
+         "(or copied)"),
+    Rule("consumer.legacy-re-export", MUST, "protocol 1",
+         "a result sharing a legacy capsule's memory is re-exported versioned with READ_ONLY"),
     Rule("consumer.major-version-2", MUST, "protocol 1",
          "a tensor of major version 2 is refused, and its deleter called once"),
     Rule("consumer.old-producer", MUST, "protocol 7",
          "a producer whose __dlpack__ takes no max_version is retried without it"),
+    Rule("consumer.producer-refusals", MUST, "protocol 6",
+         "every tensor a real producer's __dlpack__ refuses is refused, also where its "
+         "exchange table would export it (PyTorch, PaddlePaddle)"),
+    Rule("consumer.producer-refusal-error-type", SHOULD, "protocol 6",
+         "those refusals raise the producer's own exception class (BufferError, as "
+         "__dlpack__ does)"),
 ]
 
 RULES = {rule.id: rule for rule in _RULES}

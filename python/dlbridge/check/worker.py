@@ -2,7 +2,8 @@
 
 `python -m dlbridge.check.worker JOB` where JOB is JSON:
 - `{"kind": "framework", "name": N, "skip": [rule ids]}`: the producer checks, then the
-  consumer checks, of framework N;
+  consumer checks, of framework N (the consumer checks that import other frameworks first of
+  all, before N itself is imported);
 - `{"kind": "matrix", "pairs": [[producer, consumer], ...]}`: those interop pairs.
 
 Before each unit of work it prints `{"running": ...}` and after it `{"result": ...}`, flushed,
@@ -27,6 +28,20 @@ def _framework_job(name: str, skip: set) -> None:
     from .frameworks import resolve
 
     framework = resolve(name)
+
+    def consumer_rule(rule_id):
+        _emit({"running": rule_id})
+        if framework.user_factory:
+            outcome, detail = "n/a", "a user's factory has no from_dlpack"
+        else:
+            outcome, detail = _guarded(consumer_checks.CHECKS[rule_id], framework)
+        _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
+
+    # The consumer checks that import other frameworks come first, before the framework
+    # checked is imported (PyTorch cannot build all its tensors once TensorFlow is loaded).
+    first = [r for r in consumer_checks.IMPORTS_OTHERS if r not in skip]
+    for rule_id in first:
+        consumer_rule(rule_id)
     subject = None
     subject_error = None
     for rule_id, check in producer_checks.CHECKS.items():
@@ -43,15 +58,9 @@ def _framework_job(name: str, skip: set) -> None:
         else:
             outcome, detail = _guarded(check, subject)
         _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
-    for rule_id, check in consumer_checks.CHECKS.items():
-        if rule_id in skip:
-            continue
-        _emit({"running": rule_id})
-        if framework.user_factory:
-            outcome, detail = "n/a", "a user's factory has no from_dlpack"
-        else:
-            outcome, detail = _guarded(check, framework)
-        _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
+    for rule_id in consumer_checks.CHECKS:
+        if rule_id not in skip and rule_id not in first:
+            consumer_rule(rule_id)
 
 
 def _guarded(check, argument):

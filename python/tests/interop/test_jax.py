@@ -30,7 +30,9 @@ jax.config.update("jax_enable_x64", True)
 jnp = pytest.importorskip("jax.numpy")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
+import _producers as P  # noqa: E402
 import dlbridge  # noqa: E402
+from _semantics import every_path_test  # noqa: E402
 from _helpers import (  # noqa: E402
     SHAPE_IDS,
     SHAPES,
@@ -225,3 +227,37 @@ def test_jax_dlbridge_jax_round_trip():
     assert y.dtype == jnp.bfloat16
     assert y.unsafe_buffer_pointer() == x.unsafe_buffer_pointer()
     assert (np.asarray(y) == np.asarray(x)).all()
+
+
+# ---- one semantics on every path (`_semantics.py`) -----------------------------------------
+
+
+test_every_path_gives_the_answer_of_dlpack = every_path_test("jax")
+
+
+# ---- legacy capsules: writability that is not known is not claimed --------------------------
+
+
+def test_memory_from_a_legacy_only_producer_is_never_made_writable():
+    from dlbridge._dlbridge import _testing as K
+
+    source = jnp.arange(4.0, dtype=jnp.float32)
+    tensor = dlbridge.from_dlpack(source)  # JAX exports only legacy capsules
+    assert tensor.version is None and tensor.readonly
+    # The reproduction: NumPy gets a read-only array, the JAX array stays intact.
+    array = np.from_dlpack(tensor)
+    assert not array.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        array[0] = 42
+    assert np.asarray(source).tolist() == [0.0, 1.0, 2.0, 3.0]
+    # The versioned re-export says READ_ONLY; the legacy one stays possible.
+    info = P.read_capsule(tensor.__dlpack__(max_version=(1, 3)))
+    assert info["flags"] & P.FLAG_READ_ONLY
+    assert P.capsule_name(tensor.__dlpack__()) == P.NAME_LEGACY
+    # Typed arguments refuse to write it, saying why.
+    for argument in (tensor, source):
+        with pytest.raises(TypeError, match=r"got float32 shape \(4,\) .*\(read-only"):
+            K.fill(argument, 1.0)
+    with pytest.raises(TypeError, match="legacy DLPack capsule, which cannot say"):
+        K.fill(tensor, 1.0)
+    assert K.total(source) == 6.0

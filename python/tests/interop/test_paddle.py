@@ -31,6 +31,7 @@ paddle = pytest.importorskip("paddle")
 
 import _producers as P  # noqa: E402
 import dlbridge  # noqa: E402
+from _semantics import every_path_test  # noqa: E402
 from _helpers import (  # noqa: E402
     IS_COPIED,
     SHAPE_IDS,
@@ -233,3 +234,67 @@ def test_exchange_api_fast_path_is_taken_for_paddle(monkeypatch):
     assert t.shape == (2, 3) and t.dtype == "float32"
     assert t.data_ptr == x.data_ptr()
     assert np.from_dlpack(t).tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+# ---- one semantics on every path (`_semantics.py`) -----------------------------------------
+
+
+test_every_path_gives_the_answer_of_dlpack = every_path_test("paddle")
+
+
+def test_every_path_without_the_exchange_api():
+    from test_semantics import run_without_exchange_api
+
+    found = run_without_exchange_api("paddle")
+    assert found["problems"] == []
+    assert found["paths"]["plain"]["TensorArg"] == "dlpack"
+
+
+# ---- autograd: what dlbridge-pyo3's framework rules do for PaddlePaddle ----------------------
+
+
+def _tracked_leaf():
+    leaf = paddle.ones([3])
+    leaf.stop_gradient = False
+    return leaf
+
+
+def test_from_dlpack_refuses_a_tensor_that_does_not_stop_gradient():
+    leaf = _tracked_leaf()
+    for tensor in (leaf, leaf * 2):
+        with pytest.raises(BufferError, match="stop_gradient=False"):
+            dlbridge.from_dlpack(tensor)
+        with pytest.raises(BufferError):  # the reference, for comparison
+            tensor.__dlpack__()
+    assert dlbridge.from_dlpack(leaf.detach()).shape == (3,)
+
+
+def test_typed_arguments_follow_paddles_autograd():
+    from dlbridge._dlbridge import _testing as K
+
+    leaf = _tracked_leaf()
+    assert K.total(leaf) == 3.0  # read as detach() does
+    with pytest.raises(TypeError, match="stop_gradient=False"):
+        K.fill(leaf, 2.0)
+    # Paddle's own in-place operation refuses the leaf too.
+    with pytest.raises(ValueError, match="can't use inplace strategy"):
+        leaf.scale_(2.0)
+    with paddle.no_grad():
+        K.fill(leaf, 2.0)
+    assert leaf.numpy().tolist() == [2.0] * 3
+    assert leaf.inplace_version == 1
+
+
+@pytest.mark.parametrize("writer", ["dlbridge kernel", "scale_"])
+def test_writing_a_tensor_saved_for_backward_makes_backward_raise(writer):
+    from dlbridge._dlbridge import _testing as K
+
+    x = _tracked_leaf()
+    w = paddle.full([3], 2.0)
+    loss = (x * w).sum()
+    if writer == "dlbridge kernel":
+        K.fill(w, 5.0)
+    else:
+        w.scale_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()

@@ -29,6 +29,7 @@ pa = pytest.importorskip("pyarrow")
 
 import _producers as P  # noqa: E402
 import dlbridge  # noqa: E402
+from _semantics import every_path_test  # noqa: E402
 from _helpers import (  # noqa: E402
     READ_ONLY,
     SHAPE_IDS,
@@ -239,3 +240,9 @@ def test_numpy_dlbridge_arrow_chain_numpy_deleted_first():
     gc.collect()
     assert _array_address(arr) == address
     assert arr.to_pylist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+# ---- one semantics on every path (`_semantics.py`) -----------------------------------------
+
+
+test_every_path_gives_the_answer_of_dlpack = every_path_test("pyarrow")

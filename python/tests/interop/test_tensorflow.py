@@ -32,6 +32,7 @@ tf = pytest.importorskip("tensorflow")
 
 import _producers as P  # noqa: E402
 import dlbridge  # noqa: E402
+from _semantics import every_path_test  # noqa: E402
 from _helpers import (  # noqa: E402
     SHAPE_IDS,
     SHAPES,
@@ -224,3 +225,24 @@ def test_numpy_dlbridge_tf_chain_numpy_deleted_first():
     gc.collect()
     assert _tf_address(x) == address
     assert x.numpy().tolist() == [0, 1, 2, 3, 4, 5]
+
+
+# ---- one semantics on every path (`_semantics.py`) -----------------------------------------
+
+
+test_every_path_gives_the_answer_of_dlpack = every_path_test("tensorflow")
+
+
+def test_memory_from_a_legacy_only_producer_is_never_made_writable():
+    from dlbridge._dlbridge import _testing as K
+
+    source = tf.constant([1.0, 2.0, 3.0])
+    tensor = dlbridge.from_dlpack(source)  # TensorFlow exports only legacy capsules
+    assert tensor.version is None and tensor.readonly
+    assert not np.from_dlpack(tensor).flags.writeable
+    assert P.read_capsule(tensor.__dlpack__(max_version=(1, 3)))["flags"] & P.FLAG_READ_ONLY
+    with pytest.raises(TypeError, match="legacy DLPack capsule, which cannot say"):
+        K.fill(tensor, 0.0)
+    with pytest.raises(TypeError, match="read-only"):
+        K.fill(source, 0.0)
+    assert source.numpy().tolist() == [1.0, 2.0, 3.0]

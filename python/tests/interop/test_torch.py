@@ -395,18 +395,24 @@ def test_exchange_api_can_be_switched_off():
         assert out.stdout.strip().splitlines()[-1] == expected, (switch, out.stderr)
 
 
-def test_lazy_conjugate_and_negative_views_keep_their_values():
-    # PyTorch's table (and, for negation, its __dlpack__) export the memory of such views as
-    # it is; dlbridge resolves them first.
+def test_lazy_conjugate_and_negative_views_are_refused():
+    # PyTorch's table exports the memory of such views as it is (other values than the
+    # tensor's); its __dlpack__ refuses the conjugation bit and exports the negated memory.
+    # dlbridge refuses both, with every `copy=`; the resolved tensors import as usual.
     z = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64)
     conj = z.conj()
     assert conj.is_conj()
-    assert np.from_dlpack(dlbridge.from_dlpack(conj)).tolist() == [1 - 2j, 3 + 4j]
     neg = torch.tensor([1.0 + 1.0j]).conj().imag
     assert neg.is_neg()
-    assert np.from_dlpack(dlbridge.from_dlpack(neg)).tolist() == [-1.0]
-    with pytest.raises(BufferError, match="copy=False"):
-        dlbridge.from_dlpack(neg, copy=False)
+    for copy in (None, True, False):
+        with pytest.raises(BufferError, match="conjugation bit"):
+            dlbridge.from_dlpack(conj, copy=copy)
+        with pytest.raises(BufferError, match="negation bit"):
+            dlbridge.from_dlpack(neg, copy=copy)
+    with pytest.raises(BufferError, match="conjugate bit"):  # the reference
+        conj.__dlpack__()
+    assert np.from_dlpack(dlbridge.from_dlpack(conj.resolve_conj())).tolist() == [1 - 2j, 3 + 4j]
+    assert np.from_dlpack(dlbridge.from_dlpack(neg.resolve_neg())).tolist() == [-1.0]
 
 
 _NEGATED_VIEWS = {
@@ -426,20 +432,29 @@ _NEGATED_VIEWS = {
 
 @pytest.mark.parametrize("name", list(_NEGATED_VIEWS))
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
-def test_every_public_view_of_a_negated_tensor_keeps_its_values(name, dtype):
+def test_every_public_view_of_a_negated_tensor_is_refused(name, dtype):
     # The negation bit is asked of floating-point tensors only when their layout is not
     # C-contiguous or has one element; these are the views PyTorch's public API can make of
-    # `x.conj().imag`, and all keep their true values.
+    # `x.conj().imag`, and every one is found and refused, on every path.
+    from dlbridge._dlbridge import _testing as K
+
     x = torch.tensor([[1 + 2j, 3 + 4j], [5 + 6j, 7 + 8j]], dtype=dtype)
     view = _NEGATED_VIEWS[name](x.conj().imag)
     assert view.is_neg()
+    with pytest.raises(BufferError, match="negation bit"):
+        dlbridge.from_dlpack(view)
+    with pytest.raises(BufferError, match="negation bit"):
+        K.inspect_argument(view)
     expected = view.resolve_neg().numpy()
-    np.testing.assert_array_equal(np.from_dlpack(dlbridge.from_dlpack(view)), expected)
+    np.testing.assert_array_equal(np.from_dlpack(dlbridge.from_dlpack(view.resolve_neg())), expected)
 
 
-def test_tensors_requiring_grad_are_imported_through_the_table():
-    # torch's __dlpack__ refuses them; the table exports their data, which is fine to read.
+def test_tensors_requiring_grad_are_refused_as_dlpack_refuses_them():
+    # torch's __dlpack__ refuses them, its table exports them: dlbridge gives __dlpack__'s
+    # answer; `detach()` shares the memory outside autograd (test_autograd.py has the rest).
     g = torch.ones(3, requires_grad=True)
-    t = dlbridge.from_dlpack(g)
+    with pytest.raises(BufferError, match="requires grad"):
+        dlbridge.from_dlpack(g)
+    t = dlbridge.from_dlpack(g.detach())
     assert t.data_ptr == g.data_ptr()
     assert np.from_dlpack(t).tolist() == [1.0, 1.0, 1.0]

@@ -1,0 +1,154 @@
+"""The aliasing registry of typed arguments (`dlbridge_pyo3`'s `claims`): memory written
+through a `TensorArgMut` is never reached through another argument at the same time, on any
+thread, in any extension module; everything else is accepted: interleaved views that share
+no element, thousands of readers at once.
+"""
+
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from dlbridge._dlbridge import _testing as K
+
+torch = pytest.importorskip("torch")
+
+
+def make(framework, array):
+    return array if framework == "numpy" else torch.from_numpy(array)
+
+
+@pytest.mark.parametrize("width", [4, 5])  # even and odd rows: the columns' parity shifts
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_interleaved_views_that_share_no_element_are_accepted(framework, width):
+    x = make(framework, np.arange(3 * width, dtype=np.float32).reshape(3, width))
+    even, odd = x[:, ::2], x[:, 1::2]
+    columns = odd.shape[1]
+    expected = np.asarray(even[:, :columns]).copy()
+    K.copy_into(even[:, :columns], odd[:, :columns])
+    assert np.array_equal(np.asarray(x)[:, 1::2][:, :columns], expected)
+    # A column read while another is written; a row read while another is written.
+    K.copy_into(x[:, 0], x[:, width - 1])
+    assert np.array_equal(np.asarray(x)[:, 0], np.asarray(x)[:, width - 1])
+    K.copy_into(x[0], x[2])
+    assert np.array_equal(np.asarray(x)[0], np.asarray(x)[2])
+
+
+def test_reversed_views_of_disjoint_halves_are_accepted():
+    flat = np.arange(8, dtype=np.float32)
+    K.copy_into(flat[:4], flat[::-1][:4])  # elements 0..3 read, 7..4 written
+    assert flat.tolist() == [0, 1, 2, 3, 3, 2, 1, 0]
+    grid = np.arange(16, dtype=np.float32).reshape(4, 4)
+    K.copy_into(grid[:, ::2], grid[:, ::-2])  # columns 0, 2 read; 3, 1 written
+    assert grid[:, 3].tolist() == grid[:, 0].tolist()
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_views_that_share_an_element_are_refused_naming_both_arguments(framework):
+    x = make(framework, np.zeros((4, 5), dtype=np.float32))
+    overlapping = [
+        (x, x),
+        (x[:, 1:], x[:, :-1]),  # shifted by one column
+        (x[1, :4], x[:, 1]),  # a row and a column that cross at one element
+        (x[:, 0:3:2], x[:, 2:5:2]),  # columns 0, 2 and 2, 4: column 2 in both
+    ]
+    if framework == "numpy":
+        overlapping.append((x[:, ::2], x[:, ::-2]))  # columns 0, 2, 4 and 4, 2, 0
+    for read, written in overlapping:
+        assert tuple(read.shape) == tuple(written.shape)
+        with pytest.raises(ValueError) as refused:
+            K.copy_into(read, written)
+        assert (
+            "tensor argument 2 of this call (written) overlaps the memory of tensor argument 1 "
+            "(read)" in str(refused.value)
+        )
+    assert not np.asarray(x).any(), "a refused call wrote nothing"
+
+
+def _refused_while(background, attempt, seconds=2.0):
+    """Runs `background(seconds)` on a thread and calls `attempt()` until it is refused
+    while that call is in progress; returns the refusal (None if the call ended first)."""
+    thread = threading.Thread(target=background, args=(seconds,))
+    thread.start()
+    refusal = None
+    try:
+        while thread.is_alive() and refusal is None:
+            try:
+                attempt()
+            except ValueError as error:
+                refusal = error
+            time.sleep(0.005)
+    finally:
+        thread.join()
+    return refusal
+
+
+def test_a_write_refused_for_a_read_on_another_thread_says_so():
+    x, y = np.ones(64, np.float32), np.ones(64, np.float32)
+    refusal = _refused_while(
+        lambda seconds: K.slow_total2(x, y, seconds), lambda: K.fill(x, 1.0)
+    )
+    assert refusal is not None
+    assert str(refusal).startswith(
+        "this tensor's memory is being read by a call in progress on another thread: it "
+        "cannot be written here (TensorArgMut) until that call returns"
+    )
+    K.fill(x, 2.0)  # nothing stays claimed
+    assert x.tolist() == [2.0] * 64
+
+
+def test_a_read_refused_for_a_write_on_another_thread_says_so():
+    x = torch.zeros(64)
+    refusal = _refused_while(
+        lambda seconds: K.slow_fill(x, 1.0, seconds), lambda: K.total(x[10:20])
+    )
+    assert refusal is not None
+    assert str(refusal).startswith(
+        "this tensor's memory is being written by a call in progress on another thread (as a "
+        "TensorArgMut): it cannot be read here until that call returns"
+    )
+    assert K.total(x) == 64.0
+
+
+def test_600_threads_read_the_same_tensors_at_once():
+    # More claims are alive at once (1,200) than the registry had slots before (256).
+    a, b = np.ones(100, np.float32), torch.ones(100)
+    threads, barrier = 600, threading.Barrier(600)
+    results, errors = [], []
+
+    def reader():
+        try:
+            barrier.wait()
+            for _ in range(3):
+                results.append(K.slow_total2(a, b, 0.02))
+        except Exception as error:  # noqa: BLE001 - collected and asserted below
+            errors.append(repr(error))
+
+    pool = [threading.Thread(target=reader) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    assert errors == []
+    assert results == [200.0] * (3 * threads)
+    K.fill(a, 0.0)  # every claim was released
+    K.fill(b, 0.0)
+
+
+def test_the_registry_is_shared_by_every_extension_module():
+    import dlbridge_matmul
+
+    shared = sys.modules["_dlbridge_pyo3_shared"]
+    assert "aliasing_registry" in vars(shared)
+    ones = np.ones((2, 2), np.float32)
+    out = np.zeros((2, 2), np.float32)
+    # Read through dlbridge's module on one thread, written through the example's on another.
+    refusal = _refused_while(
+        lambda seconds: K.slow_total2(out, out, seconds),
+        lambda: dlbridge_matmul.matmul_into(ones, ones, out),
+    )
+    assert refusal is not None
+    assert "being read by a call in progress on another thread" in str(refusal)
+    dlbridge_matmul.matmul_into(ones, ones, out)
+    assert out.tolist() == [[2.0, 2.0], [2.0, 2.0]]
