@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint rust-test miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
+.PHONY: tour test lint free-threaded-check rust-test miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -17,10 +17,10 @@ tour: python-build example-build
 	$(PYTHON) examples/matmul/demo.py
 	$(PYTHON) -m dlbridge check; status=$$?; [ $$status -le 1 ]
 
-## Every test: formatting, lints, unit/integration/doc tests (with the ABI check against the
-## real dlpack.h, fetched from the apache-tvm-ffi wheel), Miri where it is installed, and the
-## Python suite against real frameworks.
-test: lint rust-test miri sanitize fuzz-smoke python-test
+## Every test: formatting, lints, the free-threaded (3.14t) type check, unit/integration/doc
+## tests (with the ABI check against the real dlpack.h, fetched from the apache-tvm-ffi
+## wheel), Miri where it is installed, and the Python suite against real frameworks.
+test: lint free-threaded-check rust-test miri sanitize fuzz-smoke python-test
 
 ## A local virtual environment with the test dependencies (re-installed when the list changes).
 venv: $(VENV)/.installed
@@ -48,6 +48,13 @@ python-test: python-build example-build
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
+
+## `cargo check` of dlbridge-pyo3 (tests included), the extension module and the example
+## extension against free-threaded CPython 3.14t (Py_GIL_DISABLED), described to PyO3 by a
+## config file since no 3.14t interpreter is installed: every `#[cfg(Py_GIL_DISABLED)]` path
+## must compile without warnings. Its own target directory: target/free-threaded.
+free-threaded-check:
+	CARGO="$(CARGO)" bash scripts/free-threaded-check.sh
 
 rust-test:
 	$(CARGO) test --workspace --all-features

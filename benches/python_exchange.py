@@ -3,9 +3,11 @@
 
 Run with the project's environment: `make bench-python` (or, after `make python-build
 example-build bench-peers`, `.venv/bin/python benches/python_exchange.py`). Prints a Markdown
-table of the median time per call (15 interleaved rounds of 10,000 calls); tensors are 4x4 float32 on the CPU unless a row says
-otherwise. The peer extensions (nanobind, dlpark) are built by `make bench-peers` into
-`target/peers/python`; rows for a peer that is not built are left out.
+table of the median time per call (15 interleaved rounds of 10,000 calls); tensors are 4x4
+float32 on the CPU unless a row says otherwise. The peer extensions (nanobind, dlpark) are
+built by `make bench-peers` into `target/peers/python`; rows for a peer that is not built are
+left out. Arguments, if any, keep only the rows whose label contains one of them
+(`python_exchange.py TensorArg matmul`), for comparing two builds row by row.
 """
 
 import pathlib
@@ -98,6 +100,17 @@ def main():
             ("no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>", lambda: kernels.noop3(na, nb, nc)),
             ("no-op, 3 plain objects, PyO3 (the floor)", lambda: kernels.noop3_objects(a, b, c)),
         ]
+        # A writable argument: for a PyTorch tensor the version counter is bumped after the
+        # call, as PyTorch's own in-place operations do; a NumPy array has none.
+        w = torch.zeros(16, dtype=torch.float64)
+        nw = np.zeros(16)
+        cases += [
+            ("write, 1 torch tensor (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
+             lambda: kernels.add_one(w)),
+            ("write, 1 numpy array (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
+             lambda: kernels.add_one(nw)),
+            ("write, 1 torch tensor (16 float64), PyTorch's own w.add_(1)", lambda: w.add_(1)),
+        ]
         if tvm_ffi is not None:
             nop = tvm_ffi.get_global_func("testing.nop")
             cases += [
@@ -121,16 +134,23 @@ def main():
         if matmul_kernels is not None:
             x = torch.randn(56, 56)
             y = torch.randn(56, 56)
+            out = torch.empty(56, 56)
             cases += [
                 ("matmul 56x56 float32, dlbridge example (torch in/out)",
                  lambda: matmul_kernels.matmul(x, y)),
                 ("matmul 56x56 float32, torch.matmul", lambda: torch.matmul(x, y)),
+                ("matmul 56x56 float32 into out, dlbridge example (TensorArgMut)",
+                 lambda: matmul_kernels.matmul_into(x, y, out)),
+                ("matmul 56x56 float32 into out, torch.matmul(out=)",
+                 lambda: torch.matmul(x, y, out=out)),
             ]
     print(f"Python {sys.version.split()[0]}, numpy {np.__version__}"
           + (f", torch {torch.__version__}" if torch is not None else "")
           + (f", apache-tvm-ffi {tvm_ffi.__version__}" if tvm_ffi is not None else "")
           + (", nanobind peer built" if nanobind_peer is not None else "")
           + (", dlpark peer built" if dlpark_peer is not None else ""))
+    if sys.argv[1:]:
+        cases = [case for case in cases if any(word in case[0] for word in sys.argv[1:])]
     print()
     print("| path | median per call |")
     print("|---|---|")
