@@ -40,6 +40,11 @@ def pytest_configure(config):
         "markers",
         "cpp_exception: makes a framework throw a C++ exception (left out under AddressSanitizer)",
     )
+    config.addinivalue_line(
+        "markers",
+        "example_module: needs the example extension (examples/matmul), which the "
+        "AddressSanitizer run neither builds nor instruments",
+    )
 
 
 @pytest.fixture(autouse=True)

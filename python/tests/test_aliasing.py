@@ -136,6 +136,19 @@ def test_600_threads_read_the_same_tensors_at_once():
     K.fill(b, 0.0)
 
 
+@pytest.mark.example_module
+def test_interleaved_views_in_a_users_kernel():
+    # `matmul_into(a, b, out)` reads `a` and `b` and writes `out`: the even columns of a grid
+    # times the identity, into its odd columns.
+    import dlbridge_matmul
+
+    grid = np.arange(12, dtype=np.float32).reshape(3, 4)
+    expected = grid[:, ::2].copy()
+    dlbridge_matmul.matmul_into(grid[:, ::2], np.eye(2, dtype=np.float32), grid[:, 1::2])
+    assert np.array_equal(grid[:, 1::2], expected)
+
+
+@pytest.mark.example_module
 def test_the_registry_is_shared_by_every_extension_module():
     import dlbridge_matmul
 

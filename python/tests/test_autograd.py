@@ -42,16 +42,16 @@ def test_read_only_arguments_read_a_tracked_tensor_as_detach_does():
 @pytest.mark.cpp_exception  # PyTorch's own refusal of `mul_` on a leaf
 @pytest.mark.parametrize("which", ["leaf", "non-leaf", "view of a leaf", "parameter"])
 def test_writable_arguments_refuse_a_tracked_tensor_while_grad_mode_is_on(which):
-    leaf = torch.ones(4, requires_grad=True)
+    leaf = torch.ones(4, dtype=torch.float64, requires_grad=True)
     tensor = {
         "leaf": lambda: leaf,
         "non-leaf": lambda: leaf * 3,
         "view of a leaf": lambda: leaf[1:],
-        "parameter": lambda: torch.nn.Parameter(torch.ones(4)),
+        "parameter": lambda: torch.nn.Parameter(torch.ones(4, dtype=torch.float64)),
     }[which]()
     before = tensor.detach().clone()
     with pytest.raises(TypeError) as refused:
-        K.fill(tensor, 7.0)
+        K.add_one(tensor)
     message = str(refused.value)
     assert "requires grad while grad mode is on" in message
     assert "no_grad()" in message and "x.detach()" in message
@@ -86,11 +86,11 @@ def test_a_detached_tensor_is_written_and_the_shared_version_bumped():
 @pytest.mark.cpp_exception  # the autograd engine's error
 @pytest.mark.parametrize("writer", ["dlbridge kernel", "x.mul_(2)"])
 def test_writing_a_tensor_saved_for_backward_makes_backward_raise(writer):
-    x = torch.ones(3, requires_grad=True)
-    w = torch.full((3,), 2.0)  # saved by `x * w` for the gradient of x
+    x = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    w = torch.full((3,), 2.0, dtype=torch.float64)  # saved by `x * w` for the gradient of x
     loss = (x * w).sum()
     if writer == "dlbridge kernel":
-        K.fill(w, 5.0)
+        K.add_one(w)
     else:
         w.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
