@@ -347,7 +347,7 @@ def test_legacy_capsules_copied_pass_and_dlbridge_imports_them_read_only():
 def blind_table_consumer(obj):
     """A from_dlpack that takes the type's exchange table whenever there is one, as tvm-ffi
     does PyTorch's, without asking __dlpack__: the export is copied into NumPy bytes."""
-    table = producer_checks._type_table(type(obj))
+    table = producer_checks._usable_table_of(type(obj))[0]
     if table is None:
         return np.from_dlpack(obj)
     out = ctypes.POINTER(P.DLManagedTensorVersioned)()

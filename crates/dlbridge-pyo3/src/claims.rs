@@ -518,6 +518,24 @@ struct Wanted {
 }
 
 impl Wanted {
+    /// The claim's extents and strides.
+    ///
+    /// # Safety
+    ///
+    /// `shape` and `strides` hold `ndim` values (they may be NULL when `ndim` is 0).
+    unsafe fn dims(&self) -> (&[i64], &[i64]) {
+        if self.ndim == 0 {
+            return (&[], &[]);
+        }
+        // SAFETY: `ndim` values behind non-NULL pointers, by the contract.
+        unsafe {
+            (
+                std::slice::from_raw_parts(self.shape, self.ndim),
+                std::slice::from_raw_parts(self.strides, self.ndim),
+            )
+        }
+    }
+
     /// The C request for another build's registry.
     fn request(&self) -> ClaimRequest {
         ClaimRequest {
@@ -574,37 +592,51 @@ impl ExactLayout {
         }
     }
 
-    fn of_slot(slot: &Slot) -> Option<Self> {
-        match slot.layout.load(Ordering::Relaxed) {
-            DENSE => {
-                return Some(Self::block(
-                    slot.start.load(Ordering::Relaxed),
-                    slot.end.load(Ordering::Relaxed),
-                ))
-            }
-            KEPT => {}
-            _ => return None,
-        }
-        let ndim = slot.ndim.load(Ordering::Relaxed);
-        let item_size = slot.item_size.load(Ordering::Relaxed);
+    /// A strided layout: the elements at `first` of `item_size` bytes, with the extents and
+    /// element strides of `dims` (`ndim` of them); `None` where it is not kept (more than
+    /// [`KEPT_DIMS`] dimensions, a sub-byte type, strides past `i64` in bytes).
+    fn strided(
+        first: usize,
+        item_size: u64,
+        ndim: usize,
+        dims: impl Iterator<Item = (i64, i64)>,
+    ) -> Option<Self> {
         if ndim > KEPT_DIMS || item_size == 0 {
             return None;
         }
         let item = i64::try_from(item_size).ok()?;
         let mut layout = ExactLayout {
-            first: slot.first.load(Ordering::Relaxed),
+            first,
             item_size,
             ndim,
             shape: [0; KEPT_DIMS],
             byte_strides: [0; KEPT_DIMS],
         };
-        for dim in 0..ndim {
-            layout.shape[dim] = slot.shape[dim].load(Ordering::Relaxed);
-            layout.byte_strides[dim] = slot.strides[dim]
-                .load(Ordering::Relaxed)
-                .checked_mul(item)?;
+        for (dim, (extent, stride)) in dims.take(ndim).enumerate() {
+            layout.shape[dim] = extent;
+            layout.byte_strides[dim] = stride.checked_mul(item)?;
         }
         Some(layout)
+    }
+
+    fn of_slot(slot: &Slot) -> Option<Self> {
+        let load = |value: &AtomicI64| value.load(Ordering::Relaxed);
+        match slot.layout.load(Ordering::Relaxed) {
+            DENSE => Some(Self::block(
+                slot.start.load(Ordering::Relaxed),
+                slot.end.load(Ordering::Relaxed),
+            )),
+            KEPT => Self::strided(
+                slot.first.load(Ordering::Relaxed),
+                slot.item_size.load(Ordering::Relaxed),
+                slot.ndim.load(Ordering::Relaxed),
+                slot.shape
+                    .iter()
+                    .map(load)
+                    .zip(slot.strides.iter().map(load)),
+            ),
+            _ => None,
+        }
     }
 
     /// # Safety
@@ -614,25 +646,17 @@ impl ExactLayout {
         if request.dense {
             return Some(Self::block(request.start, request.end));
         }
-        let ndim = request.ndim;
-        if ndim > KEPT_DIMS || request.item_size == 0 {
+        if request.ndim > KEPT_DIMS {
             return None;
         }
-        let item = i64::try_from(request.item_size).ok()?;
-        let mut layout = ExactLayout {
-            first: request.first,
-            item_size: request.item_size,
-            ndim,
-            shape: [0; KEPT_DIMS],
-            byte_strides: [0; KEPT_DIMS],
-        };
-        for dim in 0..ndim {
-            // SAFETY: `dim < ndim` values, by the contract.
-            let (extent, stride) = unsafe { (*request.shape.add(dim), *request.strides.add(dim)) };
-            layout.shape[dim] = extent;
-            layout.byte_strides[dim] = stride.checked_mul(item)?;
-        }
-        Some(layout)
+        // SAFETY: forwarded; at most `KEPT_DIMS` values.
+        let (shape, strides) = unsafe { request.dims() };
+        Self::strided(
+            request.first,
+            request.item_size,
+            request.ndim,
+            shape.iter().copied().zip(strides.iter().copied()),
+        )
     }
 
     fn byte_layout(&self) -> ByteLayout<'_> {
@@ -828,14 +852,8 @@ unsafe fn keep_layout(slot: &Slot, wanted: &Wanted) {
     slot.ndim.store(wanted.ndim, Ordering::Relaxed);
     slot.item_size.store(wanted.item_size, Ordering::Relaxed);
     slot.first.store(wanted.first, Ordering::Relaxed);
-    // SAFETY: `ndim` values behind the claim's pointers (the contract; not NULL with
-    // `ndim > 0`).
-    let (shape, strides) = unsafe {
-        (
-            std::slice::from_raw_parts(wanted.shape, wanted.ndim),
-            std::slice::from_raw_parts(wanted.strides, wanted.ndim),
-        )
-    };
+    // SAFETY: forwarded from this function's contract.
+    let (shape, strides) = unsafe { wanted.dims() };
     for (kept, &extent) in slot.shape.iter().zip(shape) {
         kept.store(extent, Ordering::Relaxed);
     }

@@ -118,10 +118,10 @@ pub fn from_dlpack(
         }
     }
     // What the framework's `__dlpack__` refuses, every path refuses (a tensor autograd
-    // tracks), whatever was asked for: on the fast path below once the data type is known
-    // (only floating-point and complex tensors can be tracked), else before `__dlpack__`.
-    let mut tracking_checked = false;
-    let mut lazy_views_checked = false;
+    // tracks; a PyTorch view with a lazy conjugation or negation bit, whose memory holds
+    // other values than the tensor's), whatever was asked for: on the fast path below once
+    // the exported data type and layout are known, else before `__dlpack__`.
+    let mut refusals_checked = false;
     if let Some(api) = info.exchange.filter(|_| plain && exchange_api_enabled()) {
         // The fast path: the type's C exchange API, for a plain import (no device, copy or
         // stream requested). It does not synchronize streams, so only host-readable results
@@ -130,17 +130,8 @@ pub fn from_dlpack(
         // trace where its `__dlpack__` raises BufferError).
         if let Ok(tensor) = api.managed_tensor(object) {
             if let Some(rules) = info.framework {
-                if rules.may_be_tracked(tensor.view().dtype()) {
-                    rules.refuse_export(object)?;
-                }
-                tracking_checked = true;
-            }
-            // The exported data type and layout spare most of the lazy-bit checks.
-            if let Some(lazy_bits) = info.framework.and_then(|rules| rules.lazy_bits.as_ref()) {
-                if let Some(refusal) = lazy_bits.refusal(object, Some(&tensor.view()))? {
-                    return Err(refusal);
-                }
-                lazy_views_checked = true;
+                rules.refuse_export(object, Some(&tensor.view()))?;
+                refusals_checked = true;
             }
             if tensor.view().device().is_host_readable() {
                 return Ok(tensor);
@@ -150,17 +141,8 @@ pub fn from_dlpack(
             drop(PyErr::take(py));
         }
     }
-    if let Some(rules) = info.framework.filter(|_| !tracking_checked) {
-        rules.refuse_export(object)?;
-    }
-    // PyTorch views with a lazy conjugation or negation bit hold other values in memory than
-    // the tensor's: refused (its `__dlpack__` refuses the one and exports the other wrong).
-    if let Some(lazy_bits) = info.framework.and_then(|rules| rules.lazy_bits.as_ref()) {
-        if !lazy_views_checked {
-            if let Some(refusal) = lazy_bits.refusal(object, None)? {
-                return Err(refusal);
-            }
-        }
+    if let Some(rules) = info.framework.filter(|_| !refusals_checked) {
+        rules.refuse_export(object, None)?;
     }
     let Some(dlpack) = object.getattr_opt(intern!(py, "__dlpack__"))? else {
         return Err(PyTypeError::new_err(format!(

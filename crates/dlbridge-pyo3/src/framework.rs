@@ -40,9 +40,9 @@ use dlbridge::{DataType, DataTypeCode, TensorView};
 /// The autograd of a framework: how a tensor says that autograd tracks it, whether grad mode
 /// is on, and how an in-place write is reported.
 struct Autograd {
-    /// The getset descriptor of the attribute that says whether a tensor is tracked
-    /// (`requires_grad`, `stop_gradient`), called through the descriptor protocol where an
-    /// attribute lookup would first search the type.
+    /// The descriptor of the attribute that says whether a tensor is tracked (`requires_grad`,
+    /// `stop_gradient`), taken from the class that defines it, so that no lookup searches the
+    /// type on each call.
     tracked_attribute: Py<PyAny>,
     /// The descriptor's C getter and its closure, called directly (without the descriptor's
     /// own type check, which holds: the rules are only used for subclasses of the class that
@@ -136,20 +136,16 @@ fn call<'py>(
     args: &[*mut ffi::PyObject],
 ) -> PyResult<Bound<'py, PyAny>> {
     // SAFETY: a live callable and live arguments, borrowed for the call; the GIL is held
-    // (`py`); the result is a new reference or NULL with an exception set.
-    let result = unsafe {
-        ffi::PyObject_Vectorcall(
+    // (`py`); the result is a new reference, owned here, or NULL with an exception set.
+    unsafe {
+        let result = ffi::PyObject_Vectorcall(
             callable.as_ptr(),
             args.as_ptr(),
             args.len(),
             std::ptr::null_mut(),
-        )
-    };
-    if result.is_null() {
-        return Err(PyErr::fetch(py));
+        );
+        Bound::from_owned_ptr_or_err(py, result)
     }
-    // SAFETY: a new reference, owned here.
-    Ok(unsafe { Bound::from_owned_ptr(py, result) })
 }
 
 /// The truth of a result that is True or False (anything else by its truth value).
@@ -230,39 +226,20 @@ impl FrameworkRules {
     /// Whether autograd tracks `object`.
     #[inline]
     pub(crate) fn is_tracked(&self, object: &Bound<'_, PyAny>) -> PyResult<bool> {
-        if let Some((get, closure)) = self.autograd.tracked_getter {
+        let py = object.py();
+        let value = match self.autograd.tracked_getter {
             // SAFETY: the getset's own getter and closure, with an instance of a subclass of
             // the class that defines it (the rules are found for such types only), the GIL
-            // held; a new reference or NULL with an exception set.
-            let value = unsafe { get(object.as_ptr(), closure.0) };
-            if value.is_null() {
-                return Err(PyErr::fetch(object.py()));
-            }
-            // SAFETY: a new reference, owned here.
-            let value = unsafe { Bound::from_owned_ptr(object.py(), value) };
-            return Ok(truth(&value)? == self.autograd.tracked_when);
-        }
-        let descriptor = self.autograd.tracked_attribute.bind(object.py());
-        // SAFETY: a live descriptor object; its type's `tp_descr_get` is read, not called yet.
-        let get = unsafe { (*ffi::Py_TYPE(descriptor.as_ptr())).tp_descr_get };
-        let value = match get {
-            Some(get) => {
-                // SAFETY: the descriptor protocol: the descriptor, the instance and its type,
-                // all live, the GIL held; a new reference or NULL with an exception set.
-                let value = unsafe {
-                    get(
-                        descriptor.as_ptr(),
-                        object.as_ptr(),
-                        ffi::Py_TYPE(object.as_ptr()).cast(),
-                    )
-                };
-                if value.is_null() {
-                    return Err(PyErr::fetch(object.py()));
-                }
-                // SAFETY: a new reference, owned here.
-                unsafe { Bound::from_owned_ptr(object.py(), value) }
-            }
-            None => descriptor.call_method1(intern!(object.py(), "__get__"), (object,))?,
+            // held; the result is a new reference, owned here, or NULL with an exception set.
+            Some((get, closure)) => unsafe {
+                Bound::from_owned_ptr_or_err(py, get(object.as_ptr(), closure.0))?
+            },
+            // The descriptor protocol, where its getter cannot be read (the limited API).
+            None => self
+                .autograd
+                .tracked_attribute
+                .bind(py)
+                .call_method1(intern!(py, "__get__"), (object,))?,
         };
         Ok(truth(&value)? == self.autograd.tracked_when)
     }
@@ -270,7 +247,7 @@ impl FrameworkRules {
     /// Whether a tensor of `dtype` can be tracked at all: PyTorch tracks floating-point and
     /// complex tensors only (it refuses `requires_grad` on others); PaddlePaddle lets any
     /// tensor have `stop_gradient=False`.
-    pub(crate) fn may_be_tracked(&self, dtype: DataType) -> bool {
+    fn may_be_tracked(&self, dtype: DataType) -> bool {
         !self.only_inexact_tracked
             || !matches!(
                 dtype.code,
@@ -283,14 +260,26 @@ impl FrameworkRules {
         truth(&call(py, &self.autograd.grad_enabled, &[])?)
     }
 
-    /// `from_dlpack`'s refusals, which are `__dlpack__`'s: a tracked tensor (`BufferError`).
-    pub(crate) fn refuse_export(&self, object: &Bound<'_, PyAny>) -> PyResult<()> {
-        if self.is_tracked(object)? {
+    /// `from_dlpack`'s refusals (`BufferError`), in the order of `__dlpack__`'s: a tracked
+    /// tensor, then a lazy view. `exported` is what the exchange table made of the object,
+    /// when it was asked: its data type and layout spare the questions that cannot be yes.
+    pub(crate) fn refuse_export(
+        &self,
+        object: &Bound<'_, PyAny>,
+        exported: Option<&TensorView<'_>>,
+    ) -> PyResult<()> {
+        let may_be_tracked = exported.is_none_or(|view| self.may_be_tracked(view.dtype()));
+        if may_be_tracked && self.is_tracked(object)? {
             return Err(PyBufferError::new_err(format!(
                 "a {} that {} cannot be exported through DLPack ({}.__dlpack__ refuses it \
                  too): pass x.detach()",
                 self.class_name, self.tracked_words, self.class_name
             )));
+        }
+        if let Some(lazy_bits) = &self.lazy_bits {
+            if let Some(refusal) = lazy_bits.refusal(object, exported)? {
+                return Err(refusal);
+            }
         }
         Ok(())
     }
@@ -356,7 +345,7 @@ pub(crate) fn rules_for(kind: &Bound<'_, PyType>) -> PyResult<Option<&'static Fr
         .import(intern!(py, "sys"))?
         .getattr(intern!(py, "modules"))?;
     for (module_name, rules) in [
-        ("torch", &TORCH as &PyOnceLock<Option<FrameworkRules>>),
+        ("torch", &TORCH as &PyOnceLock<FrameworkRules>),
         ("paddle", &PADDLE),
     ] {
         let Ok(module) = modules.get_item(module_name) else {
@@ -372,16 +361,16 @@ pub(crate) fn rules_for(kind: &Bound<'_, PyType>) -> PyResult<Option<&'static Fr
             continue;
         }
         let rules = rules.get_or_try_init(py, || match module_name {
-            "torch" => torch_rules(&module, &tensor_class).map(Some),
-            _ => paddle_rules(&module, &tensor_class).map(Some),
+            "torch" => torch_rules(&module, &tensor_class),
+            _ => paddle_rules(&module, &tensor_class),
         })?;
-        return Ok(rules.as_ref());
+        return Ok(Some(rules));
     }
     Ok(None)
 }
 
-static TORCH: PyOnceLock<Option<FrameworkRules>> = PyOnceLock::new();
-static PADDLE: PyOnceLock<Option<FrameworkRules>> = PyOnceLock::new();
+static TORCH: PyOnceLock<FrameworkRules> = PyOnceLock::new();
+static PADDLE: PyOnceLock<FrameworkRules> = PyOnceLock::new();
 
 /// The attribute `name` as found on `kind` (through its MRO), unbound.
 fn class_attribute(kind: &Bound<'_, PyType>, name: &str) -> PyResult<Py<PyAny>> {
@@ -439,15 +428,32 @@ fn paddle_rules(paddle: &Bound<'_, PyAny>, tensor: &Bound<'_, PyType>) -> PyResu
 /// defines it (a getset descriptor for the frameworks' C attributes).
 fn descriptor_in_mro(kind: &Bound<'_, PyType>, name: &str) -> PyResult<Py<PyAny>> {
     let py = kind.py();
+    let Some(class) = defining_class(kind, &[name])? else {
+        return Err(PyTypeError::new_err(format!(
+            "{} has no attribute {name}",
+            kind.name()?
+        )));
+    };
+    Ok(class
+        .getattr(intern!(py, "__dict__"))?
+        .get_item(name)?
+        .unbind())
+}
+
+/// The first class of `kind`'s MRO whose own `__dict__` defines one of `names`.
+pub(crate) fn defining_class<'py>(
+    kind: &Bound<'py, PyType>,
+    names: &[&str],
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = kind.py();
     for class in kind.getattr(intern!(py, "__mro__"))?.try_iter()? {
         let class = class?;
         let dict = class.getattr(intern!(py, "__dict__"))?;
-        if let Ok(descriptor) = dict.get_item(name) {
-            return Ok(descriptor.unbind());
+        for name in names {
+            if dict.contains(name)? {
+                return Ok(Some(class));
+            }
         }
     }
-    Err(PyTypeError::new_err(format!(
-        "{} has no attribute {name}",
-        kind.name()?
-    )))
+    Ok(None)
 }

@@ -505,19 +505,7 @@ fn extract_with<R>(
     } else if info.numpy_array {
         // SAFETY: the type is exactly `numpy.ndarray`; the caller holds the array for the
         // call, and the view is used only inside `make`.
-        let made = unsafe {
-            numpy::with_array_view(object, |view, read_only| {
-                make(
-                    view,
-                    if read_only {
-                        Writability::ReadOnly
-                    } else {
-                        Writability::Writable
-                    },
-                )
-            })
-        }?;
-        if let Some(made) = made {
+        if let Some(made) = unsafe { numpy::with_array_view(object, &make) }? {
             return Ok((Source::Borrowed, made));
         }
     } else if let Some(result) = extract_buffer(object, &make)? {

@@ -13,7 +13,7 @@
 use std::ffi::{c_char, c_int, c_long, c_void};
 
 use dlbridge::ffi::DLTensor;
-use dlbridge::{DataType, Device, ManagedTensor, TensorView};
+use dlbridge::{DataType, Device, ManagedTensor, TensorView, Writability};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -88,7 +88,7 @@ fn dtype_of(type_num: c_int) -> Option<DataType> {
 }
 
 /// Describes a NumPy array and runs `use_view` on the validated view, with whether the array
-/// is read-only. `None` when the array is not one this path takes (see the module docs):
+/// may be written. `None` when the array is not one this path takes (see the module docs):
 /// the caller then goes through `__dlpack__`.
 ///
 /// # Safety
@@ -99,7 +99,7 @@ fn dtype_of(type_num: c_int) -> Option<DataType> {
 #[inline(always)]
 pub(crate) unsafe fn with_array_view<R>(
     object: &Bound<'_, PyAny>,
-    use_view: impl FnOnce(&TensorView<'_>, bool) -> PyResult<R>,
+    use_view: impl FnOnce(&TensorView<'_>, Writability) -> PyResult<R>,
 ) -> PyResult<Option<R>> {
     // SAFETY: the caller's guarantee: a live `numpy.ndarray`, whose struct starts with these
     // fields; the GIL is held, so nothing changes them while they are read.
@@ -156,7 +156,12 @@ pub(crate) unsafe fn with_array_view<R>(
     // while `use_view` runs (the caller's guarantee, and locals of this frame).
     let view = unsafe { TensorView::from_dltensor(&tensor) }
         .map_err(|error| pyo3::exceptions::PyBufferError::new_err(error.to_string()))?;
-    use_view(&view, array.flags & WRITEABLE == 0).map(Some)
+    let writability = if array.flags & WRITEABLE == 0 {
+        Writability::ReadOnly
+    } else {
+        Writability::Writable
+    };
+    use_view(&view, writability).map(Some)
 }
 
 /// Imports a NumPy array as an owned tensor that keeps the array alive: zero-copy, as
@@ -167,11 +172,12 @@ pub(crate) unsafe fn with_array_view<R>(
 ///
 /// `object`'s type must be exactly `numpy.ndarray` (see `type_info`).
 pub(crate) unsafe fn import(object: &Bound<'_, PyAny>) -> PyResult<Option<ManagedTensor>> {
-    let export = |view: &TensorView<'_>, read_only: bool| {
+    let export = |view: &TensorView<'_>, writability: Writability| {
         let owner = PyObjectOwner::new(object.clone().unbind());
         // SAFETY: the owner keeps the array, and so its data, alive (NumPy refuses to resize
         // an array that other references hold); the view is the array's own, validated.
-        unsafe { ManagedTensor::export_view(view, owner, read_only) }.map_err(to_py_err)
+        unsafe { ManagedTensor::export_view(view, owner, !writability.allows_writes()) }
+            .map_err(to_py_err)
     };
     // SAFETY: the caller's guarantee on the type; the view is used only inside `export`, with
     // the GIL held.

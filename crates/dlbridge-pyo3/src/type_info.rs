@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::exchange::{lookup_exchange_api, ExchangeApi};
-use crate::framework::{rules_for, FrameworkRules};
+use crate::framework::{defining_class, rules_for, FrameworkRules};
 use crate::numpy;
 use crate::producer::{writability_hook, WritabilityHook};
 
@@ -147,23 +147,11 @@ fn table_answers_for(
     framework: Option<&'static FrameworkRules>,
 ) -> PyResult<bool> {
     let py = kind.py();
-    let mro = kind.getattr(intern!(py, "__mro__"))?;
-    let mut dlpack_class = None;
-    let mut table_class = None;
-    for class in mro.try_iter()? {
-        let class = class?;
-        let dict = class.getattr(intern!(py, "__dict__"))?;
-        let defines = |name| dict.contains(name);
-        if dlpack_class.is_none() && defines(intern!(py, "__dlpack__"))? {
-            dlpack_class = Some(class.clone());
-        }
-        if table_class.is_none()
-            && (defines(intern!(py, "__dlpack_c_exchange_api__"))?
-                || defines(intern!(py, "__c_dlpack_exchange_api__"))?)
-        {
-            table_class = Some(class);
-        }
-    }
+    let dlpack_class = defining_class(kind, &["__dlpack__"])?;
+    let table_class = defining_class(
+        kind,
+        &["__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__"],
+    )?;
     let (Some(dlpack_class), Some(table_class)) = (dlpack_class, table_class) else {
         // No `__dlpack__` to answer otherwise (or no table at all).
         return Ok(true);

@@ -268,7 +268,6 @@ impl<'s, O: Send + 'static> Export<'s, O> {
             device: self.device,
             flags: self.flags,
             legacy,
-            writable: !self.flags.is_read_only(),
         };
         let strides = self.strides;
         // SAFETY: the buffer's pointer (or the caller of `from_raw_parts`) guarantees the
@@ -541,7 +540,6 @@ unsafe fn export_view<O: Send + 'static>(
         device: view.device(),
         flags,
         legacy,
-        writable: !flags.is_read_only(),
     };
     // The same descriptor with explicit strides: the view's validation holds for it.
     let checked = Checked {
@@ -574,9 +572,6 @@ pub(crate) struct Descriptor {
     pub device: Device,
     pub flags: Flags,
     pub legacy: bool,
-    /// The exporter allows writes (the memory is not read-only, and not of unknown
-    /// writability): what a legacy export, which has no flags, is known to be.
-    pub writable: bool,
 }
 
 /// The single heap block of an export: the managed struct first (its address is the tensor's
@@ -635,8 +630,9 @@ pub(crate) unsafe fn export_owner<O: Send + 'static>(
         // contract is the caller's.
         None => unsafe { ManagedTensor::from_raw(raw) },
     };
-    if descriptor.legacy && descriptor.writable {
-        // A legacy export of writable memory (rare): say so, as its flags cannot.
+    if descriptor.legacy && !descriptor.flags.is_read_only() {
+        // A legacy export of writable memory (rare): say so, as its flags cannot. (`flags` is
+        // READ_ONLY where the memory is of unknown writability too: a legacy source.)
         return tensor.map(|mut tensor| {
             tensor.allow_legacy_writes();
             tensor

@@ -462,7 +462,6 @@ impl ManagedTensor {
             device: Device::CPU,
             flags: Flags::READ_ONLY,
             legacy: false,
-            writable: false,
         };
         // SAFETY: the view's pointer and layout describe initialised `T`s (an ndarray
         // invariant) that `owner` keeps alive and unchanged while it lives, by this function's
@@ -514,7 +513,6 @@ where
         device: Device::CPU,
         flags,
         legacy,
-        writable: !flags.is_read_only(),
     };
     let ndim = array.ndim();
     // SAFETY: forwarded from this function's contract; the shape and strides written are the

@@ -376,8 +376,9 @@ def no_leak(s: Subject, exchanges: int = 10_000):
 # ---- the C exchange table -------------------------------------------------------------------
 
 
-def _table(s: Subject):
-    kind = type(s.tensor)
+def _table_of(kind: type):
+    """(the table `kind` publishes, None), or (None, why) when it publishes none, or (False,
+    why) when its capsule is not a table's."""
     capsule = getattr(kind, "__dlpack_c_exchange_api__", None)
     if capsule is None:
         return None, "the type publishes no __dlpack_c_exchange_api__"
@@ -387,14 +388,23 @@ def _table(s: Subject):
         return False, str(error)
 
 
-def _usable_table(s: Subject):
-    table, why = _table(s)
+def _table(s: Subject):
+    return _table_of(type(s.tensor))
+
+
+def _usable_table_of(kind: type):
+    """(the major-1 table `kind` publishes, None), or (None, why)."""
+    table, why = _table_of(kind)
     if not table:
         return None, why
     table = X.major_one(table)
     if table is None:
         return None, "no table of major version 1"
     return table, None
+
+
+def _usable_table(s: Subject):
+    return _usable_table_of(type(s.tensor))
 
 
 def _member(s: Subject, member: str, missing=(FAIL, "NULL")):
@@ -579,17 +589,6 @@ class _Broken:
         self.why = why
 
 
-def _type_table(kind: type):
-    """The major-1 table `kind` publishes, or None."""
-    capsule = getattr(kind, "__dlpack_c_exchange_api__", None)
-    if capsule is None:
-        return None
-    try:
-        return X.major_one(X.capsule_table(capsule))
-    except ValueError:
-        return None
-
-
 def _refusal(error, status) -> catalogue.Refused:
     if error is None:
         return catalogue.Refused(NO_ERROR, f"returned {status} without setting an error")
@@ -726,7 +725,7 @@ def _survey(s: Subject):
         probes, skipped = [], []
         for kind, make in kinds:
             obj, error = _call(make)
-            kind_table = _type_table(type(obj)) if error is None else None
+            kind_table = _usable_table_of(type(obj))[0] if error is None else None
             if kind_table is None:
                 skipped.append(kind)
                 continue
