@@ -11,7 +11,14 @@
 //!   make a PyO3 class of one's own a complete producer with one call ([`publish_dlpack`]:
 //!   `__dlpack__`, `__dlpack_device__` and the C exchange API);
 //! - take the **fast path** of DLPack 1.3's C exchange API (`__dlpack_c_exchange_api__`, as
-//!   PyTorch and PaddlePaddle publish it) when a type offers one ([`exchange_api`]);
+//!   PyTorch and PaddlePaddle publish it) when a type offers one ([`exchange_api`]), and give
+//!   on every path the answer of the producer's own `__dlpack__`, or a stricter one (PyTorch's
+//!   and PaddlePaddle's tensors that autograd tracks, PyTorch's lazy views);
+//! - **typed tensor arguments** for `#[pyfunction]`s ([`TensorArg`], [`TensorArgMut`]),
+//!   borrowed zero-copy, whose writes never alias another argument (a registry shared by
+//!   every module of the process) and never go behind autograd's back; classes published with
+//!   [`publish_dlpack`] also carry a [`WritabilityHook`], so that read-only instances are
+//!   refused for writing on the borrowed path;
 //! - keep Python objects alive from tensors whose deleter may run on any thread
 //!   ([`PyObjectOwner`]).
 //!

@@ -9,7 +9,10 @@
 //!   [`Flags`], all newtypes over the C integers, so unknown values from a producer are safe;
 //! - [`ManagedTensor`]: ownership of a tensor from any producer, versioned or legacy, validated
 //!   on entry, whose deleter runs exactly once;
-//! - [`TensorView`]: the validated descriptor, with typed zero-copy access ([`Element`]);
+//! - [`TensorView`]: the validated descriptor, with typed zero-copy access ([`Element`]), and
+//!   its [`Writability`]: a legacy tensor, which cannot say that its memory may be written,
+//!   is read-only ([`ManagedTensor::assume_legacy_writable`] vouches for one);
+//! - [`overlap`]: whether two strided tensors share a byte, decided exactly;
 //! - [`Export`]: Rust memory (`Vec`, `Box<[T]>`, `Arc<[T]>`, any owner) as a managed tensor in
 //!   one heap allocation;
 //! - with the `ndarray` feature, zero-copy conversion to and from `ndarray` arrays.
