@@ -64,6 +64,7 @@
 //! - Sub-interpreters each have their own `sys.modules`, and so their own registry.
 
 use std::ffi::{c_int, CStr};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use dlbridge::overlap::{memory_overlap, ByteLayout, Overlap, DEFAULT_MAX_WORK};
@@ -176,16 +177,10 @@ fn find_registry(py: Python<'_>) -> PyResult<&'static RegistryApi> {
          registry of typed tensor arguments).",
     )?;
     let shared = modules.call_method1(intern!(py, "setdefault"), (SHARED_MODULE, fresh))?;
-    let own = std::ptr::from_ref(&OWN_REGISTRY).cast_mut();
-    // SAFETY: the table is a static of this build, alive for the process; the name is a
-    // static C string; no destructor is needed.
-    let capsule = unsafe { ffi::PyCapsule_New(own.cast(), REGISTRY_CAPSULE.as_ptr(), None) };
-    if capsule.is_null() {
-        return Err(PyErr::fetch(py));
-    }
-    // SAFETY: a new reference to a capsule.
-    let capsule: Bound<'_, PyCapsule> =
-        unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() };
+    let own = NonNull::from(&OWN_REGISTRY).cast();
+    // SAFETY: the table is a static of this build, alive for the process (the capsule has no
+    // destructor).
+    let capsule = unsafe { PyCapsule::new_with_pointer(py, own, REGISTRY_CAPSULE) }?;
     let capsule = shared
         .getattr(intern!(py, "__dict__"))?
         .call_method1(intern!(py, "setdefault"), (REGISTRY_ATTRIBUTE, capsule))?;

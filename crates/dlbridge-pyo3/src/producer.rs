@@ -6,6 +6,7 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -67,30 +68,17 @@ pub fn publish_dlpack<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
 /// arguments ([`crate::TensorArgMut`]) use it to refuse read-only tensors on the borrowed
 /// path, saying why. The signature belongs to the name: a changed one would get a new name.
 pub fn publish_exchange_api<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
-    let table = table_for::<T>();
-    // SAFETY: the table is leaked, so it lives for the process as the standard requires; the
-    // name is a static C string; no destructor is needed.
-    let capsule =
-        unsafe { ffi::PyCapsule_New(table.cast_mut().cast(), DLPACK_EXCHANGE_API.as_ptr(), None) };
-    if capsule.is_null() {
-        return Err(PyErr::fetch(py));
-    }
-    // SAFETY: a new reference to a capsule.
-    let capsule: Bound<'_, PyCapsule> =
-        unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() };
+    let table = NonNull::new(table_for::<T>().cast_mut()).expect("a leaked table");
+    // SAFETY: the table is leaked, so it lives for the process as the standard requires (the
+    // capsule has no destructor).
+    let capsule = unsafe { PyCapsule::new_with_pointer(py, table.cast(), DLPACK_EXCHANGE_API) }?;
     let class = py.get_type::<T>();
     class.setattr("__dlpack_c_exchange_api__", capsule)?;
     let hook: WritabilityHook = writability_of::<T>;
+    let hook = NonNull::new(hook as *mut c_void).expect("a function pointer");
     // SAFETY: the capsule holds a function pointer (as data, as capsules hold pointers), valid
-    // for the process; the name is a static C string; no destructor is needed.
-    let capsule =
-        unsafe { ffi::PyCapsule_New(hook as *mut c_void, WRITABILITY_CAPSULE.as_ptr(), None) };
-    if capsule.is_null() {
-        return Err(PyErr::fetch(py));
-    }
-    // SAFETY: a new reference to a capsule.
-    let capsule: Bound<'_, PyCapsule> =
-        unsafe { Bound::from_owned_ptr(py, capsule).cast_into_unchecked() };
+    // for the process (the capsule has no destructor).
+    let capsule = unsafe { PyCapsule::new_with_pointer(py, hook, WRITABILITY_CAPSULE) }?;
     class.setattr(WRITABILITY_ATTRIBUTE, capsule)
 }
 
@@ -129,20 +117,17 @@ pub(crate) fn writability_hook(kind: &Bound<'_, PyType>) -> PyResult<Option<Writ
     let Some(capsule) = kind.getattr_opt(WRITABILITY_ATTRIBUTE)? else {
         return Ok(None);
     };
-    if !capsule.is_instance_of::<PyCapsule>() {
+    let Ok(capsule) = capsule.cast_into::<PyCapsule>() else {
         return Ok(None);
-    }
-    // SAFETY: a live capsule; the name is checked by `PyCapsule_GetPointer`.
-    let pointer =
-        unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), WRITABILITY_CAPSULE.as_ptr()) };
-    if pointer.is_null() {
-        drop(PyErr::take(kind.py()));
+    };
+    // A capsule of another name is not the hook.
+    let Ok(pointer) = capsule.pointer_checked(Some(WRITABILITY_CAPSULE)) else {
         return Ok(None);
-    }
+    };
     // SAFETY: a capsule of this name holds a `WritabilityHook` (the name's contract, kept by
     // `publish_exchange_api`), valid for the process.
     Ok(Some(unsafe {
-        std::mem::transmute::<*mut c_void, WritabilityHook>(pointer)
+        std::mem::transmute::<*mut c_void, WritabilityHook>(pointer.as_ptr())
     }))
 }
 
