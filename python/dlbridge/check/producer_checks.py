@@ -762,15 +762,12 @@ def exchange_agrees_with_dlpack(s: Subject):
         return NA, why
     problems, previous = [], {}
     for member in survey.members():
+        verdicts = [(probe.kind, *probe.verdict(member))
+                    for probe in survey.probes if member in probe.answers]
         listed = {}
         for bucket, template in _BUCKETS:
-            items = []
-            for probe in survey.probes:
-                if member not in probe.answers:
-                    continue
-                verdict, note = probe.verdict(member)
-                if verdict == bucket:
-                    items.append(probe.kind if note is None else f"{probe.kind} ({note})")
+            items = [kind if note is None else f"{kind} ({note})"
+                     for kind, verdict, note in verdicts if verdict == bucket]
             if not items:
                 continue
             listed[bucket] = items
