@@ -45,8 +45,11 @@ python-test: python-build example-build
 	PYTHON=$(PYTHON) PYTHON_TESTS_STRICT=$(if $(filter true,$(CI)),1,0) \
 		bash scripts/python-tests.sh
 
+## Formatting, lints, and the import rules (no cycle in any crate or Python package; the
+## layers of dlbridge-pyo3): scripts/module-layers.py.
 lint:
 	$(CARGO) fmt --all -- --check
+	python3 scripts/module-layers.py
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
 ## `cargo check` of dlbridge-pyo3 (tests included), the extension module and the example

@@ -1,4 +1,6 @@
-//! DLPack capsules: producing them from managed tensors and consuming them.
+//! DLPack capsules: their names, wrapping a managed tensor in one ([`into_capsule`]), taking
+//! the tensor out of one ([`from_capsule`]), and the destructor of the capsules this crate
+//! makes, which frees a tensor that no consumer took.
 
 use std::ffi::{c_void, CStr};
 
@@ -9,7 +11,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use crate::to_py_err;
+use crate::errors::{to_py_err, type_name};
+use crate::trampoline;
 
 /// Name of a capsule holding a legacy `DLManagedTensor`.
 pub const DLTENSOR: &CStr = c"dltensor";
@@ -47,7 +50,26 @@ pub fn into_capsule(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Bound<'_,
 /// The destructor of every capsule this crate makes: releases the tensor unless a consumer
 /// renamed the capsule `used_*` (then the consumer owns it). Runs with the GIL held, possibly
 /// while an exception is in flight, which is saved and restored around the deleter.
+///
+/// # Safety
+///
+/// CPython calls it with the GIL held, on a live capsule that is being destroyed.
 unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
+    let body = |_py: Python<'_>| -> PyResult<()> {
+        // SAFETY: the capsule being destroyed is live for the call, the GIL held.
+        unsafe { release_unconsumed(capsule) };
+        Ok(())
+    };
+    // SAFETY: CPython runs capsule destructors with the thread attached.
+    unsafe { trampoline::attached("a DLPack capsule's destructor", body) }
+}
+
+/// The body of [`destroy_capsule`].
+///
+/// # Safety
+///
+/// `capsule` is a live capsule, and the GIL is held.
+unsafe fn release_unconsumed(capsule: *mut ffi::PyObject) {
     // SAFETY: `capsule` is a live capsule; reading its name never fails.
     let name = unsafe { ffi::PyCapsule_GetName(capsule) };
     // SAFETY: a capsule name is NULL or a NUL-terminated string.
@@ -55,17 +77,8 @@ unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
         // Renamed `used_*` by a consumer, which owns the tensor now: nothing to do.
         return;
     };
-    let (mut kind_of_error, mut value, mut traceback) = (
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
-    );
-    // SAFETY: CPython calls capsule destructors with the GIL held; Fetch/Restore save and put
-    // back the exception state, so the deleter cannot clobber an exception in flight.
-    #[allow(deprecated)]
-    unsafe {
-        ffi::PyErr_Fetch(&mut kind_of_error, &mut value, &mut traceback)
-    };
+    // The deleter cannot clobber an exception in flight: it is put back when this drops.
+    let _in_flight = SavedException::fetch();
     // SAFETY: the capsule's name was found to be ours, so its pointer is the tensor it owns.
     unsafe {
         let pointer = ffi::PyCapsule_GetPointer(capsule, name);
@@ -78,11 +91,43 @@ unsafe extern "C" fn destroy_capsule(capsule: *mut ffi::PyObject) {
             }
         }
     }
-    // SAFETY: restores exactly what was fetched above (possibly nothing).
-    #[allow(deprecated)]
-    unsafe {
-        ffi::PyErr_Restore(kind_of_error, value, traceback)
-    };
+}
+
+/// The exception state of the thread, taken out and put back when dropped. (Raw, rather
+/// than PyO3's `PyErr::take`, which would resume a Rust panic that the exception carries.)
+struct SavedException {
+    kind: *mut ffi::PyObject,
+    value: *mut ffi::PyObject,
+    traceback: *mut ffi::PyObject,
+}
+
+impl SavedException {
+    /// Takes the exception state out (possibly nothing). The GIL must be held, as it is in
+    /// a capsule destructor, the only caller.
+    fn fetch() -> Self {
+        let mut saved = SavedException {
+            kind: std::ptr::null_mut(),
+            value: std::ptr::null_mut(),
+            traceback: std::ptr::null_mut(),
+        };
+        // SAFETY: the GIL is held (see above); Fetch moves the state into the three slots.
+        #[allow(deprecated)]
+        unsafe {
+            ffi::PyErr_Fetch(&mut saved.kind, &mut saved.value, &mut saved.traceback)
+        };
+        saved
+    }
+}
+
+impl Drop for SavedException {
+    fn drop(&mut self) {
+        // SAFETY: restores exactly what was fetched (possibly nothing), with the GIL still
+        // held by the destructor that fetched it.
+        #[allow(deprecated)]
+        unsafe {
+            ffi::PyErr_Restore(self.kind, self.value, self.traceback)
+        };
+    }
 }
 
 /// The unconsumed capsule names this crate gives.
@@ -199,19 +244,4 @@ fn consume(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTensor> {
         drop(PyErr::take(object.py()));
     }
     Ok(tensor)
-}
-
-/// `repr(object)` for an error message ("?" when repr itself fails).
-pub(crate) fn repr_of(object: &Bound<'_, PyAny>) -> String {
-    object
-        .repr()
-        .map_or_else(|_| "?".to_owned(), |r| r.to_string())
-}
-
-pub(crate) fn type_name(object: &Bound<'_, PyAny>) -> String {
-    object
-        .get_type()
-        .name()
-        .map(|name| name.to_string())
-        .unwrap_or_else(|_| "<unknown>".to_owned())
 }

@@ -1,17 +1,20 @@
-//! Consumer negotiation: importing from any DLPack producer.
+//! Consumption: importing a tensor from any DLPack producer ([`from_dlpack`]), negotiating
+//! with old and new producers as the array API and DLPack 1.3 describe, after the fast paths
+//! (the type's exchange table, NumPy's struct) where a plain import allows them.
 
-use dlbridge::{Device, DeviceType, ManagedTensor, Version};
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use dlbridge::{Device, ManagedTensor, Version};
+use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
-use crate::capsule::{from_capsule, repr_of, type_name};
+use crate::capsule::from_capsule;
+use crate::device::device_from_tuple;
+use crate::dispatch::type_info;
+use crate::errors::{to_py_err, type_name};
 use crate::exchange::exchange_api_enabled;
-use crate::numpy;
-use crate::to_py_err;
-use crate::type_info::type_info;
+use crate::host::numpy;
 
 /// What a consumer asks of a producer.
 #[derive(Clone, Debug, Default)]
@@ -23,42 +26,6 @@ pub struct ImportOptions<'py> {
     pub copy: Option<bool>,
     /// The consumer's stream, passed on as `stream=`; `None` passes nothing.
     pub stream: Option<Bound<'py, PyAny>>,
-}
-
-/// Reads `obj.__dlpack_device__()`: a `(device_type, device_id)` pair of ints or IntEnums; a
-/// `device_id` of None (Paddle, for CPU) reads as 0.
-pub fn dlpack_device(object: &Bound<'_, PyAny>) -> PyResult<Device> {
-    device_from_tuple(&object.call_method0(intern!(object.py(), "__dlpack_device__"))?)
-}
-
-/// Reads a `(device_type, device_id)` tuple, as `__dlpack_device__()` returns it and as
-/// `device=` / `dl_device=` arguments pass it: ints or IntEnums, and a `device_id` of None
-/// (Paddle, for CPU) read as 0. Anything else is a `TypeError`.
-pub fn device_from_tuple(result: &Bound<'_, PyAny>) -> PyResult<Device> {
-    let bad = || {
-        PyTypeError::new_err(format!(
-            "expected a (device_type, device_id) tuple of ints, got {}",
-            repr_of(result)
-        ))
-    };
-    let pair = result.cast::<PyTuple>().map_err(|_| bad())?;
-    if pair.len() != 2 {
-        return Err(bad());
-    }
-    let device_type: i32 = pair.get_item(0)?.extract().map_err(|_| bad())?;
-    let id = pair.get_item(1)?;
-    let device_id: i32 = if id.is_none() {
-        0
-    } else {
-        id.extract().map_err(|_| bad())?
-    };
-    Ok(Device::new(DeviceType(device_type), device_id))
-}
-
-/// Reads a `(device_type, device_id)` argument called `name` (`device=`, `dl_device=`) as
-/// [`device_from_tuple`] does; a malformed one is a `ValueError` naming the argument.
-pub fn device_argument(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Device> {
-    device_from_tuple(value).map_err(|error| PyValueError::new_err(format!("{name}: {error}")))
 }
 
 /// Imports a tensor from any DLPack producer, or from a raw `dltensor` / `dltensor_versioned`

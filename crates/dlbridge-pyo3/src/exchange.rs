@@ -1,5 +1,6 @@
-//! The C exchange API of DLPack 1.3 (`__dlpack_c_exchange_api__`), consumer side: importing
-//! a tensor through its type's function table, without calling `__dlpack__`.
+//! The C exchange API of DLPack 1.3 (`__dlpack_c_exchange_api__`), consumer side: finding a
+//! type's function table ([`lookup_exchange_api`], once per type, by [`crate::dispatch`]) and
+//! importing or describing a tensor through it, without calling `__dlpack__`.
 
 use std::ffi::CStr;
 use std::sync::OnceLock;
@@ -14,9 +15,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
+use crate::errors::to_py_err;
 use crate::framework::FrameworkRules;
-use crate::to_py_err;
-use crate::type_info::type_info;
 
 /// Name of the capsule a tensor type publishes its table in.
 pub const DLPACK_EXCHANGE_API: &CStr = c"dlpack_exchange_api";
@@ -122,12 +122,6 @@ pub fn exchange_api_enabled() -> bool {
     *ENABLED.get_or_init(|| {
         std::env::var(NO_EXCHANGE_API_ENV).map_or(true, |value| value.is_empty() || value == "0")
     })
-}
-
-/// The exchange API of `object`'s type, if it publishes one of major version 1 (walking
-/// `prev_api` to find it). Looked up once per type and cached (the type is kept alive).
-pub fn exchange_api(object: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
-    Ok(type_info(object)?.exchange)
 }
 
 /// Reads a type's exchange API, for the per-type cache; `framework` is the type's framework's

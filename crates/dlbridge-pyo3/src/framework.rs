@@ -25,7 +25,7 @@
 //!   This costs one call into the framework per written tensor (about 100 ns for PyTorch, see
 //!   BENCHMARKS.md) and is not made for any other argument.
 //!
-//! The rules are found once per Python type (`type_info`) and held for the life of the
+//! The rules are found once per Python type ([`crate::dispatch`]) and held for the life of the
 //! process, with the framework objects they call.
 
 use pyo3::exceptions::{PyBufferError, PyTypeError};

@@ -28,46 +28,43 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
-mod capsule;
-mod claims;
-mod consume;
-mod exchange;
-mod framework;
-mod kernel;
-mod numpy;
+// The modules in layers: each imports only modules listed before it (`make lint` checks it
+// with scripts/module-layers.py). Leaves first; then host memory without DLPack; then the
+// consumer side (the exchange table, per-type dispatch, consumption, typed arguments); then
+// the producer side, which never imports the consumer side.
+mod errors;
 mod owner;
-mod producer;
-mod protocol_methods;
-mod returning;
-mod type_info;
+mod trampoline;
+mod capsule;
+mod device;
+mod writability_hook;
+mod host;
+mod framework;
+mod exchange;
+mod dispatch;
+mod consume;
+mod args;
+mod produce;
 
+#[doc(hidden)]
+pub use args::borrow::{inspect_argument, ArgumentInspection};
+pub use args::constraints::{AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape};
+pub use args::tensor_arg::{TensorArg, TensorArgMut};
 pub use capsule::{
     from_capsule, into_capsule, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
     USED_DLTENSOR_VERSIONED,
 };
-pub use consume::{device_argument, device_from_tuple, dlpack_device, from_dlpack, ImportOptions};
+pub use consume::{from_dlpack, ImportOptions};
+pub use device::{device_argument, device_from_tuple, dlpack_device};
+pub use dispatch::exchange_api;
 pub use dlbridge;
-pub use exchange::{
-    exchange_api, exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV,
-};
-#[doc(hidden)]
-pub use kernel::{inspect_argument, ArgumentInspection};
-pub use kernel::{
-    AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape, TensorArg, TensorArgMut,
-};
+pub use errors::to_py_err;
+pub use exchange::{exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV};
+pub use host::formats::buffer_format;
 pub use owner::PyObjectOwner;
-pub use producer::{
-    exchange_api_exports, publish_dlpack, publish_exchange_api, TensorClass, WritabilityHook,
-    WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE,
-};
-pub use protocol_methods::{export_capsule, publish_dlpack_methods, ExportRequest};
-pub use returning::{return_like, TensorProducer};
-
-use pyo3::exceptions::PyBufferError;
-use pyo3::PyErr;
-
-/// The Python exception for a core error: `BufferError`, the protocol's error for data that
-/// DLPack (or the request) cannot express, with the core's message.
-pub fn to_py_err(error: dlbridge::Error) -> PyErr {
-    PyBufferError::new_err(error.to_string())
-}
+pub use produce::class::TensorClass;
+pub use produce::exchange_table::{exchange_api_exports, publish_exchange_api};
+pub use produce::methods::{export_capsule, publish_dlpack_methods, ExportRequest};
+pub use produce::publish_dlpack;
+pub use produce::returning::{return_like, TensorProducer};
+pub use writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};

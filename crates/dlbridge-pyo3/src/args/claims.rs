@@ -75,6 +75,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyModule};
 
+use crate::trampoline;
+
 /// The module of `sys.modules` that holds the state shared by every copy of dlbridge-pyo3.
 const SHARED_MODULE: &str = "_dlbridge_pyo3_shared";
 /// The attribute of [`SHARED_MODULE`] holding the registry's capsule.
@@ -719,29 +721,45 @@ fn conflict_with(other: &Slot, state: u8, used: usize) -> ClaimConflict {
     }
 }
 
+/// [`RegistryApi::claim`] of this build's registry. Version 1 of the table has no failure to
+/// report, so a panic (a broken invariant) aborts ([`trampoline::infallible`]).
+///
+/// # Safety
+///
+/// The table's contract: `request` points to a request whose shape and strides hold `ndim`
+/// values for the call, `out_handle` and `out_conflict` to slots for the results; the
+/// calling thread is attached (registrations are serialized by the GIL, or by the
+/// registry's lock where there is none).
 unsafe extern "C" fn claim_in_own_registry(
     request: *const ClaimRequest,
     out_handle: *mut usize,
     out_conflict: *mut ClaimConflict,
 ) -> c_int {
-    // SAFETY: the table's contract is `claim`'s, for a request valid for the call.
-    match unsafe { claim(Wanted::of_request(&*request)) } {
-        Ok(handle) => {
-            // SAFETY: the caller's slot for the handle.
-            unsafe { out_handle.write(handle) };
-            0
+    trampoline::infallible(|| {
+        // SAFETY: the table's contract is `claim`'s, for a request valid for the call.
+        match unsafe { claim(Wanted::of_request(&*request)) } {
+            Ok(handle) => {
+                // SAFETY: the caller's slot for the handle.
+                unsafe { out_handle.write(handle) };
+                0
+            }
+            Err(conflict) => {
+                // SAFETY: the caller's slot for the conflict.
+                unsafe { out_conflict.write(conflict) };
+                1
+            }
         }
-        Err(conflict) => {
-            // SAFETY: the caller's slot for the conflict.
-            unsafe { out_conflict.write(conflict) };
-            1
-        }
-    }
+    })
 }
 
+/// [`RegistryApi::release`] of this build's registry.
+///
+/// # Safety
+///
+/// `handle` was handed out by this registry's `claim` and is released once.
 unsafe extern "C" fn release_in_own_registry(handle: usize) {
     // SAFETY: forwarded.
-    unsafe { release(handle) }
+    trampoline::infallible(|| unsafe { release(handle) })
 }
 
 /// Registers a claim in this build's registry ([`RegistryApi::claim`]): its handle, or why
@@ -754,8 +772,6 @@ unsafe extern "C" fn release_in_own_registry(handle: usize) {
 /// free-threaded builds, taken here).
 #[inline(always)]
 unsafe fn claim(wanted: Wanted) -> Result<usize, ClaimConflict> {
-    // No panic can escape: nothing below panics but on a broken invariant, which aborts.
-    let abort_on_panic = AbortOnPanic;
     #[cfg(Py_GIL_DISABLED)]
     let _registration = REGISTRATION
         .lock()
@@ -800,7 +816,6 @@ unsafe fn claim(wanted: Wanted) -> Result<usize, ClaimConflict> {
         used_chunks(used).find_map(&mut scan)
     };
     if let Some((slot, state)) = conflict {
-        std::mem::forget(abort_on_panic);
         return Err(conflict_with(slot, state, used));
     }
     let slot = match free {
@@ -833,7 +848,6 @@ unsafe fn claim(wanted: Wanted) -> Result<usize, ClaimConflict> {
         if wanted.written { WRITTEN } else { READ },
         Ordering::Release,
     );
-    std::mem::forget(abort_on_panic);
     Ok(std::ptr::from_ref(slot) as usize)
 }
 
@@ -867,15 +881,6 @@ unsafe fn release(handle: usize) {
     // SAFETY: a handle is the address of a slot of a leaked chunk, never freed.
     let slot = unsafe { &*(handle as *const Slot) };
     slot.state.store(FREE, Ordering::Release);
-}
-
-/// Aborts the process if dropped while unwinding: a panic must not cross the C boundary.
-struct AbortOnPanic;
-
-impl Drop for AbortOnPanic {
-    fn drop(&mut self) {
-        std::process::abort();
-    }
 }
 
 #[cfg(test)]

@@ -8,21 +8,21 @@
 //! (falling back to comparing the text) takes a few nanoseconds where a generic argument
 //! parser takes tens.
 
-use std::ffi::{c_char, CStr};
-use std::os::raw::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::{c_char, c_int, CStr};
 use std::sync::Arc;
 
 use dlbridge::{Device, ManagedTensor};
-use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyString, PyTuple};
 
-use crate::capsule::repr_of;
-use crate::producer::{once_per_class, TensorClass};
-use crate::{device_argument, into_capsule, to_py_err};
+use super::class::{instance, once_per_class, TensorClass};
+use crate::capsule::into_capsule;
+use crate::device::device_argument;
+use crate::errors::{repr_of, to_py_err};
+use crate::trampoline;
 
 /// What a consumer asked `__dlpack__` for (the array API's four keywords).
 #[derive(Clone, Copy, Default)]
@@ -284,80 +284,52 @@ fn copy_flag(value: Borrowed<'_, '_, PyAny>) -> PyResult<bool> {
     })
 }
 
-/// Runs a method body: a Python error or a panic becomes a Python exception and NULL.
-///
-/// CPython calls methods with the thread attached, so the body runs with that token and
-/// without PyO3's own bookkeeping of attached threads (which, entered from C, would call
-/// `PyGILState_Ensure`: tens of nanoseconds on every export). Without that bookkeeping PyO3
-/// queues the release of any `Py` reference dropped in the body until its next entry, so the
-/// successful path drops none (it holds only `Bound` and `Borrowed` references), and errors
-/// are raised through [`raise`], which attaches properly and releases what was queued.
-fn method_result(
-    body: impl for<'py> FnOnce(Python<'py>) -> PyResult<*mut ffi::PyObject>,
-) -> *mut ffi::PyObject {
-    // SAFETY: CPython calls methods with the thread attached to the interpreter.
-    let py = unsafe { Python::assume_attached() };
-    match catch_unwind(AssertUnwindSafe(|| body(py))) {
-        Ok(Ok(result)) => result,
-        Ok(Err(error)) => raise(error),
-        Err(_) => raise(PyRuntimeError::new_err(
-            "dlbridge: a panic in a DLPack protocol method",
-        )),
-    }
-}
-
-/// Sets `error` as the exception being raised and returns NULL, attached through PyO3 so
-/// that the references the error drops are released now.
-#[cold]
-fn raise(error: PyErr) -> *mut ffi::PyObject {
-    Python::attach(|py| error.restore(py));
-    std::ptr::null_mut()
-}
-
-/// The instance a method was called on.
+/// `__dlpack__` of `T`, a `METH_FASTCALL | METH_KEYWORDS` method.
 ///
 /// # Safety
 ///
-/// `object` must be a live Python object, borrowed for `'a`.
-unsafe fn instance<'a, 'py, T: TensorClass>(
-    py: Python<'py>,
-    object: *mut ffi::PyObject,
-) -> PyResult<Borrowed<'a, 'py, T>> {
-    // SAFETY: by the contract.
-    let object = unsafe { Borrowed::from_ptr(py, object) };
-    Ok(object.cast::<T>()?)
-}
-
+/// CPython's calling convention: `object` is an instance of `T` (the descriptor checks it),
+/// `args` holds `nargs` positional values and one per name in `kwnames`, the thread is
+/// attached.
 unsafe extern "C" fn dlpack_method<T: TensorClass>(
     object: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargs: ffi::Py_ssize_t,
     kwnames: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    method_result(|py| {
-        // SAFETY: CPython passes the instance (checked against the descriptor's type by the
-        // descriptor) and the arguments by the vectorcall convention.
+    let body = |py: Python<'_>| -> PyResult<*mut ffi::PyObject> {
+        // SAFETY: CPython passes the instance and the arguments by the vectorcall convention.
         let (instance, request) = unsafe {
             (
-                instance::<T>(py, object)?,
+                instance::<T>(py, object, "self")?,
                 parse_request(py, args, nargs, kwnames)?,
             )
         };
         let borrowed = instance.try_borrow()?;
         Ok(export_capsule(py, borrowed.tensor(), &request)?.into_ptr())
-    })
+    };
+    // SAFETY: CPython calls methods with the thread attached.
+    unsafe { trampoline::attached("__dlpack__", body) }
 }
 
+/// `__dlpack_device__` of `T`, a `METH_NOARGS` method.
+///
+/// # Safety
+///
+/// CPython's calling convention: `object` is an instance of `T` (the descriptor checks it),
+/// the thread is attached.
 unsafe extern "C" fn dlpack_device_method<T: TensorClass>(
     object: *mut ffi::PyObject,
     _no_arguments: *mut ffi::PyObject,
 ) -> *mut ffi::PyObject {
-    method_result(|py| {
-        // SAFETY: CPython passes the instance, checked against the descriptor's type.
-        let instance = unsafe { instance::<T>(py, object) }?;
+    let body = |py: Python<'_>| -> PyResult<*mut ffi::PyObject> {
+        // SAFETY: CPython passes the instance.
+        let instance = unsafe { instance::<T>(py, object, "self") }?;
         let device = instance.try_borrow()?.tensor().view().device();
         Ok((device.device_type.0, device.device_id)
             .into_pyobject(py)?
             .into_ptr())
-    })
+    };
+    // SAFETY: CPython calls methods with the thread attached.
+    unsafe { trampoline::attached("__dlpack_device__", body) }
 }

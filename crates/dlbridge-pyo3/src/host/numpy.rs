@@ -10,16 +10,18 @@
 //! here, and only the built-in numeric data types in native byte order with strides in whole
 //! elements; everything else goes through `__dlpack__`, whose answer (or error) is NumPy's.
 
-use std::ffi::{c_char, c_int, c_long, c_void};
+use std::ffi::{c_char, c_int, c_void};
 
 use dlbridge::ffi::DLTensor;
-use dlbridge::{DataType, Device, ManagedTensor, TensorView, Writability};
+use dlbridge::{Device, ManagedTensor, TensorView, Writability};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
-use crate::kernel::element_strides;
-use crate::{to_py_err, PyObjectOwner};
+use super::formats::dtype_of_numpy_type;
+use super::strides;
+use crate::errors::to_py_err;
+use crate::owner::PyObjectOwner;
 
 /// The head of NumPy's `PyArrayObject_fields`.
 #[repr(C)]
@@ -51,9 +53,6 @@ struct DescrHead {
 /// `NPY_ARRAY_WRITEABLE`.
 const WRITEABLE: c_int = 0x0400;
 
-/// NumPy's largest number of dimensions (64 since 2.0, 32 before).
-pub(crate) const MAX_NDIM: usize = 64;
-
 /// Whether objects of `kind` are at least as large as the fields read here (a sanity check
 /// on the class found as `numpy.ndarray`).
 pub(crate) fn layout_fits(kind: &Bound<'_, PyType>) -> bool {
@@ -62,38 +61,13 @@ pub(crate) fn layout_fits(kind: &Bound<'_, PyType>) -> bool {
     usize::try_from(basicsize).is_ok_and(|size| size >= std::mem::size_of::<ArrayFields>())
 }
 
-/// The DLPack data type of a built-in NumPy type number (`NPY_FLOAT` and so on); `None` for
-/// the types DLPack has no code for (objects, strings, dates, `longdouble`, user types).
-fn dtype_of(type_num: c_int) -> Option<DataType> {
-    let long_bits = (std::mem::size_of::<c_long>() * 8) as u8;
-    Some(match type_num {
-        0 => DataType::BOOL,
-        1 => DataType::INT8,
-        2 => DataType::UINT8,
-        3 => DataType::INT16,
-        4 => DataType::UINT16,
-        5 => DataType::INT32,
-        6 => DataType::UINT32,
-        7 => DataType::int(long_bits),
-        8 => DataType::uint(long_bits),
-        9 => DataType::INT64,
-        10 => DataType::UINT64,
-        11 => DataType::FLOAT32,
-        12 => DataType::FLOAT64,
-        14 => DataType::COMPLEX64,
-        15 => DataType::COMPLEX128,
-        23 => DataType::FLOAT16,
-        _ => return None,
-    })
-}
-
 /// Describes a NumPy array and runs `use_view` on the validated view, with whether the array
 /// may be written. `None` when the array is not one this path takes (see the module docs):
 /// the caller then goes through `__dlpack__`.
 ///
 /// # Safety
 ///
-/// `object`'s type must be exactly `numpy.ndarray` (see `type_info`), and `object` must not be
+/// `object`'s type must be exactly `numpy.ndarray` (see [`crate::dispatch`]), and `object` must not be
 /// resized or have its data replaced while `use_view` runs (the GIL is held by `object`'s
 /// token, and the view does not outlive the call).
 #[inline(always)]
@@ -104,64 +78,56 @@ pub(crate) unsafe fn with_array_view<R>(
     // SAFETY: the caller's guarantee: a live `numpy.ndarray`, whose struct starts with these
     // fields; the GIL is held, so nothing changes them while they are read.
     let array = unsafe { &*object.as_ptr().cast::<ArrayFields>() };
-    let ndim = match usize::try_from(array.nd) {
-        Ok(ndim) if ndim <= MAX_NDIM => ndim,
-        _ => return Ok(None),
+    let Ok(ndim) = usize::try_from(array.nd) else {
+        return Ok(None);
     };
-    if array.descr.is_null() {
+    if array.descr.is_null()
+        || (ndim > 0 && (array.dimensions.is_null() || array.strides.is_null()))
+    {
         return Ok(None);
     }
     // SAFETY: every array has a live descriptor, whose head is laid out as `DescrHead`.
     let descr = unsafe { &*array.descr };
     let native = matches!(descr.byteorder as u8, b'=' | b'|')
         || (descr.byteorder as u8 == b'<') == cfg!(target_endian = "little");
-    let Some(dtype) = dtype_of(descr.type_num).filter(|_| native) else {
+    let Some(dtype) = dtype_of_numpy_type(descr.type_num).filter(|_| native) else {
         return Ok(None);
     };
     let itemsize = dtype.size_in_bytes().unwrap_or(1) as isize;
-    // Up to 8 dimensions (nearly every array) the strides buffer is small to clear.
-    let mut few = [0i64; 8];
-    let mut many;
-    let strides: &mut [i64] = if ndim <= few.len() {
-        &mut few
+    let byte_strides: &[isize] = if ndim == 0 {
+        &[]
     } else {
-        many = [0i64; MAX_NDIM];
-        &mut many
-    };
-    let mut shape_dangling = [0i64; 1];
-    let shape = if ndim == 0 {
-        shape_dangling.as_mut_ptr()
-    } else {
-        if array.dimensions.is_null() || array.strides.is_null() {
-            return Ok(None);
-        }
         // SAFETY: an array of `nd` dimensions has `nd` strides, in bytes.
-        let byte_strides = unsafe { std::slice::from_raw_parts(array.strides, ndim) };
-        if !element_strides(byte_strides, itemsize, strides) {
-            return Ok(None);
-        }
-        // `npy_intp` is `i64` wherever this crate builds (checked below).
+        unsafe { std::slice::from_raw_parts(array.strides, ndim) }
+    };
+    let mut no_extents = [0i64; 1];
+    let shape = if ndim == 0 {
+        no_extents.as_mut_ptr()
+    } else {
+        // `npy_intp` is `i64` wherever this crate builds (checked in `host`).
         array.dimensions.cast::<i64>()
     };
-    let tensor = DLTensor {
-        data: array.data.cast::<c_void>(),
-        device: Device::CPU,
-        ndim: ndim as i32,
-        dtype,
-        shape,
-        strides: strides.as_mut_ptr(),
-        byte_offset: 0,
-    };
-    // SAFETY: the array's data, its dimensions and the local strides stay valid and unchanged
-    // while `use_view` runs (the caller's guarantee, and locals of this frame).
-    let view = unsafe { TensorView::from_dltensor(&tensor) }
-        .map_err(|error| pyo3::exceptions::PyBufferError::new_err(error.to_string()))?;
     let writability = if array.flags & WRITEABLE == 0 {
         Writability::ReadOnly
     } else {
         Writability::Writable
     };
-    use_view(&view, writability).map(Some)
+    let described = strides::in_elements(byte_strides, itemsize, |strides| {
+        let tensor = DLTensor {
+            data: array.data.cast::<c_void>(),
+            device: Device::CPU,
+            ndim: ndim as i32,
+            dtype,
+            shape,
+            strides: strides.as_mut_ptr(),
+            byte_offset: 0,
+        };
+        // SAFETY: the array's data, its dimensions and the local strides stay valid and
+        // unchanged while `use_view` runs (the caller's guarantee, and locals of this frame).
+        let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(to_py_err)?;
+        use_view(&view, writability)
+    });
+    described.transpose()
 }
 
 /// Imports a NumPy array as an owned tensor that keeps the array alive: zero-copy, as
@@ -170,7 +136,7 @@ pub(crate) unsafe fn with_array_view<R>(
 ///
 /// # Safety
 ///
-/// `object`'s type must be exactly `numpy.ndarray` (see `type_info`).
+/// `object`'s type must be exactly `numpy.ndarray` (see [`crate::dispatch`]).
 pub(crate) unsafe fn import(object: &Bound<'_, PyAny>) -> PyResult<Option<ManagedTensor>> {
     let export = |view: &TensorView<'_>, writability: Writability| {
         let owner = PyObjectOwner::new(object.clone().unbind());
@@ -183,5 +149,3 @@ pub(crate) unsafe fn import(object: &Bound<'_, PyAny>) -> PyResult<Option<Manage
     // the GIL held.
     unsafe { with_array_view(object, export) }
 }
-
-const _: () = assert!(std::mem::size_of::<isize>() == std::mem::size_of::<i64>());

@@ -1,5 +1,5 @@
-//! What dlbridge knows about a Python type as a tensor producer, looked up once per type and
-//! then read without a lock: its DLPack 1.3 C exchange API (when it answers as the type's
+//! Dispatch by Python type: what dlbridge knows about a type as a tensor producer, looked up
+//! once per type and then read without a lock: its DLPack 1.3 C exchange API (when it answers as the type's
 //! `__dlpack__` does), whether it is NumPy's `ndarray`, the rules of its framework
 //! ([`crate::framework`]), and how the writability of a borrowed descriptor is known.
 
@@ -14,8 +14,14 @@ use pyo3::types::PyType;
 
 use crate::exchange::{lookup_exchange_api, ExchangeApi};
 use crate::framework::{defining_class, rules_for, FrameworkRules};
-use crate::numpy;
-use crate::producer::{writability_hook, WritabilityHook};
+use crate::host::numpy;
+use crate::writability_hook::{writability_hook, WritabilityHook};
+
+/// The exchange API of `object`'s type, if it publishes one of major version 1 (walking
+/// `prev_api` to find it). Looked up once per type and cached (the type is kept alive).
+pub fn exchange_api(object: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
+    Ok(type_info(object)?.exchange)
+}
 
 /// What a producer type offers.
 pub(crate) struct TypeInfo {
@@ -28,7 +34,7 @@ pub(crate) struct TypeInfo {
     /// published the table (nor, for PyTorch, `__torch_function__`).
     pub(crate) exchange: Option<ExchangeApi>,
     /// The type is exactly `numpy.ndarray`, whose objects are read directly
-    /// ([`crate::numpy`]).
+    /// ([`crate::host::numpy`]).
     pub(crate) numpy_array: bool,
     /// The rules of the type's framework (PyTorch, PaddlePaddle), if dlbridge has any.
     pub(crate) framework: Option<&'static FrameworkRules>,

@@ -7,8 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::capsule::into_capsule;
-use crate::exchange::exchange_api;
-use crate::to_py_err;
+use crate::dispatch::exchange_api;
+use crate::errors::to_py_err;
 
 /// A one-shot DLPack producer around an owned tensor: what framework `from_dlpack` functions
 /// that want an object with `__dlpack__` (NumPy, JAX) are given. It answers `max_version` as

@@ -1,0 +1,224 @@
+//! How a typed argument reaches the tensor behind a Python object: the one order of sources
+//! ([`extract_with`]), each borrowing a descriptor for the call without copying, and the
+//! reference path, a full import, that every other path answers as.
+
+use dlbridge::{DataType, ManagedTensor, TensorView, Writability};
+use pyo3::prelude::*;
+
+use crate::consume::{from_dlpack, ImportOptions};
+use crate::dispatch::{type_info, BorrowedWritability, TypeInfo};
+use crate::errors::{argument_error, to_py_err};
+use crate::exchange::{exchange_api_enabled, ExchangeApi};
+use crate::host::buffer::{with_buffer_view, HeldBuffer};
+use crate::host::numpy;
+use crate::writability_hook;
+
+/// Where an argument's descriptor came from: borrowed from the producer through its exchange
+/// API table (no allocation), or imported and owned for the call. One pointer wide (the
+/// owned tensor is boxed on that path, which allocates anyway), so that arguments stay small
+/// to move on the borrowed path.
+pub(crate) enum Source {
+    /// A descriptor borrowed from the producer: its exchange table, or NumPy's array struct.
+    Borrowed,
+    /// A buffer-protocol export.
+    Buffer(#[allow(dead_code)] HeldBuffer),
+    /// An owned tensor: an export through the exchange table
+    /// (`managed_tensor_from_py_object_no_sync`), or a full import ([`from_dlpack`], the
+    /// reference path).
+    Owned(Box<OwnedTensor>),
+}
+
+/// The tensor of [`Source::Owned`].
+pub(crate) struct OwnedTensor {
+    _tensor: ManagedTensor,
+    /// Exported through the exchange table (not imported with [`from_dlpack`]).
+    through_table: bool,
+}
+
+impl Source {
+    /// An owned tensor.
+    fn owned(tensor: ManagedTensor, through_table: bool) -> Self {
+        Source::Owned(Box::new(OwnedTensor {
+            _tensor: tensor,
+            through_table,
+        }))
+    }
+}
+
+/// Borrows or imports the tensor behind `object`, and runs `make` on its validated view while
+/// the descriptor is alive, with whether it is read-only. In order:
+///
+/// 1. the producer's C exchange API (`dltensor_from_py_object_no_sync`, no allocation), when
+///    its type publishes one that answers as its `__dlpack__` does. A `DLTensor` cannot say
+///    READ_ONLY, so for a writable argument the writability comes from what is known of the
+///    type (PyTorch and PaddlePaddle have no read-only tensors; dlbridge's classes publish a
+///    writability hook), or else from an owned export (`managed_tensor_from_py_object_no_sync`),
+///    which has flags;
+/// 2. NumPy's array struct, for exactly `numpy.ndarray`;
+/// 3. the buffer protocol (other host-memory exporters, no negotiation);
+/// 4. the reference: a full DLPack import ([`from_dlpack`]) held for the call, of
+///    `x.detach()` for a tensor autograd tracks (a read-only argument reads it as `detach()`
+///    does; a writable one was checked before, [`crate::framework`]).
+///
+/// Whatever a fast path fails on (a tensor the table cannot describe, a lazy PyTorch view)
+/// goes to the reference, so that a refusal is the producer's own (`BufferError` from
+/// `__dlpack__`) on every path.
+#[inline(always)]
+pub(crate) fn extract_with<R>(
+    object: &Bound<'_, PyAny>,
+    info: &TypeInfo,
+    writable: bool,
+    make: impl Fn(&TensorView<'_>, Writability) -> PyResult<R>,
+) -> PyResult<(Source, R)> {
+    if writable {
+        if let Some(rules) = info.framework {
+            rules.check_writable(object)?;
+        }
+    }
+    if let Some(api) = info.exchange {
+        // A type with a table takes no other fast path: its buffer export (if any) may name
+        // its data type differently (dlbridge's own shows bfloat16 as uint16 bits); with the
+        // table turned off it goes to the reference.
+        if exchange_api_enabled() {
+            if let Some(made) = extract_from_table(api, info, object, writable, &make)? {
+                return Ok(made);
+            }
+        }
+    } else if info.numpy_array {
+        // SAFETY: the type is exactly `numpy.ndarray`; the caller holds the array for the
+        // call, and the view is used only inside `make`.
+        if let Some(made) = unsafe { numpy::with_array_view(object, &make) }? {
+            return Ok((Source::Borrowed, made));
+        }
+    } else if let Some((buffer, made)) = with_buffer_view(object, &make)? {
+        return Ok((Source::Buffer(buffer), made));
+    }
+    let source = match info.framework {
+        Some(rules) => rules.untracked(object)?,
+        None => object.clone(),
+    };
+    let tensor = from_dlpack(&source, &ImportOptions::default())?;
+    let made = {
+        let view = tensor.view();
+        make(&view, view.writability())?
+    };
+    Ok((Source::owned(tensor, false), made))
+}
+
+/// The exchange-table path of [`extract_with`]; `None` sends the argument to the reference
+/// path (a descriptor the table cannot give, a lazy PyTorch view).
+#[inline(always)]
+fn extract_from_table<R>(
+    api: ExchangeApi,
+    info: &TypeInfo,
+    object: &Bound<'_, PyAny>,
+    writable: bool,
+    make: &impl Fn(&TensorView<'_>, Writability) -> PyResult<R>,
+) -> PyResult<Option<(Source, R)>> {
+    let known_writability =
+        !writable || !matches!(info.borrowed_writability, BorrowedWritability::Unknown);
+    let described = if known_writability {
+        match api.describe(object) {
+            Ok(described) => described,
+            Err(_) => return Ok(None),
+        }
+    } else {
+        None
+    };
+    let Some(tensor) = described else {
+        // No borrowed descriptor (the table has no `dltensor_from_py_object_no_sync`, or the
+        // writability of one would not be known): an owned export, which has flags.
+        let Ok(tensor) = api.managed_tensor(object) else {
+            drop(PyErr::take(object.py()));
+            return Ok(None);
+        };
+        let made = {
+            let view = tensor.view();
+            if !api.is_faithful(object, Some(&view))? {
+                return Ok(None);
+            }
+            make(&view, view.writability())?
+        };
+        return Ok(Some((Source::owned(tensor, true), made)));
+    };
+    // SAFETY: the producer filled the descriptor for an object the caller keeps alive and
+    // unchanged for the call.
+    let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(argument_error)?;
+    if !api.is_faithful(object, Some(&view))? {
+        return Ok(None);
+    }
+    let writability = match info.borrowed_writability {
+        // Reading does not ask.
+        _ if !writable => Writability::Writable,
+        BorrowedWritability::AlwaysWritable | BorrowedWritability::Unknown => Writability::Writable,
+        // SAFETY: the hook was published by the table's type, whose instance `object` is
+        // (checked by the per-type lookup).
+        BorrowedWritability::Hook(hook) => unsafe { writability_hook::ask(hook, object) }?,
+    };
+    Ok(Some((Source::Borrowed, make(&view, writability)?)))
+}
+
+/// What a typed argument would see of an object, whatever its data type: for tests that
+/// compare every path of typed arguments with the producer's own `__dlpack__`. Not a stable
+/// API.
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct ArgumentInspection {
+    /// The path taken: `"exchange"` (a descriptor borrowed through the exchange table),
+    /// `"exchange-export"` (an owned export through it), `"numpy"` (NumPy's array struct),
+    /// `"buffer"` (the buffer protocol) or `"dlpack"` (a full import, the reference).
+    pub path: &'static str,
+    /// The data type.
+    pub dtype: DataType,
+    /// The device.
+    pub device: dlbridge::Device,
+    /// The extents.
+    pub shape: Vec<i64>,
+    /// The strides, in elements.
+    pub strides: Vec<i64>,
+    /// Whether the argument would be read-only (a `TensorArgMut` refuses it).
+    pub read_only: bool,
+    /// The address of the first element.
+    pub data: usize,
+    /// The elements' bytes in row-major order (host memory, whole-byte types), else `None`.
+    pub bytes: Option<Vec<u8>>,
+}
+
+/// Runs the extraction of a typed argument (`writable`: a `TensorArgMut`'s, whose refusals
+/// of tensors autograd tracks apply) on `object` and reports what it saw, with no check of
+/// data type, dimensions or layout, and no claim on the memory. Not a stable API: for tests.
+#[doc(hidden)]
+pub fn inspect_argument(object: &Bound<'_, PyAny>, writable: bool) -> PyResult<ArgumentInspection> {
+    let info = type_info(object)?;
+    let (source, mut inspection) = extract_with(object, info, writable, |view, writability| {
+        let bytes = if view.device().is_host_readable() && view.dtype().size_in_bytes().is_some() {
+            let copy = view.to_compact_copy().map_err(to_py_err)?;
+            let copy_view = copy.view();
+            let length = copy_view.compact_byte_size() as usize;
+            // SAFETY: a compact copy of `length` readable bytes, alive for this block.
+            Some(unsafe {
+                std::slice::from_raw_parts(copy_view.data_ptr().cast::<u8>(), length).to_vec()
+            })
+        } else {
+            None
+        };
+        Ok(ArgumentInspection {
+            path: "",
+            dtype: view.dtype(),
+            device: view.device(),
+            shape: view.shape().to_vec(),
+            strides: view.strides().to_vec(),
+            read_only: !writability.allows_writes(),
+            data: view.data_ptr() as usize,
+            bytes,
+        })
+    })?;
+    inspection.path = match (&source, info.exchange.is_some()) {
+        (Source::Borrowed, true) => "exchange",
+        (Source::Borrowed, false) => "numpy",
+        (Source::Buffer(_), _) => "buffer",
+        (Source::Owned(owned), _) if owned.through_table => "exchange-export",
+        (Source::Owned(_), _) => "dlpack",
+    };
+    Ok(inspection)
+}

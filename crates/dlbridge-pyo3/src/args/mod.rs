@@ -1,0 +1,20 @@
+//! Typed tensor arguments for `#[pyfunction]`s: a Rust kernel written once takes NumPy,
+//! PyTorch, JAX (any DLPack producer) zero-copy, with its expectations checked at extraction.
+//!
+//! ```ignore
+//! #[pyfunction]
+//! fn scale(py: Python<'_>, x: TensorArg<'_, f32, Ix2, CContiguous>, mut out: TensorArgMut<'_, f32, Ix2>, factor: f32) {
+//!     py.detach(|| out.view_mut().zip_mut_with(&x.view(), |o, &v| *o = v * factor));
+//! }
+//! ```
+//!
+//! - [`constraints`]: what an argument's type requires (layout, extents) and the check;
+//! - [`claims`]: the aliasing registry, so that no memory is written through one argument
+//!   while another reaches it;
+//! - [`borrow`]: the one order of sources a descriptor is borrowed from;
+//! - [`tensor_arg`]: the argument types themselves, built from the three above.
+
+pub(crate) mod constraints;
+pub(crate) mod claims;
+pub(crate) mod borrow;
+pub(crate) mod tensor_arg;

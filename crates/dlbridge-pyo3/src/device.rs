@@ -1,0 +1,46 @@
+//! Devices as the Python protocol writes them: `(device_type, device_id)` pairs, read from
+//! `__dlpack_device__()` and from `device=` / `dl_device=` arguments.
+
+use dlbridge::{Device, DeviceType};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::errors::repr_of;
+
+/// Reads `obj.__dlpack_device__()`: a `(device_type, device_id)` pair of ints or IntEnums; a
+/// `device_id` of None (Paddle, for CPU) reads as 0.
+pub fn dlpack_device(object: &Bound<'_, PyAny>) -> PyResult<Device> {
+    device_from_tuple(&object.call_method0(intern!(object.py(), "__dlpack_device__"))?)
+}
+
+/// Reads a `(device_type, device_id)` tuple, as `__dlpack_device__()` returns it and as
+/// `device=` / `dl_device=` arguments pass it: ints or IntEnums, and a `device_id` of None
+/// (Paddle, for CPU) read as 0. Anything else is a `TypeError`.
+pub fn device_from_tuple(result: &Bound<'_, PyAny>) -> PyResult<Device> {
+    let bad = || {
+        PyTypeError::new_err(format!(
+            "expected a (device_type, device_id) tuple of ints, got {}",
+            repr_of(result)
+        ))
+    };
+    let pair = result.cast::<PyTuple>().map_err(|_| bad())?;
+    if pair.len() != 2 {
+        return Err(bad());
+    }
+    let device_type: i32 = pair.get_item(0)?.extract().map_err(|_| bad())?;
+    let id = pair.get_item(1)?;
+    let device_id: i32 = if id.is_none() {
+        0
+    } else {
+        id.extract().map_err(|_| bad())?
+    };
+    Ok(Device::new(DeviceType(device_type), device_id))
+}
+
+/// Reads a `(device_type, device_id)` argument called `name` (`device=`, `dl_device=`) as
+/// [`device_from_tuple`] does; a malformed one is a `ValueError` naming the argument.
+pub fn device_argument(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Device> {
+    device_from_tuple(value).map_err(|error| PyValueError::new_err(format!("{name}: {error}")))
+}

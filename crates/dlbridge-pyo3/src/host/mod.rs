@@ -1,0 +1,20 @@
+//! Host memory as Python describes it without DLPack: NumPy's array struct and the buffer
+//! protocol, read into validated DLPack views without allocating, and the tables that name
+//! their element types.
+//!
+//! These are the fast paths of consumption ([`crate::from_dlpack`] for NumPy arrays) and of
+//! typed arguments; whatever they do not take (a data type without a DLPack code, a foreign
+//! byte order, strides that are not whole elements) goes through `__dlpack__`, whose answer
+//! is the producer's.
+
+pub(crate) mod strides;
+pub(crate) mod formats;
+pub(crate) mod numpy;
+pub(crate) mod buffer;
+
+// NumPy's `npy_intp` and Python's `Py_ssize_t` are `isize`; the descriptors built here point
+// DLPack's `int64_t` shape at them directly, which needs them to be 64 bits wide.
+const _: () = assert!(
+    std::mem::size_of::<isize>() == std::mem::size_of::<i64>(),
+    "dlbridge-pyo3 needs a 64-bit target: DLPack's shapes are int64_t, host extents are isize"
+);

@@ -1,0 +1,56 @@
+//! The tensor class of a producer: the trait a PyO3 class implements ([`TensorClass`]), and
+//! what the functions published on it share (the instance behind a `PyObject*`, the values
+//! Python keeps pointers to).
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use dlbridge::ManagedTensor;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::{ffi, PyClass};
+
+/// A PyO3 class whose instances are tensors: what [`publish_dlpack`](crate::publish_dlpack) needs to make it a
+/// DLPack producer.
+pub trait TensorClass: PyClass + Sized + 'static {
+    /// The instance's tensor (shared: exports keep it alive).
+    fn tensor(&self) -> &Arc<ManagedTensor>;
+    /// A new instance owning `tensor` (typically `Py::new(py, Self { .. })`).
+    fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>>;
+}
+
+/// A value that Python keeps pointers to for the life of the process (an exchange table, a
+/// method definition), made on the first call for the class `T` and returned again on every
+/// later one: publishing a class twice reuses it, so the process holds one per class and
+/// kind of value, however often a module is imported or a class re-published.
+pub(crate) fn once_per_class<T: 'static, V: 'static>(make: impl FnOnce() -> V) -> *mut V {
+    // Addresses rather than pointers: the values hold raw pointers, which are not `Send`.
+    static VALUES: OnceLock<Mutex<HashMap<(TypeId, TypeId), usize>>> = OnceLock::new();
+    let values = VALUES.get_or_init(Default::default);
+    let mut values = values
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let address = *values
+        .entry((TypeId::of::<T>(), TypeId::of::<V>()))
+        .or_insert_with(|| Box::into_raw(Box::new(make())) as usize);
+    address as *mut V
+}
+
+/// The instance of `T` behind a `PyObject*` handed to a published function (a method's
+/// `self`, an exchange-table function's `py_object`, named `name` in the error for NULL).
+///
+/// # Safety
+///
+/// `object` must be NULL or a live Python object, borrowed for `'a`.
+#[inline(always)]
+pub(crate) unsafe fn instance<'a, 'py, T: TensorClass>(
+    py: Python<'py>,
+    object: *mut ffi::PyObject,
+    name: &str,
+) -> PyResult<Borrowed<'a, 'py, T>> {
+    // SAFETY: by the contract; NULL is refused rather than read.
+    let object = unsafe { Borrowed::from_ptr_or_opt(py, object) }
+        .ok_or_else(|| PyValueError::new_err(format!("the Python object `{name}` is NULL")))?;
+    Ok(object.cast::<T>()?)
+}

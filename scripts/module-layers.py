@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""The project's import rules, checked from the sources (`make lint` runs this).
+
+1. No import cycle among the files of any crate (crates/*/src) or of the Python package
+   (python/dlbridge): a file that imports another, directly or not, is never imported back.
+2. In the crates whose lib.rs lists its modules in layers (dlbridge-pyo3), each file imports
+   only files listed before it: a folder module's files take the folder's place, in the
+   order its mod.rs lists them, and mod.rs itself comes after its children.
+
+Rust imports are the `crate::`, `super::` and `self::` paths of the code (comments and doc
+comments are not read); a path is charged to the longest module it names. Python imports are
+`import`/`from ... import` statements of package modules, wherever they stand (a lazy import
+inside a function still ties two files). Prints each cycle or out-of-order import, with the
+names that tie the files, and exits 1 if there is any.
+
+    python3 scripts/module-layers.py
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYERED_CRATES = ["crates/dlbridge-pyo3"]
+PYTHON_PACKAGE = ROOT / "python" / "dlbridge"
+
+RUST_PATH = re.compile(r"(?<!\$)\b(crate|super|self)((?:::\w+)+|::\{)")
+RUST_MOD = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", re.MULTILINE)
+
+
+def rust_module_files(src: Path) -> dict[tuple[str, ...], Path]:
+    """Module path -> file, for every module file below `src`."""
+    modules = {}
+    for file in sorted(src.rglob("*.rs")):
+        parts = list(file.relative_to(src).with_suffix("").parts)
+        if parts in (["lib"], ["main"]):
+            parts = []
+        elif parts[-1] == "mod":
+            parts = parts[:-1]
+        modules[tuple(parts)] = file
+    return modules
+
+
+def strip_rust_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def rust_use_groups(code: str, start: int) -> list[str]:
+    """The paths of a `use` tree starting at `code[start]` ("a::{b, c::d}" -> a::b, a::c::d)."""
+    depth, end = 0, start
+    while end < len(code):
+        char = code[end]
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+        elif depth == 0 and not (char.isalnum() or char in "_:"):
+            break
+        end += 1
+    tree = code[start:end]
+
+    def expand(prefix: str, body: str) -> list[str]:
+        body = body.strip()
+        if not body.startswith("{"):
+            return [prefix + body]
+        inner, parts, depth, current = body[1:-1], [], 0, ""
+        for char in inner:
+            if char == "," and depth == 0:
+                parts.append(current)
+                current = ""
+                continue
+            depth += char == "{"
+            depth -= char == "}"
+            current += char
+        parts.append(current)
+        paths = []
+        for part in filter(str.strip, parts):
+            head, sep, rest = part.strip().partition("::{")
+            if sep:
+                paths += expand(prefix + head + "::", "{" + rest)
+            else:
+                paths.append(prefix + part.strip())
+        return paths
+
+    head, sep, rest = tree.partition("::{")
+    return expand(head + "::", "{" + rest) if sep else [tree]
+
+
+def rust_imports(module: tuple[str, ...], file: Path, modules) -> dict[tuple[str, ...], set]:
+    """The modules `module` (in `file`) imports, each with the names it takes from it."""
+    code = strip_rust_comments(file.read_text())
+    imported: dict[tuple[str, ...], set] = {}
+    for match in RUST_PATH.finditer(code):
+        for path in rust_use_groups(code, match.start()):
+            parts = [p for p in path.split("::") if p]
+            anchor, rest = parts[0], parts[1:]
+            base = [] if anchor == "crate" else list(module)
+            if anchor == "super":
+                base = base[:-1]
+                while rest and rest[0] == "super":
+                    base, rest = base[:-1], rest[1:]
+            full = base + rest
+            for length in range(len(full), -1, -1):
+                target = tuple(full[:length])
+                if target in modules:
+                    break
+            if target != module:
+                name = full[length] if length < len(full) else "*"
+                imported.setdefault(target, set()).add(name)
+    return imported
+
+
+def find_cycles(graph: dict) -> list[list]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index, low, stack, on_stack, cycles, counter = {}, {}, [], set(), [], [0]
+
+    def visit(node):
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, {}):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(10000)
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def declared_order(src: Path, module: tuple[str, ...], modules) -> list[tuple[str, ...]]:
+    """The modules of the crate in the order the `mod` declarations list them, children
+    before their folder's mod.rs."""
+    order = []
+    for child in RUST_MOD.findall(strip_rust_comments(modules[module].read_text())):
+        path = (*module, child)
+        if path in modules:
+            file = modules[path]
+            if file.name == "mod.rs":
+                order += declared_order(src, path, modules)
+            else:
+                order.append(path)
+    order.append(module)
+    return order
+
+
+def check_rust(crate: Path, layered: bool) -> list[str]:
+    src = crate / "src"
+    modules = rust_module_files(src)
+    graph = {m: rust_imports(m, f, modules) for m, f in modules.items()}
+    name = lambda m: str(modules[m].relative_to(ROOT))  # noqa: E731
+    problems = []
+    for cycle in find_cycles(graph):
+        ties = [
+            f"    {name(a)} -> {name(b)}: {', '.join(sorted(graph[a][b]))}"
+            for a in cycle
+            for b in cycle
+            if b in graph[a]
+        ]
+        problems.append("import cycle: " + ", ".join(map(name, cycle)) + "\n" + "\n".join(ties))
+    if layered:
+        order = declared_order(src, (), modules)
+        place = {m: i for i, m in enumerate(order)}
+        for module in order:
+            for target, names in sorted(graph[module].items()):
+                if target in place and place[target] > place[module]:
+                    problems.append(
+                        f"layer order: {name(module)} imports {name(target)} "
+                        f"({', '.join(sorted(names))}), which lib.rs lists after it"
+                    )
+    return problems
+
+
+def python_imports(file: Path, package: Path) -> dict[str, set]:
+    """The package modules `file` imports, each with the names it takes."""
+    root_name = package.name
+    module = ".".join(file.relative_to(package.parent).with_suffix("").parts)
+    if module.endswith(".__init__"):
+        module = module[: -len(".__init__")]
+        here = module
+    else:
+        here = module.rsplit(".", 1)[0]
+    imported: dict[str, set] = {}
+    for node in ast.walk(ast.parse(file.read_text(), str(file))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != root_name:
+                continue
+            for alias in node.names:
+                candidate = f"{target}.{alias.name}"
+                key = candidate if module_file(candidate, package) else target
+                imported.setdefault(key, set()).add(alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == root_name:
+                    imported.setdefault(alias.name, set()).add("*")
+    imported.pop(module, None)
+    return {k: v for k, v in imported.items() if module_file(k, package)}
+
+
+def module_file(module: str, package: Path) -> Path | None:
+    path = package.parent.joinpath(*module.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def check_python(package: Path) -> list[str]:
+    files = sorted(package.rglob("*.py"))
+    graph = {}
+    for file in files:
+        module = ".".join(file.relative_to(package.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        graph[module] = python_imports(file, package)
+    problems = []
+    for cycle in find_cycles(graph):
+        ties = [
+            f"    {a} -> {b}: {', '.join(sorted(graph[a][b]))}"
+            for a in cycle
+            for b in cycle
+            if b in graph[a]
+        ]
+        problems.append("import cycle: " + ", ".join(cycle) + "\n" + "\n".join(ties))
+    return problems
+
+
+def main() -> int:
+    problems = []
+    crates = sorted(p.parent for p in ROOT.glob("crates/*/Cargo.toml"))
+    for crate in crates:
+        problems += check_rust(crate, str(crate.relative_to(ROOT)) in LAYERED_CRATES)
+    problems += check_python(PYTHON_PACKAGE)
+    for problem in problems:
+        print(problem)
+    checked = ", ".join(str(c.relative_to(ROOT)) for c in crates)
+    print(
+        f"module-layers: {len(problems)} problem(s) in {checked} and "
+        f"{PYTHON_PACKAGE.relative_to(ROOT)} (layered: {', '.join(LAYERED_CRATES)})"
+    )
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
