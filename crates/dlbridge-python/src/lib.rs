@@ -5,7 +5,8 @@
 //! - `buffer`: its buffer protocol (layout and `struct` formats);
 //! - `creation`: `from_dlpack`, `empty`, `zeros`, `arange` and their arguments;
 //! - `minifloat`: float8 encodings, for `arange`;
-//! - `testing`: the test suite's kernels, the submodule `dlbridge._dlbridge._testing`.
+//! - `testing` (cargo feature `testing`, off by default): the test suite's kernels, the
+//!   submodule `dlbridge._dlbridge._testing`.
 //!
 //! The pure-Python parts, the type stubs and the tests live under `python/`.
 
@@ -13,6 +14,7 @@ mod buffer;
 mod creation;
 mod minifloat;
 mod tensor;
+#[cfg(feature = "testing")]
 mod testing;
 
 use dlbridge::{Flags, Version};
@@ -28,6 +30,7 @@ fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Tensor>()?;
     publish_dlpack::<Tensor>(module.py())?;
     module.add_function(wrap_pyfunction!(tensor::_exchange_api_exports, module)?)?;
+    #[cfg(feature = "testing")]
     module.add_submodule(&testing::module(module.py())?)?;
     module.add_function(wrap_pyfunction!(creation::from_dlpack, module)?)?;
     module.add_function(wrap_pyfunction!(creation::empty, module)?)?;

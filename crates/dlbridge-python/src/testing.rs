@@ -1,5 +1,9 @@
 //! Kernels over typed tensor arguments, for the test suite (`dlbridge._dlbridge._testing`):
 //! they show the argument types at work on every framework.
+//!
+//! Built only with the cargo feature `testing` (off by default, so release wheels leave the
+//! submodule out); every build for the tests turns it on (`make python-build`, the sanitizer
+//! run).
 
 use dlbridge_pyo3::{
     from_dlpack as import, shape, AnyLayout, CContiguous, ImportOptions, TensorArg, TensorArgMut,
