@@ -30,27 +30,33 @@ $(VENV)/.installed: python/requirements-test.txt
 	$(PYTHON) -m pip install --quiet -r python/requirements-test.txt
 	touch $@
 
-## The extension module, built in release mode into the virtual environment.
+## The extension module, built in release mode into the virtual environment, with the test
+## suite's kernels (the cargo feature `testing`: `dlbridge._dlbridge._testing`), which the
+## wheels of `maturin build` leave out.
 python-build: venv
 	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
-		$(VENV)/bin/maturin develop --release --quiet
+		$(VENV)/bin/maturin develop --release --quiet --features testing
 
 ## The example extension (examples/matmul): one Rust kernel for NumPy, PyTorch and JAX.
 example-build: venv
 	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet -m examples/matmul/Cargo.toml
 
-## Under CI every framework must be there: a test file skipped for a missing one fails.
+## Under CI every framework must be there: a test file skipped for a missing one fails, and
+## so does a test that needs the test kernels in a build without them (python/tests/_kernels.py).
 python-test: python-build example-build
 	PYTHON=$(PYTHON) PYTHON_TESTS_STRICT=$(if $(filter true,$(CI)),1,0) \
 		bash scripts/python-tests.sh
 
-## Formatting, lints, and the import rules (no cycle in any crate or Python package; the
-## layers of dlbridge-pyo3): scripts/module-layers.py.
+## Formatting; the import rules (no cycle in any crate or Python package, the layers of
+## dlbridge-pyo3: scripts/module-layers.py); clippy on every feature, then on the extension
+## module as its wheels build it (without the feature `testing`), which must be warning-free
+## too.
 lint:
 	$(CARGO) fmt --all -- --check
 	python3 scripts/module-layers.py
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
+	$(CARGO) clippy -p dlbridge-python --all-targets -- -D warnings
 
 ## `cargo check` of dlbridge-pyo3 (tests included), the extension module and the example
 ## extension against free-threaded CPython 3.14t (Py_GIL_DISABLED), described to PyO3 by a

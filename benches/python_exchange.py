@@ -6,7 +6,9 @@ example-build bench-peers`, `.venv/bin/python benches/python_exchange.py`). Prin
 table of the median time per call (15 interleaved rounds of 10,000 calls); tensors are 4x4
 float32 on the CPU unless a row says otherwise. The peer extensions (nanobind, dlpark) are
 built by `make bench-peers` into `target/peers/python`; rows for a peer that is not built are
-left out. Arguments, if any, keep only the rows whose label contains one of them
+left out, and so are the rows of dlbridge's typed arguments where the extension was built
+without the cargo feature `testing` (their kernels; `make python-build` turns it on).
+Arguments, if any, keep only the rows whose label contains one of them
 (`python_exchange.py TensorArg matmul`), for comparing two builds row by row.
 """
 
@@ -27,6 +29,10 @@ try:
     import tvm_ffi
 except ImportError:  # pragma: no cover - apache-tvm-ffi is in the test environment
     tvm_ffi = None
+try:
+    from dlbridge._dlbridge import _testing as kernels
+except ImportError:  # pragma: no cover - built with the feature `testing` by `make python-build`
+    kernels = None
 try:
     import dlbridge_matmul as matmul_kernels
 except ImportError:  # pragma: no cover - built by `make example-build`
@@ -91,24 +97,29 @@ def main():
                 ("tvm_ffi.from_dlpack(torch_tensor)", lambda: tvm_ffi.from_dlpack(t)),
                 ("tvm_ffi.from_dlpack(dlbridge_tensor)", lambda: tvm_ffi.from_dlpack(tensor)),
             ]
-        from dlbridge._dlbridge import _testing as kernels
-
         a, b, c = (torch.ones(4, 4) for _ in range(3))
         na, nb, nc = (np.ones((4, 4), dtype=np.float32) for _ in range(3))
-        cases += [
-            ("no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2>", lambda: kernels.noop3(a, b, c)),
-            ("no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>", lambda: kernels.noop3(na, nb, nc)),
-            ("no-op, 3 plain objects, PyO3 (the floor)", lambda: kernels.noop3_objects(a, b, c)),
-        ]
+        if kernels is not None:
+            cases += [
+                ("no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2>",
+                 lambda: kernels.noop3(a, b, c)),
+                ("no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>",
+                 lambda: kernels.noop3(na, nb, nc)),
+                ("no-op, 3 plain objects, PyO3 (the floor)",
+                 lambda: kernels.noop3_objects(a, b, c)),
+            ]
         # A writable argument: for a PyTorch tensor the version counter is bumped after the
         # call, as PyTorch's own in-place operations do; a NumPy array has none.
         w = torch.zeros(16, dtype=torch.float64)
         nw = np.zeros(16)
+        if kernels is not None:
+            cases += [
+                ("write, 1 torch tensor (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
+                 lambda: kernels.add_one(w)),
+                ("write, 1 numpy array (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
+                 lambda: kernels.add_one(nw)),
+            ]
         cases += [
-            ("write, 1 torch tensor (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
-             lambda: kernels.add_one(w)),
-            ("write, 1 numpy array (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
-             lambda: kernels.add_one(nw)),
             ("write, 1 torch tensor (16 float64), PyTorch's own w.add_(1)", lambda: w.add_(1)),
         ]
         if tvm_ffi is not None:
@@ -148,7 +159,9 @@ def main():
           + (f", torch {torch.__version__}" if torch is not None else "")
           + (f", apache-tvm-ffi {tvm_ffi.__version__}" if tvm_ffi is not None else "")
           + (", nanobind peer built" if nanobind_peer is not None else "")
-          + (", dlpark peer built" if dlpark_peer is not None else ""))
+          + (", dlpark peer built" if dlpark_peer is not None else "")
+          + (", dlbridge built without the `testing` feature: no typed-argument rows"
+             if kernels is None else ""))
     if sys.argv[1:]:
         cases = [case for case in cases if any(word in case[0] for word in sys.argv[1:])]
     print()

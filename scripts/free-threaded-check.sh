@@ -13,9 +13,10 @@
 # interpreter.
 #
 # Checked: dlbridge-pyo3 (with its tests, which embed Python), the extension module
-# dlbridge-python and the example extension dlbridge-matmul. The build goes to its own
-# target directory (target/free-threaded) so that it does not invalidate the ordinary build
-# cache; RUSTFLAGS is left as it is. Fails (non-zero) on any error or any warning.
+# dlbridge-python (with every feature: its test kernels, `testing`, included) and the example
+# extension dlbridge-matmul. The build goes to its own target directory (target/free-threaded)
+# so that it does not invalidate the ordinary build cache; RUSTFLAGS is left as it is. Fails
+# (non-zero) on any error or any warning.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

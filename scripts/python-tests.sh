@@ -16,7 +16,9 @@
 #
 # A file skipped as a whole (pytest.importorskip of a framework that is not installed; pytest
 # then exits with 5 but reports the skip) is listed as SKIPPED and does not fail the run,
-# unless PYTHON_TESTS_STRICT=1.
+# unless PYTHON_TESTS_STRICT=1. A test that needs the test kernels (`dlbridge._dlbridge._testing`,
+# built with the cargo feature `testing`: `make python-build`) skips where they are missing,
+# and fails instead with PYTHON_TESTS_STRICT=1 or CI=true (python/tests/_kernels.py).
 #
 # Environment: PYTHON (default: .venv/bin/python at the repository root), RUN_TIMEOUT
 # (seconds per process, default 1200), PYTHON_TESTS_STRICT (1: a skipped file fails),

@@ -4,8 +4,9 @@
 #   scripts/sanitize-python.sh
 #
 # 1. Builds the extension module (crates/dlbridge-python) with `-Zsanitizer=address` on the
-#    nightly toolchain into target/sanitize/extension, and stages it with the package's Python files in
-#    target/sanitize/python (put first on PYTHONPATH, so the installed build is not used).
+#    nightly toolchain into target/sanitize/extension, with the test kernels (cargo feature
+#    `testing`), and stages it with the package's Python files in target/sanitize/python (put
+#    first on PYTHONPATH, so the installed build is not used).
 # 2. Preloads an AddressSanitizer runtime into the interpreter (GCC's libasan: a Rust cdylib
 #    does not carry one), with PYTHONMALLOC=malloc so that every Python object goes through
 #    the sanitizer's allocator too, and LeakSanitizer on at exit. Reports go to
@@ -57,7 +58,8 @@ fi
 echo "=== sanitize-python: building the extension with AddressSanitizer"
 PYO3_BUILD_EXTENSION_MODULE=1 PYO3_PYTHON="$PYTHON" \
     RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" CARGO_TARGET_DIR="$TARGET_DIR" \
-    "$CARGO" +nightly build --quiet -p dlbridge-python --lib --target "$TRIPLE" || exit 1
+    "$CARGO" +nightly build --quiet -p dlbridge-python --lib --features testing \
+    --target "$TRIPLE" || exit 1
 
 suffix="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
 rm -rf "$STAGE" "$LOGS"

@@ -194,7 +194,7 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
     """Every path for one catalogue kind: the mismatches, and the path each typed argument
     took (`exchange`, `exchange-export`, `numpy`, `buffer`, `dlpack`)."""
     import dlbridge
-    from dlbridge._dlbridge import _testing
+    from _kernels import kernels as _testing
 
     problems: list[str] = []
     paths: dict[str, str] = {}

@@ -2,8 +2,10 @@
 
 The hostile-producer toolkit lives in `_producers.py` (ctypes structs, counting deleters,
 spec-following capsule destructors, misbehaving producer classes); `_helpers.py` holds small
-utilities shared by the interop files. Both are importable from every test file because this
-directory is put on sys.path here.
+utilities shared by the interop files; `_kernels.py` hands out the test kernels
+(`dlbridge._dlbridge._testing`, cargo feature `testing`), skipping or, under CI, failing a
+test that calls one in a build without them. They are importable from every test file because
+this directory is put on sys.path here.
 """
 
 from __future__ import annotations

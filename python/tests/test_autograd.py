@@ -12,7 +12,7 @@ PaddlePaddle's equivalents are in interop/test_paddle.py.
 
 import dlbridge
 import pytest
-from dlbridge._dlbridge import _testing as K
+from _kernels import kernels as K
 
 torch = pytest.importorskip("torch")
 

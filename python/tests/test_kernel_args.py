@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import dlbridge
+from _kernels import kernels as K
 
-from dlbridge._dlbridge import _testing as K
 
 torch = pytest.importorskip("torch")
 

@@ -34,7 +34,7 @@ from _helpers import (
     rss_bytes,
     under_address_sanitizer,
 )
-from dlbridge._dlbridge import _testing as kernels
+from _kernels import kernels
 
 if not sys.platform.startswith("linux"):
     pytest.skip("RSS is read from /proc/self/statm", allow_module_level=True)

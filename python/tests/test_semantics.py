@@ -12,9 +12,9 @@ import sys
 
 import dlbridge
 import pytest
+from _kernels import kernels as K, require_kernels
 from _semantics import HERE, check_kind
 from conftest import UNDER_ASAN
-from dlbridge._dlbridge import _testing as K
 from dlbridge.check import catalogue
 
 pytest.importorskip("torch")
@@ -67,6 +67,7 @@ def test_the_fast_paths_are_the_ones_compared():
 def run_without_exchange_api(framework: str) -> dict:
     """`_semantics.py FRAMEWORK` in a process of its own with `DLBRIDGE_NO_EXCHANGE_API=1`
     (read once per process): the reference path instead of the exchange table."""
+    require_kernels()  # the child process calls them
     env = dict(os.environ, DLBRIDGE_NO_EXCHANGE_API="1")
     result = subprocess.run(
         [sys.executable, os.path.join(HERE, "_semantics.py"), framework],

@@ -239,7 +239,7 @@ test_every_path_gives_the_answer_of_dlpack = every_path_test("jax")
 
 
 def test_memory_from_a_legacy_only_producer_is_never_made_writable():
-    from dlbridge._dlbridge import _testing as K
+    from _kernels import kernels as K
 
     source = jnp.arange(4.0, dtype=jnp.float32)
     tensor = dlbridge.from_dlpack(source)  # JAX exports only legacy capsules

@@ -270,7 +270,7 @@ def test_from_dlpack_refuses_a_tensor_that_does_not_stop_gradient():
 
 
 def test_typed_arguments_follow_paddles_autograd():
-    from dlbridge._dlbridge import _testing as K
+    from _kernels import kernels as K
 
     leaf = _tracked_leaf()
     assert K.total(leaf) == 3.0  # read as detach() does
@@ -287,7 +287,7 @@ def test_typed_arguments_follow_paddles_autograd():
 
 @pytest.mark.parametrize("writer", ["dlbridge kernel", "scale_"])
 def test_writing_a_tensor_saved_for_backward_makes_backward_raise(writer):
-    from dlbridge._dlbridge import _testing as K
+    from _kernels import kernels as K
 
     x = _tracked_leaf()
     w = paddle.full([3], 2.0)

@@ -436,7 +436,7 @@ def test_every_public_view_of_a_negated_tensor_is_refused(name, dtype):
     # The negation bit is asked of floating-point tensors only when their layout is not
     # C-contiguous or has one element; these are the views PyTorch's public API can make of
     # `x.conj().imag`, and every one is found and refused, on every path.
-    from dlbridge._dlbridge import _testing as K
+    from _kernels import kernels as K
 
     x = torch.tensor([[1 + 2j, 3 + 4j], [5 + 6j, 7 + 8j]], dtype=dtype)
     view = _NEGATED_VIEWS[name](x.conj().imag)

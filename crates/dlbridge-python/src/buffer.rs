@@ -1,0 +1,185 @@
+//! The buffer protocol of `dlbridge.Tensor`: which tensors it serves, the `Py_buffer` layout
+//! (format, shape and byte strides) owned from `__getbuffer__` to `__releasebuffer__`, and the
+//! table of `struct` formats by dtype.
+
+use std::ffi::{c_int, c_void, CString};
+
+use dlbridge::{DataType, ManagedTensor};
+use pyo3::exceptions::PyBufferError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+/// Fills `view` with a buffer over `tensor` (`__getbuffer__`): host-readable tensors whose
+/// dtype has a `struct` format, in the layout that `flags` asks for.
+///
+/// # Safety
+///
+/// `view` must be NULL or a valid `Py_buffer` to fill, and `owner` must keep the memory of
+/// `tensor` alive.
+pub(crate) unsafe fn get_buffer(
+    tensor: &ManagedTensor,
+    owner: &Bound<'_, PyAny>,
+    view: *mut ffi::Py_buffer,
+    flags: c_int,
+) -> PyResult<()> {
+    if view.is_null() {
+        return Err(PyBufferError::new_err("NULL Py_buffer"));
+    }
+    let buffer = BufferLayout::new(tensor, flags)?;
+    // SAFETY: `view` is a valid Py_buffer to fill (CPython's contract for getbuffer); the
+    // memory it describes is kept alive by `owner` (the Tensor), referenced from `obj`, and
+    // the layout arrays and format live in `internal` until `__releasebuffer__`.
+    unsafe { buffer.fill(view, owner.clone()) };
+    Ok(())
+}
+
+/// Frees the layout that `get_buffer` handed to `view` (`__releasebuffer__`).
+///
+/// # Safety
+///
+/// `view` must be a buffer filled by `get_buffer`, released once.
+pub(crate) unsafe fn release_buffer(view: *mut ffi::Py_buffer) {
+    // SAFETY: `internal` was set by `get_buffer` to a leaked `BufferLayout`, released once,
+    // here.
+    unsafe { drop(Box::from_raw((*view).internal.cast::<BufferLayout>())) };
+}
+
+/// The `struct` module format of a dtype: its own code where the `struct` module has one, and
+/// for other byte-addressable types (bfloat16, the float8 family, unknown codes) the unsigned
+/// integer of the same width, so that the raw bits are exposed (NumPy sees uint16 for
+/// bfloat16, uint8 for float8). `None` for sub-byte and odd-width types.
+fn buffer_format(dtype: DataType) -> Option<String> {
+    let scalar = DataType::new(dtype.code, dtype.bits, 1);
+    let named = [
+        (DataType::INT8, "b"),
+        (DataType::UINT8, "B"),
+        (DataType::INT16, "h"),
+        (DataType::UINT16, "H"),
+        (DataType::INT32, "i"),
+        (DataType::UINT32, "I"),
+        (DataType::INT64, "q"),
+        (DataType::UINT64, "Q"),
+        (DataType::FLOAT16, "e"),
+        (DataType::FLOAT32, "f"),
+        (DataType::FLOAT64, "d"),
+        (DataType::BOOL, "?"),
+        (DataType::COMPLEX64, "Zf"),
+        (DataType::COMPLEX128, "Zd"),
+    ]
+    .into_iter()
+    .find(|(d, _)| *d == scalar)
+    .map(|(_, code)| code);
+    let raw_bits = match scalar.bits {
+        8 => Some("B"),
+        16 => Some("H"),
+        32 => Some("I"),
+        64 => Some("Q"),
+        _ => None,
+    };
+    let code = named.or(raw_bits)?;
+    Some(if dtype.lanes == 1 {
+        code.to_owned()
+    } else {
+        format!("{}{code}", dtype.lanes)
+    })
+}
+
+/// What a `Py_buffer` points to: the format and the shape and byte strides, owned until the
+/// buffer is released.
+struct BufferLayout {
+    buf: *mut c_void,
+    len: isize,
+    itemsize: isize,
+    readonly: bool,
+    format: CString,
+    /// `ndim` extents, then `ndim` strides in bytes.
+    dims: Vec<isize>,
+}
+
+impl BufferLayout {
+    fn new(tensor: &ManagedTensor, flags: c_int) -> PyResult<Self> {
+        let view = tensor.view();
+        let device = view.device();
+        if !device.is_host_readable() {
+            return Err(PyBufferError::new_err(format!(
+                "the buffer protocol needs host memory; this tensor is on {device}"
+            )));
+        }
+        let dtype = view.dtype();
+        let format = buffer_format(dtype).ok_or_else(|| {
+            PyBufferError::new_err(format!(
+                "{dtype} has no buffer-protocol format; export it with DLPack instead"
+            ))
+        })?;
+        let itemsize = dtype.size_in_bytes().unwrap_or(1) as isize;
+        let readonly = view.is_read_only();
+        if readonly && flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
+            return Err(PyBufferError::new_err(
+                "the tensor is read-only; a writable buffer was requested",
+            ));
+        }
+        let c = view.is_c_contiguous();
+        let f = view.is_f_contiguous();
+        let refused = |order: &str| {
+            PyBufferError::new_err(format!(
+                "a {order}-contiguous buffer was requested but the tensor's strides are {:?}",
+                view.strides()
+            ))
+        };
+        if flags & ffi::PyBUF_C_CONTIGUOUS == ffi::PyBUF_C_CONTIGUOUS && !c {
+            return Err(refused("C"));
+        }
+        if flags & ffi::PyBUF_F_CONTIGUOUS == ffi::PyBUF_F_CONTIGUOUS && !f {
+            return Err(refused("Fortran"));
+        }
+        if flags & ffi::PyBUF_ANY_CONTIGUOUS == ffi::PyBUF_ANY_CONTIGUOUS && !c && !f {
+            return Err(refused("C or Fortran"));
+        }
+        if flags & ffi::PyBUF_STRIDES != ffi::PyBUF_STRIDES && !c {
+            return Err(refused("C (no strides requested)"));
+        }
+        let mut dims: Vec<isize> = view.shape().iter().map(|&e| e as isize).collect();
+        dims.extend(view.strides().iter().map(|&s| s as isize * itemsize));
+        let elements = view.num_elements() as isize;
+        let data = view.data_ptr();
+        // An empty tensor may have NULL data; buffers want an address.
+        let buf = if data.is_null() {
+            std::ptr::NonNull::<u64>::dangling().as_ptr().cast()
+        } else {
+            data
+        };
+        Ok(BufferLayout {
+            buf,
+            len: elements * itemsize,
+            itemsize,
+            readonly,
+            format: CString::new(format).expect("formats have no NUL"),
+            dims,
+        })
+    }
+
+    /// Fills `view` and hands this layout to it.
+    ///
+    /// # Safety
+    ///
+    /// `view` must be a valid `Py_buffer` to fill, and `owner` must keep the memory alive.
+    unsafe fn fill(self, view: *mut ffi::Py_buffer, owner: Bound<'_, PyAny>) {
+        let ndim = self.dims.len() / 2;
+        let layout = Box::into_raw(Box::new(self));
+        // SAFETY: by the contract; `layout` stays allocated until `__releasebuffer__`.
+        unsafe {
+            let layout = &mut *layout;
+            (*view).obj = owner.into_ptr();
+            (*view).buf = layout.buf;
+            (*view).len = layout.len;
+            (*view).itemsize = layout.itemsize;
+            (*view).readonly = c_int::from(layout.readonly);
+            (*view).format = layout.format.as_ptr().cast_mut();
+            (*view).ndim = ndim as c_int;
+            (*view).shape = layout.dims.as_mut_ptr();
+            (*view).strides = layout.dims.as_mut_ptr().add(ndim);
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = (layout as *mut BufferLayout).cast();
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! The functions that make a `dlbridge.Tensor`: `from_dlpack` (import from any producer) and
+//! the creation functions `empty`, `zeros` and `arange` (Rust memory), with the reading of
+//! their shape and dtype arguments.
+
+use dlbridge::{DataType, Element, ManagedTensor};
+use dlbridge_pyo3::{device_argument, from_dlpack as import, to_py_err, ImportOptions};
+use half::{bf16, f16};
+use num_complex::Complex;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::minifloat;
+use crate::tensor::Tensor;
+
+/// Imports any DLPack producer or capsule as a `dlbridge.Tensor`.
+#[pyfunction]
+#[pyo3(signature = (x, /, *, device=None, copy=None))]
+pub(crate) fn from_dlpack(
+    x: &Bound<'_, PyAny>,
+    device: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<Tensor> {
+    let device = match device.filter(|d| !d.is_none()) {
+        Some(device) => Some(device_argument("device", device)?),
+        None => None,
+    };
+    let options = ImportOptions {
+        device,
+        copy,
+        stream: None,
+    };
+    Ok(Tensor::new(import(x, &options)?))
+}
+
+/// Reads a shape argument: an int or a sequence of non-negative ints.
+fn shape_argument(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    let extents: Vec<i64> = match shape.extract::<i64>() {
+        Ok(n) => vec![n],
+        Err(_) => shape
+            .extract()
+            .map_err(|_| PyTypeError::new_err("shape must be an int or a sequence of ints"))?,
+    };
+    extents
+        .iter()
+        .map(|&extent| {
+            usize::try_from(extent).map_err(|_| {
+                PyValueError::new_err(format!("shape extents must be >= 0, got {extent}"))
+            })
+        })
+        .collect()
+}
+
+fn dtype_argument(dtype: &str) -> PyResult<DataType> {
+    let parsed: DataType = dtype
+        .parse()
+        .map_err(|e: dlbridge::ParseDataTypeError| PyValueError::new_err(e.to_string()))?;
+    parsed
+        .check()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(parsed)
+}
+
+/// A zero-filled tensor in Rust memory (64-byte aligned).
+fn zeroed(shape: &[usize], dtype: DataType) -> PyResult<Tensor> {
+    let tensor =
+        ManagedTensor::zeros(dtype, shape).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(Tensor::new(tensor))
+}
+
+/// A new tensor in Rust memory, of the given shape and dtype (zero-filled).
+#[pyfunction]
+#[pyo3(signature = (shape, dtype="float32"))]
+pub(crate) fn empty(shape: &Bound<'_, PyAny>, dtype: &str) -> PyResult<Tensor> {
+    zeroed(&shape_argument(shape)?, dtype_argument(dtype)?)
+}
+
+/// A new zero-filled tensor in Rust memory.
+#[pyfunction]
+#[pyo3(signature = (shape, dtype="float32"))]
+pub(crate) fn zeros(shape: &Bound<'_, PyAny>, dtype: &str) -> PyResult<Tensor> {
+    zeroed(&shape_argument(shape)?, dtype_argument(dtype)?)
+}
+
+fn counting<T: Element>(n: usize, value: impl Fn(usize) -> T) -> PyResult<Tensor> {
+    let mut tensor = ManagedTensor::zeros(T::DTYPE, &[n]).map_err(to_py_err)?;
+    for (i, element) in tensor
+        .as_mut_slice::<T>()
+        .map_err(to_py_err)?
+        .iter_mut()
+        .enumerate()
+    {
+        *element = value(i);
+    }
+    Ok(Tensor::new(tensor))
+}
+
+/// `[0, 1, ..., n - 1]` in Rust memory.
+#[pyfunction]
+#[pyo3(signature = (n, dtype="int64"))]
+pub(crate) fn arange(n: i64, dtype: &str) -> PyResult<Tensor> {
+    let n = usize::try_from(n)
+        .map_err(|_| PyValueError::new_err(format!("n must be >= 0, got {n}")))?;
+    let dtype = dtype_argument(dtype)?;
+    match dtype {
+        DataType::INT8 => counting(n, |i| i as i8),
+        DataType::INT16 => counting(n, |i| i as i16),
+        DataType::INT32 => counting(n, |i| i as i32),
+        DataType::INT64 => counting(n, |i| i as i64),
+        DataType::UINT8 => counting(n, |i| i as u8),
+        DataType::UINT16 => counting(n, |i| i as u16),
+        DataType::UINT32 => counting(n, |i| i as u32),
+        DataType::UINT64 => counting(n, |i| i as u64),
+        DataType::FLOAT16 => counting(n, |i| f16::from_f64(i as f64)),
+        DataType::BFLOAT16 => counting(n, |i| bf16::from_f64(i as f64)),
+        DataType::FLOAT32 => counting(n, |i| i as f32),
+        DataType::FLOAT64 => counting(n, |i| i as f64),
+        DataType::COMPLEX64 => counting(n, |i| Complex::new(i as f32, 0.0)),
+        DataType::COMPLEX128 => counting(n, |i| Complex::new(i as f64, 0.0)),
+        other => match minifloat::Format::of(other) {
+            Some(format) => {
+                let bytes = (0..n)
+                    .map(|i| format.encode_integer(i as u64))
+                    .collect::<Option<Vec<u8>>>()
+                    .ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "arange({n}) does not fit {other}: its largest values overflow"
+                        ))
+                    })?;
+                let tensor = ManagedTensor::zeros(other, &[n]).map_err(to_py_err)?;
+                // SAFETY: the new tensor owns `n` bytes (one per float8 element) at its first
+                // element, and nothing else refers to them yet.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        tensor.view().data_ptr().cast::<u8>(),
+                        n,
+                    )
+                };
+                Ok(Tensor::new(tensor))
+            }
+            None => Err(PyValueError::new_err(format!(
+                "arange supports integer, float, bfloat16, float8 and complex dtypes, not {other}"
+            ))),
+        },
+    }
+}

@@ -1,0 +1,156 @@
+//! The `dlbridge.Tensor` class: a `ManagedTensor` shared with Python, its read-only
+//! properties, `copy`, and the buffer-protocol slots (whose layout lives in `buffer.rs`).
+//! `publish_dlpack` (dlbridge-pyo3) gives it `__dlpack__` and the C exchange API.
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use dlbridge::ManagedTensor;
+use dlbridge_pyo3::{exchange_api_exports, to_py_err, TensorClass};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::buffer;
+
+/// A tensor held by dlbridge: imported from any DLPack producer (zero-copy, keeping the
+/// producer's memory alive) or created in Rust memory. Exported again with `__dlpack__`, or
+/// through the buffer protocol for host memory.
+#[pyclass(module = "dlbridge", name = "Tensor", frozen)]
+pub struct Tensor {
+    inner: Arc<ManagedTensor>,
+}
+
+impl Tensor {
+    pub(crate) fn new(tensor: ManagedTensor) -> Self {
+        Tensor {
+            inner: Arc::new(tensor),
+        }
+    }
+}
+
+impl TensorClass for Tensor {
+    fn tensor(&self) -> &Arc<ManagedTensor> {
+        &self.inner
+    }
+
+    fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+        Py::new(py, Tensor::new(tensor))
+    }
+}
+
+/// Tensors exported through `Tensor.__dlpack_c_exchange_api__` so far (diagnostics: shows
+/// that a consumer took the fast path).
+#[pyfunction]
+pub(crate) fn _exchange_api_exports() -> u64 {
+    exchange_api_exports()
+}
+
+#[pymethods]
+impl Tensor {
+    /// The extents.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.view().shape())
+    }
+
+    /// The strides, in elements.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.view().strides())
+    }
+
+    /// The element type's name ("float32", "bfloat16", "float8_e4m3fn", "bool", ...).
+    #[getter]
+    fn dtype(&self) -> String {
+        self.inner.view().dtype().to_string()
+    }
+
+    /// `(device_type, device_id)`.
+    #[getter]
+    fn device(&self) -> (i32, i32) {
+        let device = self.inner.view().device();
+        (device.device_type.0, device.device_id)
+    }
+
+    /// Whether the tensor must not be written: flagged READ_ONLY by its producer, or imported
+    /// from a legacy capsule (`dltensor`, as JAX and TensorFlow export), which cannot say that
+    /// its memory may be written.
+    #[getter]
+    fn readonly(&self) -> bool {
+        self.inner.view().is_read_only()
+    }
+
+    /// The address of the first element (`data + byte_offset`).
+    #[getter]
+    fn data_ptr(&self) -> usize {
+        self.inner.view().data_ptr() as usize
+    }
+
+    /// Bytes the elements take (packed for sub-byte types).
+    #[getter]
+    fn nbytes(&self) -> u64 {
+        self.inner.view().compact_byte_size()
+    }
+
+    /// Number of dimensions.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.view().ndim()
+    }
+
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> u64 {
+        self.inner.view().num_elements()
+    }
+
+    /// The DLPack version the producer wrote, or None for a legacy tensor.
+    #[getter]
+    fn version(&self) -> Option<(u32, u32)> {
+        self.inner.view().version().map(|v| (v.major, v.minor))
+    }
+
+    /// The DLPack flag bits (READ_ONLY = 1, IS_COPIED = 2, IS_SUBBYTE_TYPE_PADDED = 4).
+    #[getter]
+    fn flags(&self) -> u64 {
+        self.inner.view().flags().bits()
+    }
+
+    fn __repr__(&self) -> String {
+        let view = self.inner.view();
+        let shape: Vec<String> = view.shape().iter().map(i64::to_string).collect();
+        let shape = match shape.len() {
+            1 => format!("({},)", shape[0]),
+            _ => format!("({})", shape.join(", ")),
+        };
+        format!(
+            "dlbridge.Tensor(shape={shape}, dtype={}, device={}, flags={})",
+            view.dtype(),
+            view.device(),
+            view.flags()
+        )
+    }
+
+    /// A compact (C-contiguous) copy in Rust-owned memory.
+    fn copy(&self) -> PyResult<Tensor> {
+        let copy = self.inner.view().to_compact_copy().map_err(to_py_err)?;
+        Ok(Tensor::new(copy))
+    }
+
+    /// The buffer protocol, for host-readable tensors whose dtype has a `struct` format.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        // SAFETY: `view` is NULL or a valid Py_buffer to fill (CPython's contract for
+        // getbuffer), and `slf`, the Tensor that holds `inner`, keeps its memory alive.
+        unsafe { buffer::get_buffer(&slf.get().inner, slf.as_any(), view, flags) }
+    }
+
+    unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
+        // SAFETY: CPython releases each buffer that `__getbuffer__` filled once, here.
+        unsafe { buffer::release_buffer(view) }
+    }
+}

@@ -1,0 +1,189 @@
+//! Kernels over typed tensor arguments, for the test suite (`dlbridge._dlbridge._testing`):
+//! they show the argument types at work on every framework.
+//!
+//! Built only with the cargo feature `testing` (off by default, so release wheels leave the
+//! submodule out); every build for the tests turns it on (`make python-build`, the sanitizer
+//! run).
+
+use dlbridge_pyo3::{
+    from_dlpack as import, shape, AnyLayout, CContiguous, ImportOptions, TensorArg, TensorArgMut,
+};
+use ndarray::{Ix1, Ix2, Ix3, IxDyn};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+/// The `_testing` submodule with every kernel below. Like its parent it runs without the GIL
+/// on free-threaded Python.
+pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    let testing = PyModule::new(py, "_testing")?;
+    testing.gil_used(false)?;
+    testing.add_function(wrap_pyfunction!(scale, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(add_one, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(total, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(noop3, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(channel_means, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(eye2, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(noop3_objects, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(fill, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(take_mut, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(copy_into, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(slow_total2, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(slow_fill, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(inspect_argument, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(release_on_new_thread, &testing)?)?;
+    Ok(testing)
+}
+
+/// `out[...] = x * factor`, with the GIL released while it runs.
+#[pyfunction]
+fn scale(
+    py: Python<'_>,
+    x: TensorArg<'_, f32, Ix2, CContiguous>,
+    mut out: TensorArgMut<'_, f32, Ix2>,
+    factor: f32,
+) {
+    py.detach(|| {
+        out.view_mut()
+            .zip_mut_with(&x.view(), |o, &v| *o = v * factor)
+    });
+}
+
+/// Adds one to every element, in place.
+#[pyfunction]
+fn add_one(mut x: TensorArgMut<'_, f64, Ix1>) {
+    x.view_mut().mapv_inplace(|v| v + 1.0);
+}
+
+/// Sums a float32 tensor of any shape and layout.
+#[pyfunction]
+fn total(x: TensorArg<'_, f32, IxDyn>) -> f64 {
+    x.view().iter().map(|&v| f64::from(v)).sum()
+}
+
+shape!(
+    /// Images of any height and width with three channels, last.
+    pub Rgb = [_, _, 3]
+);
+shape!(
+    /// Exactly 2x2.
+    pub TwoByTwo = [2, 2]
+);
+
+/// The mean of each channel of an RGB image (shape `(_, _, 3)`, uint8).
+#[pyfunction]
+fn channel_means(image: TensorArg<'_, u8, Ix3, AnyLayout, Rgb>) -> [f64; 3] {
+    let view = image.view();
+    let pixels = (view.len() / 3).max(1) as f64;
+    let mut sums = [0.0; 3];
+    for ((_, _, channel), &value) in view.indexed_iter() {
+        sums[channel] += f64::from(value);
+    }
+    sums.map(|sum| sum / pixels)
+}
+
+/// Writes the 2x2 identity into `out` (exactly 2x2, float64).
+#[pyfunction]
+fn eye2(mut out: TensorArgMut<'_, f64, Ix2, AnyLayout, TwoByTwo>) {
+    out.view_mut()
+        .indexed_iter_mut()
+        .for_each(|((i, j), v)| *v = f64::from(u8::from(i == j)));
+}
+
+/// Takes three tensors and does nothing: the cost of the arguments alone.
+#[pyfunction]
+fn noop3(_a: TensorArg<'_, f32, Ix2>, _b: TensorArg<'_, f32, Ix2>, _c: TensorArg<'_, f32, Ix2>) {}
+
+/// Fills a float32 tensor of any shape and layout with `value`, in place.
+#[pyfunction]
+fn fill(mut x: TensorArgMut<'_, f32, IxDyn>, value: f32) {
+    x.view_mut().fill(value);
+}
+
+/// Takes a writable float32 tensor and neither reads nor writes it (its version counter
+/// is left alone: no mutable view is taken).
+#[pyfunction]
+fn take_mut(x: TensorArgMut<'_, f32, IxDyn>) -> usize {
+    x.view().len()
+}
+
+/// `out[...] = x` for two float32 tensors of one shape, any layouts: a kernel whose two
+/// arguments may be views of one tensor (the aliasing registry decides).
+#[pyfunction]
+fn copy_into(x: TensorArg<'_, f32, IxDyn>, mut out: TensorArgMut<'_, f32, IxDyn>) {
+    out.view_mut().assign(&x.view());
+}
+
+/// Sums two float32 tensors with the GIL released for `seconds` meanwhile: a call that
+/// holds its arguments while other threads run.
+#[pyfunction]
+fn slow_total2(
+    py: Python<'_>,
+    a: TensorArg<'_, f32, IxDyn>,
+    b: TensorArg<'_, f32, IxDyn>,
+    seconds: f64,
+) -> f64 {
+    py.detach(|| {
+        std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+        a.view()
+            .iter()
+            .chain(b.view().iter())
+            .map(|&v| f64::from(v))
+            .sum()
+    })
+}
+
+/// Fills a float32 tensor with `value` after holding it for `seconds` with the GIL
+/// released: a call that writes memory while other threads run.
+#[pyfunction]
+fn slow_fill(py: Python<'_>, mut x: TensorArgMut<'_, f32, IxDyn>, value: f32, seconds: f64) {
+    py.detach(|| {
+        std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+        x.view_mut().fill(value);
+    });
+}
+
+/// What a typed argument sees of `x` on the path it takes (see
+/// `dlbridge_pyo3::inspect_argument`): a dict with `path`, `dtype`, `device`, `shape`,
+/// `strides`, `read_only`, `data` and `bytes`.
+#[pyfunction]
+#[pyo3(signature = (x, writable=false))]
+fn inspect_argument<'py>(
+    x: &Bound<'py, PyAny>,
+    writable: bool,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let seen = dlbridge_pyo3::inspect_argument(x, writable)?;
+    let py = x.py();
+    let dict = pyo3::types::PyDict::new(py);
+    dict.set_item("path", seen.path)?;
+    dict.set_item("dtype", seen.dtype.to_string())?;
+    dict.set_item(
+        "dtype_code",
+        (seen.dtype.code.0, seen.dtype.bits, seen.dtype.lanes),
+    )?;
+    dict.set_item("device", (seen.device.device_type.0, seen.device.device_id))?;
+    dict.set_item("shape", pyo3::types::PyTuple::new(py, &seen.shape)?)?;
+    dict.set_item("strides", pyo3::types::PyTuple::new(py, &seen.strides)?)?;
+    dict.set_item("read_only", seen.read_only)?;
+    dict.set_item("data", seen.data)?;
+    dict.set_item(
+        "bytes",
+        seen.bytes
+            .map(|bytes| pyo3::types::PyBytes::new(py, &bytes)),
+    )?;
+    Ok(dict)
+}
+
+/// Takes three plain objects and does nothing: the floor of a three-argument call.
+#[pyfunction]
+fn noop3_objects(_a: &Bound<'_, PyAny>, _b: &Bound<'_, PyAny>, _c: &Bound<'_, PyAny>) {}
+
+/// Imports `x` (any producer, as `dlbridge.from_dlpack` does) and releases the tensor on
+/// a new thread that has never held the GIL, while this thread waits with the GIL
+/// released: the producer's deleter runs on a thread without the GIL, as it may when a
+/// Rust library drops a tensor from its own worker threads.
+#[pyfunction]
+fn release_on_new_thread(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
+    let tensor = import(x, &ImportOptions::default())?;
+    py.detach(|| std::thread::spawn(move || drop(tensor)).join())
+        .map_err(|_| PyRuntimeError::new_err("the releasing thread panicked"))
+}
