@@ -1,10 +1,11 @@
 //! The buffer protocol of `dlbridge.Tensor`: which tensors it serves, the `Py_buffer` layout
-//! (format, shape and byte strides) owned from `__getbuffer__` to `__releasebuffer__`, and the
-//! table of `struct` formats by dtype.
+//! (format, shape and byte strides) owned from `__getbuffer__` to `__releasebuffer__`. The
+//! format of a dtype comes from dlbridge-pyo3's one table ([`buffer_format`]).
 
 use std::ffi::{c_int, c_void, CString};
 
-use dlbridge::{DataType, ManagedTensor};
+use dlbridge::ManagedTensor;
+use dlbridge_pyo3::buffer_format;
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -42,46 +43,6 @@ pub(crate) unsafe fn release_buffer(view: *mut ffi::Py_buffer) {
     // SAFETY: `internal` was set by `get_buffer` to a leaked `BufferLayout`, released once,
     // here.
     unsafe { drop(Box::from_raw((*view).internal.cast::<BufferLayout>())) };
-}
-
-/// The `struct` module format of a dtype: its own code where the `struct` module has one, and
-/// for other byte-addressable types (bfloat16, the float8 family, unknown codes) the unsigned
-/// integer of the same width, so that the raw bits are exposed (NumPy sees uint16 for
-/// bfloat16, uint8 for float8). `None` for sub-byte and odd-width types.
-fn buffer_format(dtype: DataType) -> Option<String> {
-    let scalar = DataType::new(dtype.code, dtype.bits, 1);
-    let named = [
-        (DataType::INT8, "b"),
-        (DataType::UINT8, "B"),
-        (DataType::INT16, "h"),
-        (DataType::UINT16, "H"),
-        (DataType::INT32, "i"),
-        (DataType::UINT32, "I"),
-        (DataType::INT64, "q"),
-        (DataType::UINT64, "Q"),
-        (DataType::FLOAT16, "e"),
-        (DataType::FLOAT32, "f"),
-        (DataType::FLOAT64, "d"),
-        (DataType::BOOL, "?"),
-        (DataType::COMPLEX64, "Zf"),
-        (DataType::COMPLEX128, "Zd"),
-    ]
-    .into_iter()
-    .find(|(d, _)| *d == scalar)
-    .map(|(_, code)| code);
-    let raw_bits = match scalar.bits {
-        8 => Some("B"),
-        16 => Some("H"),
-        32 => Some("I"),
-        64 => Some("Q"),
-        _ => None,
-    };
-    let code = named.or(raw_bits)?;
-    Some(if dtype.lanes == 1 {
-        code.to_owned()
-    } else {
-        format!("{}{code}", dtype.lanes)
-    })
 }
 
 /// What a `Py_buffer` points to: the format and the shape and byte strides, owned until the
