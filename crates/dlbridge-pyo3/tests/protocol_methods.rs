@@ -196,7 +196,12 @@ fn panics_in_a_users_class_become_python_errors() {
         ] {
             let error = py.eval(code, None, Some(&locals)).unwrap_err();
             assert!(error.is_instance_of::<PyRuntimeError>(py), "{error}");
-            assert!(error.to_string().contains("a panic"), "{error}");
+            // The trampoline keeps the panic's message, and says where it happened.
+            assert!(
+                error.to_string().contains("a panic in __dlpack")
+                    && error.to_string().ends_with("Faulty::tensor panics"),
+                "{error}"
+            );
         }
 
         let capsule = py
@@ -218,9 +223,12 @@ fn panics_in_a_users_class_become_python_errors() {
             unsafe { table.managed_tensor_from_py_object_no_sync.unwrap()(object, &mut out) };
         assert_eq!(status, -1);
         assert!(out.is_null());
-        assert!(PyErr::take(py)
-            .unwrap()
-            .is_instance_of::<PyRuntimeError>(py));
+        let raised = |expected: &str| {
+            let error = PyErr::take(py).unwrap();
+            assert!(error.is_instance_of::<PyRuntimeError>(py), "{error}");
+            assert!(error.to_string().ends_with(expected), "{error}");
+        };
+        raised("managed_tensor_from_py_object_no_sync: Faulty::tensor panics");
 
         let mut described = std::mem::MaybeUninit::<DLTensor>::uninit();
         // SAFETY: as above, with a descriptor to fill.
@@ -228,9 +236,23 @@ fn panics_in_a_users_class_become_python_errors() {
             table.dltensor_from_py_object_no_sync.unwrap()(object, described.as_mut_ptr())
         };
         assert_eq!(status, -1);
-        assert!(PyErr::take(py)
+        raised("dltensor_from_py_object_no_sync: Faulty::tensor panics");
+
+        let hook = py
+            .get_type::<Faulty>()
+            .getattr(dlbridge_pyo3::WRITABILITY_ATTRIBUTE)
+            .unwrap();
+        let hook = hook
+            .cast::<PyCapsule>()
             .unwrap()
-            .is_instance_of::<PyRuntimeError>(py));
+            .pointer_checked(Some(dlbridge_pyo3::WRITABILITY_CAPSULE))
+            .unwrap();
+        // SAFETY: the capsule of this name holds a `WritabilityHook`.
+        let hook: dlbridge_pyo3::WritabilityHook = unsafe { std::mem::transmute(hook.as_ptr()) };
+        let mut code = 0u32;
+        // SAFETY: a live object of the publishing type and a slot for the answer.
+        assert_eq!(unsafe { hook(x.as_ptr(), &mut code) }, -1);
+        raised("the writability hook: Faulty::tensor panics");
 
         // The tensor handed to a panicking `new_instance` is released once all the same.
         let drops = Arc::new(AtomicUsize::new(0));
@@ -255,9 +277,7 @@ fn panics_in_a_users_class_become_python_errors() {
         let status = unsafe { table.managed_tensor_to_py_object_no_sync.unwrap()(raw, &mut made) };
         assert_eq!(status, -1);
         assert!(made.is_null());
-        assert!(PyErr::take(py)
-            .unwrap()
-            .is_instance_of::<PyRuntimeError>(py));
+        raised("managed_tensor_to_py_object_no_sync: Faulty::new_instance panics");
         assert_eq!(drops.load(Ordering::SeqCst), 1);
     });
 }
