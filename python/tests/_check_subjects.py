@@ -9,8 +9,16 @@ import time
 
 import dlbridge
 import numpy as np
-from dlbridge.check import exchange_table as X
-from dlbridge.check import producers as P
+from dlbridge.check.abi import (
+    EXCHANGE_PROTOTYPES,
+    FLAG_READ_ONLY,
+    NAME_EXCHANGE_API,
+    DLManagedTensorVersioned,
+    DLPackExchangeAPI,
+)
+from dlbridge.check.capi import PyCapsule_New, static_name
+from dlbridge.check.capsules import capsule_table
+from dlbridge.check.records import make_from_numpy
 
 BASE = np.arange(6, dtype=np.float32).reshape(2, 3)
 
@@ -34,7 +42,7 @@ class Good:
 
 
 def _record(array, *, versioned=True, **fields):
-    record = P.make_from_numpy(np.ascontiguousarray(array), versioned=versioned, **fields)
+    record = make_from_numpy(np.ascontiguousarray(array), versioned=versioned, **fields)
     _KEEP.append(record)
     return record
 
@@ -177,17 +185,16 @@ class Leaky(Good):
 def _publish(**members):
     """A `dlpack_exchange_api` capsule over a copy of dlbridge's table, each member given as
     a Python function replaced by a callback of its prototype."""
-    table = X.ExchangeAPI()
+    table = DLPackExchangeAPI()
     ctypes.memmove(ctypes.addressof(table),
-                   ctypes.addressof(X.capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)),
+                   ctypes.addressof(capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)),
                    ctypes.sizeof(table))
     for member, function in members.items():
-        callback = X.PROTOTYPES[member](function)
+        callback = EXCHANGE_PROTOTYPES[member](function)
         _KEEP.append(callback)
         setattr(table, member, ctypes.cast(callback, ctypes.c_void_p).value)
-    name = ctypes.create_string_buffer(X.CAPSULE_NAME)
-    _KEEP.extend([table, name])
-    return P.PyCapsule_New(ctypes.addressof(table), ctypes.cast(name, ctypes.c_char_p), None)
+    _KEEP.append(table)
+    return PyCapsule_New(ctypes.addressof(table), static_name(NAME_EXCHANGE_API), None)
 
 
 def _owner(address):
@@ -196,7 +203,7 @@ def _owner(address):
 
 def _table_record(address, read_only_flag: bool):
     array = _owner(address).array
-    flags = P.FLAG_READ_ONLY if read_only_flag and not array.flags.writeable else 0
+    flags = FLAG_READ_ONLY if read_only_flag and not array.flags.writeable else 0
     return _record(array, flags=flags)
 
 
@@ -206,7 +213,7 @@ def _exporter(read_only_flag: bool = True):
 
     def export(address, out):
         record = _table_record(address, read_only_flag)
-        out[0] = ctypes.cast(record.address, ctypes.POINTER(P.DLManagedTensorVersioned))
+        out[0] = ctypes.cast(record.address, ctypes.POINTER(DLManagedTensorVersioned))
         return 0
 
     return export

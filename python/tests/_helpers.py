@@ -10,14 +10,9 @@ import threading
 
 import numpy as np
 
-from dlbridge.check.exchange_table import capsule_table, function
-from dlbridge.check.producers import (
-    DELETER,
-    NAME_VERSIONED,
-    DLManagedTensor,
-    DLManagedTensorVersioned,
-    read_capsule,
-)
+from dlbridge.check.abi import DELETER, NAME_VERSIONED, DLManagedTensor, DLManagedTensorVersioned
+from dlbridge.check.capi import Py_DecRef
+from dlbridge.check.capsules import capsule_table, read_capsule, table_member
 
 # Shapes every interop file covers (the last is 32 dimensions of extent 1).
 SHAPES = [(), (0,), (3, 0), (1,), (2, 3), (2, 1, 4), (1,) * 32]
@@ -183,7 +178,7 @@ _DELETERS: dict = {}  # callable deleters by address: the few producers' functio
 
 def exchange_function(owner_type, member: str):
     """A callable for one member of the C exchange table a type publishes (ctypes, GIL kept)."""
-    call = function(capsule_table(owner_type.__dlpack_c_exchange_api__), member)
+    call = table_member(capsule_table(owner_type.__dlpack_c_exchange_api__), member)
     assert call is not None, f"{owner_type.__name__}'s {member} is NULL"
     return call
 
@@ -203,7 +198,7 @@ def through_exchange_tables(producer_type, consumer_type):
         counting.interpose(ctypes.addressof(managed.contents))
         assert wrap(managed, ctypes.byref(made)) == 0
         obj = ctypes.cast(made, ctypes.py_object).value
-        ctypes.pythonapi.Py_DecRef(ctypes.py_object(obj))  # the call's new reference
+        Py_DecRef(obj)  # the call's new reference
         return obj
 
     return pass_

@@ -1,4 +1,5 @@
-"""The catalogue of odd framework tensors and its reference reader (`dlbridge.check.catalogue`).
+"""The catalogue of odd framework tensors (`dlbridge.check.catalogue`) and the reference reader
+(`dlbridge.check.capsules.reference`).
 
 Only numpy and torch are exercised here (they can share a process); the other frameworks'
 kinds are run one per process by `python -m dlbridge.check.catalogue FRAMEWORK`.
@@ -12,17 +13,30 @@ import subprocess
 import sys
 import warnings
 
-import _producers as P
+from dlbridge.check.abi import (
+    FLAG_IS_SUBBYTE_TYPE_PADDED,
+    FLAG_READ_ONLY,
+    kDLCPU,
+    kDLCUDA,
+    kDLFloat4_e2m1fn,
+)
+from dlbridge.check.records import make_from_numpy, make_major2, make_managed
+from dlbridge.check.fake_producers import (
+    AlwaysTypeErrorProducer,
+    FixedCapsuleProducer,
+    IntProducer,
+    OldProducer,
+    OldestProducer,
+    OneTensorProducer,
+    RecordingProducer,
+    TypeErrorOnMaxVersionProducer,
+)
 import numpy as np
 import pytest
 from dlbridge.check import catalogue
-from dlbridge.check.catalogue import (
-    Exported,
-    Kind,
-    Refused,
-    normalized_strides,
-    reference,
-)
+from dlbridge.check.capsules import Exported, Refused, normalized_strides, reference
+from dlbridge.check.catalogue import Kind
+from _helpers import collect
 
 if os.environ.get("DLBRIDGE_TESTS_UNDER_ASAN") == "1":
     # Building PyTorch's catalogue probes dtypes through C++ exceptions, which abort under a
@@ -128,7 +142,7 @@ def test_every_kind_builds_and_reads(framework, name):
     assert result.capsule_name == "dltensor_versioned"
     assert result.version is not None and result.version[0] == 1
     assert len(result.shape) == len(result.strides)
-    assert result.device == (P.kDLCPU, 0)
+    assert result.device == (kDLCPU, 0)
     _, bits, lanes = result.dtype
     if (bits * lanes) % 8 == 0:
         assert result.elements is not None
@@ -246,7 +260,7 @@ def test_numpy_read_only_flag(name, expected):
     result = reference(_make(NUMPY[name]))
     assert isinstance(result, Exported)
     assert result.read_only is expected
-    assert bool(result.flags & P.FLAG_READ_ONLY) is expected
+    assert bool(result.flags & FLAG_READ_ONLY) is expected
 
 
 def test_torch_versioned_is_writable():
@@ -280,7 +294,7 @@ def test_numpy_read_only_legacy_is_refused():
 
 @pytest.mark.parametrize("max_version", [(1, 3), None])
 def test_deleter_called_once_counted(max_version):
-    producer = P.RecordingProducer(shape=(2, 3), values=np.arange(6.0, dtype=np.float32)
+    producer = RecordingProducer(shape=(2, 3), values=np.arange(6.0, dtype=np.float32)
                                    .tobytes())
     result = reference(producer, max_version=max_version)
     assert isinstance(result, Exported)
@@ -288,7 +302,7 @@ def test_deleter_called_once_counted(max_version):
     assert len(producer.records) == 1
     record = producer.records[0]
     assert record.deleter_calls == 1
-    P.collect()
+    collect()
     assert record.deleter_calls == 1
     assert record.destructor_errors == []
     assert all(name.startswith(b"used_") for name in record.destructor_seen)
@@ -296,7 +310,7 @@ def test_deleter_called_once_counted(max_version):
     assert result.capsule_name == expected
 
 
-@pytest.mark.parametrize("cls", [P.OldProducer, P.OldestProducer, P.TypeErrorOnMaxVersionProducer])
+@pytest.mark.parametrize("cls", [OldProducer, OldestProducer, TypeErrorOnMaxVersionProducer])
 def test_old_producers_are_retried(cls):
     producer = cls(values=np.arange(6.0, dtype=np.float32).tobytes())
     result = reference(producer)
@@ -308,7 +322,7 @@ def test_old_producers_are_retried(cls):
 
 
 def test_always_type_error_is_refused_after_retry():
-    producer = P.AlwaysTypeErrorProducer()
+    producer = AlwaysTypeErrorProducer()
     result = reference(producer)
     assert isinstance(result, Refused) and result.exception == "TypeError"
     assert result.first_error is not None
@@ -316,17 +330,17 @@ def test_always_type_error_is_refused_after_retry():
 
 
 def test_major_version_2_is_released_not_read():
-    record = P.make_major2()
-    producer = P.FixedCapsuleProducer(record.capsule)
+    record = make_major2()
+    producer = FixedCapsuleProducer(record.capsule)
     with pytest.raises(ValueError, match="major version 2"):
         reference(producer)
-    P.collect()
+    collect()
     assert record.deleter_calls == 1
 
 
 def test_not_a_capsule():
     with pytest.raises(ValueError, match="not a PyCapsule"):
-        reference(P.IntProducer())
+        reference(IntProducer())
 
 
 def test_numpy_refcount_returns_to_baseline():
@@ -358,26 +372,26 @@ def test_torch_use_count_returns_to_baseline():
 
 
 def _from_record(record):
-    return reference(P.OneTensorProducer(record))
+    return reference(OneTensorProducer(record))
 
 
 def test_gather_negative_and_zero_strides():
     base = np.arange(12.0, dtype=np.float32).reshape(3, 4)
     view = base[::-1, ::2]
-    record = P.make_from_numpy(view)
+    record = make_from_numpy(view)
     result = _from_record(record)
     assert result.strides == (-4, 2)
     assert result.elements == np.ascontiguousarray(view).tobytes()
     assert record.deleter_calls == 1
 
-    record = P.make_from_numpy(base[0], strides=(0,))  # one element repeated
+    record = make_from_numpy(base[0], strides=(0,))  # one element repeated
     result = _from_record(record)
     assert result.elements == np.full(4, 0.0, dtype=np.float32).tobytes()
 
 
 def test_null_strides_mean_row_major():
     values = np.arange(6.0, dtype=np.float32)
-    record = P.make_managed((2, 3), "float32", strides=None, values=values.tobytes())
+    record = make_managed((2, 3), "float32", strides=None, values=values.tobytes())
     result = _from_record(record)
     assert result.strides == (3, 1)
     assert result.elements == values.tobytes()
@@ -385,7 +399,7 @@ def test_null_strides_mean_row_major():
 
 def test_byte_offset_is_added():
     values = np.arange(8.0, dtype=np.float32)
-    record = P.make_managed((2,), "float32", values=values.tobytes(), byte_offset=8)
+    record = make_managed((2,), "float32", values=values.tobytes(), byte_offset=8)
     result = _from_record(record)
     assert result.byte_offset == 8
     assert result.data == record.data_address + 8
@@ -393,21 +407,21 @@ def test_byte_offset_is_added():
 
 
 def test_null_data_zero_size():
-    record = P.make_managed((0, 3), "float32", data=None, strides=(7, 9))
+    record = make_managed((0, 3), "float32", data=None, strides=(7, 9))
     result = _from_record(record)
     assert result.data == 0 and result.elements == b""
     assert normalized_strides(result.shape, result.strides) == (0, 0)
 
 
 def test_sub_byte_and_device_memory_are_not_gathered():
-    record = P.make_managed((6,), (P.kDLFloat4_e2m1fn, 4, 1))
+    record = make_managed((6,), (kDLFloat4_e2m1fn, 4, 1))
     assert _from_record(record).elements is None
-    padded = P.make_managed((6,), (P.kDLFloat4_e2m1fn, 4, 1), values=bytes(range(1, 7)),
-                            flags=P.FLAG_IS_SUBBYTE_TYPE_PADDED)
+    padded = make_managed((6,), (kDLFloat4_e2m1fn, 4, 1), values=bytes(range(1, 7)),
+                            flags=FLAG_IS_SUBBYTE_TYPE_PADDED)
     assert _from_record(padded).elements == bytes(range(1, 7))
-    on_gpu = P.make_managed((2,), "float32", device=(P.kDLCUDA, 0))
+    on_gpu = make_managed((2,), "float32", device=(kDLCUDA, 0))
     result = _from_record(on_gpu)
-    assert result.elements is None and result.device == (P.kDLCUDA, 0)
+    assert result.elements is None and result.device == (kDLCUDA, 0)
     assert on_gpu.deleter_calls == 1
 
 

@@ -15,9 +15,26 @@ import _check_subjects as S
 import dlbridge
 import numpy as np
 import pytest
-from dlbridge.check import consumer_checks, producer_checks
-from dlbridge.check import exchange_table as X
-from dlbridge.check import producers as P
+from dlbridge.check import consumer_checks, exchange_checks, producer_checks
+from dlbridge.check.abi import (
+    CURRENT_WORK_STREAM,
+    FLAG_READ_ONLY,
+    NAME_EXCHANGE_API,
+    NAME_LEGACY,
+    NAME_VERSIONED,
+    DLManagedTensorVersioned,
+    DLPackExchangeAPI,
+)
+from dlbridge.check.capi import PyCapsule_GetPointer, PyCapsule_New, static_name
+from dlbridge.check.capsules import (
+    capsule_name,
+    capsule_table,
+    consume_capsule,
+    read_capsule,
+    release,
+    table_member,
+)
+from dlbridge.check.records import ManagedRecord, make_from_numpy
 from dlbridge.check.cli import check_framework
 from dlbridge.check.frameworks import FRAMEWORKS, Framework
 from dlbridge.check.rules import RULES
@@ -72,7 +89,7 @@ def test_every_producer_rule_testable_on_the_cpu_has_a_breaking_producer():
     untestable_here = {
         "producer.copy-false-needs-copy",  # no CPU tensor needs a copy to reach the CPU
     }
-    expected = {r for r in producer_checks.CHECKS if r.startswith("producer.")}
+    expected = set(producer_checks.CHECKS)
     assert expected - covered == untestable_here
 
 
@@ -82,50 +99,44 @@ def test_every_producer_rule_testable_on_the_cpu_has_a_breaking_producer():
 def _table_class(table_or_capsule):
     """A Good producer whose type publishes `table_or_capsule` as its exchange API."""
     capsule = table_or_capsule
-    if isinstance(table_or_capsule, X.ExchangeAPI):
+    if isinstance(table_or_capsule, DLPackExchangeAPI):
         _TABLES.append(table_or_capsule)
-        capsule = _capsule(ctypes.addressof(table_or_capsule), X.CAPSULE_NAME)
+        capsule = _capsule(ctypes.addressof(table_or_capsule), NAME_EXCHANGE_API)
     return type("Published", (S.Good,), {"__dlpack_c_exchange_api__": capsule})
 
 
 _TABLES: list = []
-_NAMES: list = []
 
 
 def _capsule(address, name: bytes):
-    new = ctypes.pythonapi.PyCapsule_New
-    new.restype = ctypes.py_object
-    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    static = ctypes.create_string_buffer(name)
-    _NAMES.append(static)
-    return new(address, ctypes.cast(static, ctypes.c_char_p), None)
+    return PyCapsule_New(address, static_name(name), None)
 
 
-def _dlbridge_table() -> X.ExchangeAPI:
-    return X.capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)
+def _dlbridge_table() -> DLPackExchangeAPI:
+    return capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)
 
 
-def _copy_of_dlbridge_table() -> X.ExchangeAPI:
-    copy = X.ExchangeAPI()
+def _copy_of_dlbridge_table() -> DLPackExchangeAPI:
+    copy = DLPackExchangeAPI()
     ctypes.memmove(ctypes.addressof(copy), ctypes.addressof(_dlbridge_table()),
                    ctypes.sizeof(copy))
     return copy
 
 
 def _exchange_outcome(rule, cls):
-    return producer_checks.CHECKS[rule](producer_checks.Subject(_producer_framework(cls)))
+    return exchange_checks.CHECKS[rule](producer_checks.Subject(_producer_framework(cls)))
 
 
 def test_exchange_rules_pass_for_dlbridge_tensors():
     fw = Framework("dlbridge", "dlbridge", make=lambda a: dlbridge.from_dlpack(a).copy(),
                    consume=dlbridge.from_dlpack, to_numpy=np.from_dlpack)
     subject = producer_checks.Subject(fw)
-    for rule, check in producer_checks.CHECKS.items():
+    for rule, check in exchange_checks.CHECKS.items():
         if rule == "exchange.refusal-error-type":  # no catalogued dlbridge tensor is refused
             assert check(subject)[0] == "n/a", check(subject)
-        elif rule.startswith("exchange."):
+        else:
             assert check(subject)[0] == "pass", (rule, check(subject))
-    _, detail = producer_checks.CHECKS["exchange.agrees-with-dlpack"](subject)
+    _, detail = exchange_checks.CHECKS["exchange.agrees-with-dlpack"](subject)
     assert "catalogued kinds" in detail, detail  # every kind, not only the checker's tensor
 
 
@@ -154,7 +165,7 @@ def test_exchange_functions_that_misbehave_are_reported():
         assert _exchange_outcome(rule, cls)[0] == "fail", rule
 
 
-@X.CURRENT_WORK_STREAM
+@CURRENT_WORK_STREAM
 def _stream_seven(device_type, device_id, out):
     out[0] = 7
     return 0
@@ -203,8 +214,8 @@ def test_a_table_agreeing_with_dlpack_passes(rule, cls):
 def test_the_table_export_is_released_exactly_once():
     before = len(S._KEEP)
     assert _exchange_outcome("exchange.agrees-with-dlpack", S.TableAgrees)[0] == "pass"
-    exported = [r for r in S._KEEP[before:] if isinstance(r, P.ManagedRecord)
-                and r.struct.flags & P.FLAG_READ_ONLY]
+    exported = [r for r in S._KEEP[before:] if isinstance(r, ManagedRecord)
+                and r.struct.flags & FLAG_READ_ONLY]
     assert exported and all(r.deleter_calls == 1 for r in exported)
 
 
@@ -214,7 +225,7 @@ def test_every_exchange_rule_has_a_breaking_table():
         "exchange.dltensor", "exchange.to-py-object", "exchange.allocator",
         "exchange.work-stream",
     }
-    assert covered == {r for r in producer_checks.CHECKS if r.startswith("exchange.")}
+    assert covered == set(exchange_checks.CHECKS)
 
 
 # ---- consumers ------------------------------------------------------------------------------
@@ -237,18 +248,18 @@ def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strid
             if no_retry:
                 raise
             capsule = obj.__dlpack__()
-        name = P.capsule_name(capsule)
-        if name == P.NAME_LEGACY and refuse_legacy:
+        name = capsule_name(capsule)
+        if name == NAME_LEGACY and refuse_legacy:
             raise BufferError("legacy capsules are not supported")
-        if name == P.NAME_VERSIONED:
-            pointer = P.PyCapsule_GetPointer(capsule, name)
-            major = P.DLManagedTensorVersioned.from_address(pointer).version.major
+        if name == NAME_VERSIONED:
+            pointer = PyCapsule_GetPointer(capsule, name)
+            major = DLManagedTensorVersioned.from_address(pointer).version.major
             if major != 1:
                 if not accept_major2:
                     raise BufferError(f"major version {major}")
-                P.consume_capsule(capsule)
+                consume_capsule(capsule)
                 return np.zeros(0, np.float32)  # "imported" (without reading anything)
-        info = P.read_capsule(capsule)
+        info = read_capsule(capsule)
         shape = info["shape"] or ()
         strides = info["strides"]
         if strides is None:
@@ -262,7 +273,7 @@ def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strid
             raise ValueError("negative strides")
         if not info["data"] and null_data_error:
             raise ValueError("NULL data")
-        pointer, deleter, _ = P.consume_capsule(capsule)
+        pointer, deleter, _ = consume_capsule(capsule)
         first = (info["data"] or 0) + (0 if ignore_byte_offset else info["byte_offset"])
         if 0 in shape:
             result = np.zeros(shape, np.float32)
@@ -274,7 +285,7 @@ def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strid
                 np.frombuffer(buffer, np.float32)[-low:], shape, tuple(4 * s for s in strides))
             if writable_view:
                 return view  # shares the producer's memory, writable, never released
-            if legacy_share and name == P.NAME_LEGACY:
+            if legacy_share and name == NAME_LEGACY:
                 if legacy_share != "writable":
                     view.flags.writeable = False
                 if legacy_share == "re-export writable":
@@ -282,7 +293,7 @@ def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strid
                 return view
             result = np.array(view, copy=True)
         for _ in range(delete_count):
-            P.release(pointer, deleter)
+            release(pointer, deleter)
         return result
 
     return consume
@@ -293,7 +304,7 @@ class WritableReExport(np.ndarray):
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         versioned = max_version is not None and max_version[0] >= 1
-        return P.make_from_numpy(np.asarray(self), versioned=versioned).capsule()
+        return make_from_numpy(np.asarray(self), versioned=versioned).capsule()
 
 
 def _consumer_framework(**bug) -> Framework:
@@ -347,12 +358,12 @@ def test_legacy_capsules_copied_pass_and_dlbridge_imports_them_read_only():
 def blind_table_consumer(obj):
     """A from_dlpack that takes the type's exchange table whenever there is one, as tvm-ffi
     does PyTorch's, without asking __dlpack__: the export is copied into NumPy bytes."""
-    table = producer_checks._usable_table_of(type(obj))[0]
+    table = exchange_checks._usable_table_of(type(obj))[0]
     if table is None:
         return np.from_dlpack(obj)
-    out = ctypes.POINTER(P.DLManagedTensorVersioned)()
-    X.function(table, "managed_tensor_from_py_object_no_sync")(id(obj), ctypes.byref(out))
-    exported = producer_checks._read_export(out)  # released once
+    out = ctypes.POINTER(DLManagedTensorVersioned)()
+    table_member(table, "managed_tensor_from_py_object_no_sync")(id(obj), ctypes.byref(out))
+    exported = exchange_checks._read_export(out)  # released once
     return np.frombuffer(exported.elements or b"", np.uint8).copy()
 
 
@@ -388,7 +399,7 @@ def test_the_refusal_rules_never_bring_tensorflow_and_paddle_together():
 def test_a_consumer_refusing_versioned_capsules_is_reported():
     def legacy_only(obj):
         capsule = obj.__dlpack__(max_version=(1, 3))
-        if P.capsule_name(capsule) != P.NAME_LEGACY:
+        if capsule_name(capsule) != NAME_LEGACY:
             raise BufferError("versioned capsules are not supported")
         return naive_consumer()(obj)
 
@@ -407,7 +418,7 @@ def test_every_consumer_rule_has_a_breaking_consumer():
 
 
 def test_every_rule_is_checked_and_every_check_has_a_rule():
-    checks = set(producer_checks.CHECKS) | set(consumer_checks.CHECKS)
+    checks = set(producer_checks.CHECKS) | set(exchange_checks.CHECKS) | set(consumer_checks.CHECKS)
     assert checks == set(RULES)
 
 

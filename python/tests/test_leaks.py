@@ -24,7 +24,9 @@ import sys
 import numpy as np
 import pytest
 
-import _producers as P
+from dlbridge.check.capsules import release
+from dlbridge.check.records import make_managed
+from dlbridge.check.fake_producers import OneTensorProducer
 import dlbridge
 from _helpers import (
     CountingDeleters,
@@ -205,9 +207,9 @@ def test_deleters_run_once_per_export():
     records = []
     count = min(N, 20_000)
     for i in range(count):
-        record = P.make_managed((2, 3), versioned=i % 2 == 0)
+        record = make_managed((2, 3), versioned=i % 2 == 0)
         records.append(record)
-        t = dlbridge.from_dlpack(P.OneTensorProducer(record))
+        t = dlbridge.from_dlpack(OneTensorProducer(record))
         if i % 3 == 0:
             np.from_dlpack(t)
         del t
@@ -252,11 +254,11 @@ def _through_capsules(consumer, max_version=(1, 3)):
 def test_the_deleter_count_notices_a_lost_and_a_doubly_released_tensor():
     # Control: the counting must see what it is there to catch.
     counting = CountingDeleters()
-    lost, twice = P.make_managed((2,)), P.make_managed((2,))
+    lost, twice = make_managed((2,)), make_managed((2,))
     counting.interpose(lost.address)
     counting.interpose(twice.address)
-    P.release(twice.address, twice.struct.deleter)
-    P.release(twice.address, twice.struct.deleter)
+    release(twice.address, twice.struct.deleter)
+    release(twice.address, twice.struct.deleter)
     assert (counting.calls, counting.outstanding) == (1, 1)
     assert counting.unexpected == [twice.address]
     assert twice.deleter_calls == 1  # the second call never reached the real deleter

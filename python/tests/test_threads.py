@@ -15,7 +15,8 @@ import threading
 import numpy as np
 import pytest
 
-import _producers as P
+from dlbridge.check.records import make_managed
+from dlbridge.check.fake_producers import OneTensorProducer
 import dlbridge
 from _helpers import CountingDeleters, HandsOver, through_exchange_tables
 from dlbridge._dlbridge import _exchange_api_exports, _testing as kernels
@@ -73,9 +74,9 @@ def test_tensors_exported_on_one_thread_are_dropped_on_another():
 
     def produce():
         for i in range(ROUNDS):
-            record = P.make_managed((2, 3), values=np.full(6, i, np.float32).tobytes())
+            record = make_managed((2, 3), values=np.full(6, i, np.float32).tobytes())
             records.append(record)
-            handoff.put(dlbridge.from_dlpack(P.OneTensorProducer(record)))
+            handoff.put(dlbridge.from_dlpack(OneTensorProducer(record)))
         handoff.put(done)
 
     def consume():
@@ -187,8 +188,8 @@ def test_deleters_run_on_threads_that_never_held_the_gil(producer):
 
 
 def test_hand_built_deleters_run_on_threads_that_never_held_the_gil():
-    records = [P.make_managed((2, 3)) for _ in range(ROUNDS // 4)]
+    records = [make_managed((2, 3)) for _ in range(ROUNDS // 4)]
     for record in records:
-        kernels.release_on_new_thread(P.OneTensorProducer(record))
+        kernels.release_on_new_thread(OneTensorProducer(record))
     gc.collect()
     assert [r.deleter_calls for r in records] == [1] * len(records)

@@ -1,5 +1,5 @@
-"""A catalogue of the odd tensors each framework can produce, and a reference reader for
-what the framework's own `__dlpack__` hands out for each of them, without dlbridge.
+"""A catalogue of the odd tensors each framework can produce; what the framework's own
+`__dlpack__` hands out for each of them is read by `capsules.reference`, without dlbridge.
 
 It drives differential tests (dlbridge's fast import paths against the framework's
 `__dlpack__`) and rules of `dlbridge check`.
@@ -8,16 +8,9 @@ It drives differential tests (dlbridge's fast import paths against the framework
   each call, and a one-line note. It imports the framework (and nothing else of the
   others): TensorFlow and PaddlePaddle crash when imported into one process, so run one
   framework's kinds per process.
-- `reference(obj)` calls `obj.__dlpack__(max_version=...)` (retrying `obj.__dlpack__()`
-  on TypeError, as a consumer does for old producers), reads the capsule with the ctypes
-  structs of `producers`, gathers the element bytes in row-major order through the strides,
-  then takes ownership (renames the capsule to `used_*`) and calls the deleter once.
-  It returns `Exported` or, when `__dlpack__` raised, `Refused`.
-- `normalized_strides(shape, strides)` makes strides comparable (DLPack allows any stride
-  on an extent-1 dimension and any strides on a zero-size tensor).
 - `python -m dlbridge.check.catalogue FRAMEWORK` prints the kind -> result table.
 
-Nothing but the standard library and `producers` is imported at module level.
+Nothing but the standard library and `capsules` is imported at module level.
 
 Findings (torch 2.15, numpy 2.4, jax 0.10.2, tensorflow 2.21, paddle 3.3.1, pyarrow 26.0.1;
 all on CPU):
@@ -66,18 +59,14 @@ all on CPU):
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import producers as _p
+from .capsules import reference
 
 FRAMEWORKS: tuple[str, ...] = (
     "torch", "numpy", "jax", "tensorflow", "paddle", "pyarrow", "dlbridge",
 )
-
-#: Device types whose memory the host can read directly.
-HOST_DEVICES = frozenset({_p.kDLCPU, _p.kDLCUDAHost, _p.kDLROCMHost, _p.kDLCUDAManaged})
 
 
 @dataclass(frozen=True)
@@ -92,236 +81,6 @@ class Kind:
     name: str
     make: Callable[[], object]
     note: str
-
-
-# --------------------------------------------------------------------------------------------
-# The reference reader.
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Exported:
-    """What `__dlpack__` handed out, read with ctypes.
-
-    `strides` are in elements; a NULL strides pointer is reported as compact row-major.
-    `data` is the address of the first element (the struct's data + byte_offset), 0 for a
-    NULL data pointer. `elements` holds the element bytes gathered in row-major order for
-    host devices and byte-addressable dtypes (None otherwise). `first_error` is
-    "Type: message" of the TypeError that made `reference` retry without max_version (None
-    when the first call succeeded).
-    """
-
-    capsule_name: str
-    version: tuple[int, int] | None
-    flags: int
-    device: tuple[int, int]
-    dtype: tuple[int, int, int]
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    byte_offset: int
-    data: int
-    elements: bytes | None
-    first_error: str | None = None
-
-    @property
-    def read_only(self) -> bool:
-        """True when the consumer must not write: READ_ONLY is set, or the capsule is legacy
-        (a legacy capsule cannot say its memory is writable, and "not known" is not
-        claimed)."""
-        if self.version is None:
-            return True
-        return bool(self.flags & _p.FLAG_READ_ONLY)
-
-    @property
-    def is_copied(self) -> bool:
-        return bool(self.flags & _p.FLAG_IS_COPIED)
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for extent in self.shape:
-            n *= extent
-        return n
-
-    def summary(self) -> str:
-        """One line: capsule, version, flags, device, dtype, shape, strides."""
-        version = "legacy" if self.version is None else f"v{self.version[0]}.{self.version[1]}"
-        flags = []
-        if self.flags & _p.FLAG_READ_ONLY:
-            flags.append("RO")
-        if self.flags & _p.FLAG_IS_COPIED:
-            flags.append("COPIED")
-        if self.flags & _p.FLAG_IS_SUBBYTE_TYPE_PADDED:
-            flags.append("PADDED")
-        extra = ""
-        if self.byte_offset:
-            extra += f" byte_offset={self.byte_offset}"
-        if not self.data:
-            extra += " data=NULL"
-        elif self.data % max(1, _itemsize(self.dtype) or 1):
-            extra += f" data%{_itemsize(self.dtype)}={self.data % _itemsize(self.dtype)}"
-        if self.elements is None:
-            extra += " elements=n/a"
-        return (
-            f"{version} flags={'|'.join(flags) or 0} dev={self.device} dtype={self.dtype} "
-            f"shape={self.shape} strides={self.strides}{extra}"
-        )
-
-
-@dataclass(frozen=True)
-class Refused:
-    """`__dlpack__` raised: the exception's type name and message."""
-
-    exception: str
-    message: str
-    first_error: str | None = None
-
-    def summary(self) -> str:
-        return f"Refused({self.exception}: {self.message.splitlines()[0][:90] if self.message else ''})"
-
-
-def _itemsize(dtype) -> int | None:
-    """Bytes per element, or None for a dtype whose elements are not whole bytes."""
-    _, bits, lanes = dtype
-    total = bits * lanes
-    if total == 0 or total % 8:
-        return None
-    return total // 8
-
-
-def _compact_strides(shape) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for extent in reversed(shape):
-        strides.append(acc)
-        acc *= max(extent, 1)
-    return tuple(reversed(strides))
-
-
-def normalized_strides(shape, strides) -> tuple[int, ...]:
-    """Strides made comparable: 0 for every extent-1 dimension, and all 0 for a zero-size
-    tensor (DLPack allows any stride there)."""
-    shape, strides = tuple(shape), tuple(strides)
-    if len(shape) != len(strides):
-        raise ValueError(f"shape {shape} and strides {strides} differ in length")
-    if any(extent == 0 for extent in shape):
-        return (0,) * len(shape)
-    return tuple(0 if extent == 1 else stride for extent, stride in zip(shape, strides))
-
-
-def _gather(address: int, shape, strides, itemsize: int) -> bytes:
-    """The elements at `address` with `strides` (in elements), in row-major order."""
-    if any(extent == 0 for extent in shape):
-        return b""
-    if not shape:
-        return ctypes.string_at(address, itemsize)
-    out = bytearray()
-    last_extent, last_stride = shape[-1], strides[-1]
-    row_compact = last_stride == 1
-
-    def walk(dim: int, base: int) -> None:
-        if dim == len(shape) - 1:
-            if row_compact:
-                out.extend(ctypes.string_at(base, last_extent * itemsize))
-            else:
-                step = last_stride * itemsize
-                for i in range(last_extent):
-                    out.extend(ctypes.string_at(base + i * step, itemsize))
-            return
-        step = strides[dim] * itemsize
-        for i in range(shape[dim]):
-            walk(dim + 1, base + i * step)
-
-    walk(0, address)
-    return bytes(out)
-
-
-def _is_capsule(obj) -> bool:
-    return type(obj).__name__ == "PyCapsule"
-
-
-def _read(capsule, first_error: str | None) -> Exported:
-    """Read a capsule fully, then consume it and call its deleter once."""
-    if not _is_capsule(capsule):
-        raise ValueError(f"__dlpack__ returned {type(capsule).__name__}, not a PyCapsule")
-    name = _p.PyCapsule_GetName(capsule)
-    if name not in (_p.NAME_LEGACY, _p.NAME_VERSIONED):
-        raise ValueError(f"__dlpack__ returned a capsule named {name!r}")
-    if name == _p.NAME_VERSIONED:
-        pointer = _p.PyCapsule_GetPointer(capsule, name)
-        version = _p.DLManagedTensorVersioned.from_address(pointer).version
-        if version.major != 1:
-            # Only version, manager_ctx and deleter may be read: release and say so.
-            pointer, deleter, _ = _p.consume_capsule(capsule)
-            _p.release(pointer, deleter)
-            raise ValueError(f"DLPack major version {version.major} (minor {version.minor})")
-    info = _p.read_capsule(capsule)
-    ndim = info["ndim"]
-    shape = info["shape"] if info["shape"] is not None else ()
-    if len(shape) != ndim:  # NULL shape with ndim > 0: a broken producer
-        raise ValueError(f"ndim {ndim} but a NULL shape pointer")
-    strides = info["strides"] if info["strides"] is not None else _compact_strides(shape)
-    dtype = info["dtype"]
-    raw_data = info["data"] or 0
-    data = raw_data + info["byte_offset"] if raw_data else 0
-    flags = info["flags"] or 0
-    itemsize = _itemsize(dtype)
-    if itemsize is None and flags & _p.FLAG_IS_SUBBYTE_TYPE_PADDED and dtype[1] < 8:
-        itemsize = dtype[2]  # padded sub-byte lanes: one byte each
-    size = 1
-    for extent in shape:
-        size *= extent
-    elements = None
-    if info["device"][0] in HOST_DEVICES and itemsize is not None:
-        if size == 0:
-            elements = b""
-        elif data:
-            elements = _gather(data, shape, strides, itemsize)
-    result = Exported(
-        capsule_name=name.decode(),
-        version=info["version"],
-        flags=flags,
-        device=info["device"],
-        dtype=dtype,
-        shape=tuple(shape),
-        strides=tuple(strides),
-        byte_offset=info["byte_offset"],
-        data=data,
-        elements=elements,
-        first_error=first_error,
-    )
-    pointer, deleter, _ = _p.consume_capsule(capsule)
-    _p.release(pointer, deleter)
-    return result
-
-
-def reference(obj, *, max_version=(1, 3), copy=None) -> Exported | Refused:
-    """What `obj.__dlpack__` hands out, read without dlbridge.
-
-    Calls `obj.__dlpack__(max_version=max_version)` (or `obj.__dlpack__()` when
-    max_version is None: a legacy request), with `copy=copy` when it is not None; on
-    TypeError retries without max_version as a consumer does for old producers. An
-    exception from the (last) call gives `Refused`.
-    The capsule is read with the ctypes structs of `producers`, its elements gathered in
-    row-major order (host devices and byte-addressable dtypes), then it is renamed to
-    `used_*` and its deleter called exactly once.
-
-    Raises ValueError when `__dlpack__` returns something unreadable (not a capsule, an
-    unknown capsule name, a major version other than 1: the tensor is released first).
-    """
-    first_error = None
-    keywords = {} if copy is None else {"copy": copy}
-    try:
-        if max_version is None:
-            capsule = obj.__dlpack__(**keywords)
-        else:
-            try:
-                capsule = obj.__dlpack__(max_version=tuple(max_version), **keywords)
-            except TypeError as error:
-                first_error = f"{type(error).__name__}: {error}"
-                capsule = obj.__dlpack__(**keywords)
-    except Exception as error:  # noqa: BLE001 - any refusal is reported
-        return Refused(type(error).__name__, str(error), first_error)
-    return _read(capsule, first_error)
 
 
 # --------------------------------------------------------------------------------------------

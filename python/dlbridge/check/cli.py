@@ -15,10 +15,10 @@ import sys
 import time
 from collections.abc import Iterable
 
-from . import consumer_checks, producer_checks
+from . import consumer_checks, exchange_checks, producer_checks
 from .frameworks import FRAMEWORKS, resolve
 from .report import render_json, render_markdown, render_text
-from .rules import MUST, RULES
+from .rules import FAIL, MUST, NA, PASS, RULES
 
 
 def _stream(job: dict, timeout: float, on_line) -> tuple:
@@ -84,7 +84,7 @@ def check_framework(name: str, timeout: float) -> list:
     """Every rule's result for one framework; a crash or hang is the failure of the check
     that was running, and the rest goes on in a new process."""
     results: dict = {}
-    order = list(producer_checks.CHECKS) + list(consumer_checks.CHECKS)
+    order = [*producer_checks.CHECKS, *exchange_checks.CHECKS, *consumer_checks.CHECKS]
     while True:
         job = {"kind": "framework", "name": name, "skip": sorted(results)}
         done, running, why = _stream(job, timeout, lambda r: results.__setitem__(r["rule"], r))
@@ -93,10 +93,10 @@ def check_framework(name: str, timeout: float) -> list:
         if running is None or running in results:
             for rule_id in order:
                 if rule_id not in results:
-                    results[rule_id] = {"rule": rule_id, "outcome": "fail",
+                    results[rule_id] = {"rule": rule_id, "outcome": FAIL,
                                         "detail": f"not run: {why} before this check"}
             break
-        results[running] = {"rule": running, "outcome": "fail", "detail": f"crash: {why}"}
+        results[running] = {"rule": running, "outcome": FAIL, "detail": f"crash: {why}"}
     return [results[r] for r in order if r in results]
 
 
@@ -173,12 +173,12 @@ def run(names: list, *, matrix: bool = True, timeout: float = 120, progress=None
     pairs = run_matrix(names, timeout, progress) if matrix and len(names) > 0 else []
     summary = {}
     for name, results in frameworks.items():
-        failed = [r for r in results if r["outcome"] == "fail"]
+        failed = [r for r in results if r["outcome"] == FAIL]
         summary[name] = {
             "must_failures": sum(1 for r in failed if RULES[r["rule"]].level == MUST),
             "should_failures": sum(1 for r in failed if RULES[r["rule"]].level != MUST),
-            "passed": sum(1 for r in results if r["outcome"] == "pass"),
-            "not_applicable": sum(1 for r in results if r["outcome"] == "n/a"),
+            "passed": sum(1 for r in results if r["outcome"] == PASS),
+            "not_applicable": sum(1 for r in results if r["outcome"] == NA),
         }
     if progress:
         progress("")

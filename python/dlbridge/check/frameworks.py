@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .capsules import is_capsule
+
 
 @dataclass
 class Framework:
@@ -91,7 +93,7 @@ def _tf_make(array):
 
 def _tf_consume(obj):
     # TensorFlow's from_dlpack takes a legacy capsule only, not a producer object.
-    capsule = obj if type(obj).__name__ == "PyCapsule" else obj.__dlpack__()
+    capsule = obj if is_capsule(obj) else obj.__dlpack__()
     return _lazy("tensorflow").experimental.dlpack.from_dlpack(capsule)
 
 
@@ -197,6 +199,17 @@ def custom(spec: str) -> Framework:
         raise NotImplementedError("a module:factory producer has no from_dlpack")
 
     return Framework(spec, module_name, make, no_consumer, _via_numpy, user_factory=True)
+
+
+def data_address(obj):
+    """The address of the first element of `obj` as dlbridge imports it, or None when dlbridge
+    cannot import it (not every result can be exported again)."""
+    try:
+        import dlbridge
+
+        return dlbridge.from_dlpack(obj).data_ptr
+    except Exception:  # noqa: BLE001 - not every object exports
+        return None
 
 
 def resolve(name: str) -> Framework:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from .rules import RULES
+from .rules import FAIL, NA, PASS, RULES, UNSUPPORTED
 
-_COLOURS = {"pass": "\x1b[32m", "fail": "\x1b[31m", "n/a": "\x1b[33m"}
+_COLOURS = {PASS: "\x1b[32m", FAIL: "\x1b[31m", NA: "\x1b[33m"}
 _RESET = "\x1b[0m"
-_LABELS = {"pass": "PASS", "fail": "FAIL", "n/a": "n/a"}
+_LABELS = {PASS: "PASS", FAIL: "FAIL", NA: "n/a"}
 
 
 def render_json(report: dict) -> str:
@@ -33,7 +33,7 @@ def _pair_cell(pair: dict) -> str:
     if "error" in pair:
         return f"CRASH ({pair['error'][:40]})"
     counts = pair["counts"]
-    cell = f"{counts['pass']}/{counts['fail']}/{counts['unsupported']}"
+    cell = f"{counts[PASS]}/{counts[FAIL]}/{counts[UNSUPPORTED]}"
     if pair.get("zero_copy") is True:
         cell += " zc"
     elif pair.get("zero_copy") is False:
@@ -106,7 +106,7 @@ def render_markdown(report: dict) -> str:
     any_failure = False
     for name, results in report["frameworks"].items():
         for result in results:
-            if result["outcome"] != "fail":
+            if result["outcome"] != FAIL:
                 continue
             any_failure = True
             rule = RULES[result["rule"]]

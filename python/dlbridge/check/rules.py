@@ -1,4 +1,5 @@
-"""The rules `dlbridge check` tests, each with its level and where the standard says it.
+"""The rules `dlbridge check` tests, each with its level and where the standard says it, and
+the outcomes a check reports.
 
 Sections refer to dlbridge's protocol checklist (`python-protocol.md`, sections 1-7), which
 restates the array API standard's `__dlpack__` / `from_dlpack` text and `dlpack.h` (v1.3);
@@ -9,8 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Levels.
 MUST = "MUST"
 SHOULD = "SHOULD"
+
+# Outcomes: a check returns (outcome, detail); the strings are those of the JSON report.
+PASS = "pass"
+FAIL = "fail"
+NA = "n/a"  # the rule does not apply (the detail says why)
+UNSUPPORTED = "unsupported"  # an interop matrix case the consumer refused
 
 
 @dataclass(frozen=True)

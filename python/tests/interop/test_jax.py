@@ -30,7 +30,8 @@ jax.config.update("jax_enable_x64", True)
 jnp = pytest.importorskip("jax.numpy")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-import _producers as P  # noqa: E402
+from dlbridge.check.abi import FLAG_READ_ONLY, NAME_LEGACY  # noqa: E402
+from dlbridge.check.capsules import capsule_name, read_capsule  # noqa: E402
 import dlbridge  # noqa: E402
 from _semantics import every_path_test  # noqa: E402
 from _helpers import (  # noqa: E402
@@ -251,9 +252,9 @@ def test_memory_from_a_legacy_only_producer_is_never_made_writable():
         array[0] = 42
     assert np.asarray(source).tolist() == [0.0, 1.0, 2.0, 3.0]
     # The versioned re-export says READ_ONLY; the legacy one stays possible.
-    info = P.read_capsule(tensor.__dlpack__(max_version=(1, 3)))
-    assert info["flags"] & P.FLAG_READ_ONLY
-    assert P.capsule_name(tensor.__dlpack__()) == P.NAME_LEGACY
+    info = read_capsule(tensor.__dlpack__(max_version=(1, 3)))
+    assert info["flags"] & FLAG_READ_ONLY
+    assert capsule_name(tensor.__dlpack__()) == NAME_LEGACY
     # Typed arguments refuse to write it, saying why.
     for argument in (tensor, source):
         with pytest.raises(TypeError, match=r"got float32 shape \(4,\) .*\(read-only"):

@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 import pytest
 
-import _producers as P
+from dlbridge.check.records import make_managed
 import dlbridge
 from _helpers import (
     IS_COPIED,
@@ -282,7 +282,7 @@ def test_tensor_released_after_numpy_array_dies():
 
 
 def test_ctypes_legacy_tensor_through_dlbridge_to_numpy():
-    rec = P.make_managed((2, 2), "float32", versioned=False)
+    rec = make_managed((2, 2), "float32", versioned=False)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     a = np.from_dlpack(t)

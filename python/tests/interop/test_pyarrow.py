@@ -27,7 +27,7 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-import _producers as P  # noqa: E402
+from dlbridge.check.capsules import read_capsule  # noqa: E402
 import dlbridge  # noqa: E402
 from _semantics import every_path_test  # noqa: E402
 from _helpers import (  # noqa: E402
@@ -59,7 +59,7 @@ def _array_address(arr) -> int:
 
 def _tensor_address(x) -> int | None:
     # (pa.Tensor refuses the legacy path for immutable tensors, so ask for a versioned one)
-    info = P.read_capsule(x.__dlpack__(max_version=(1, 3)))
+    info = read_capsule(x.__dlpack__(max_version=(1, 3)))
     return None if info["data"] is None else info["data"] + info["byte_offset"]
 
 
