@@ -37,8 +37,9 @@ class Good:
         return self.inner.__dlpack_device__()
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return self.inner.__dlpack__(stream=stream, max_version=max_version,
-                                     dl_device=dl_device, copy=copy)
+        return self.inner.__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
 
 
 def _record(array, *, versioned=True, **fields):
@@ -52,8 +53,9 @@ _KEEP: list = []
 
 class PositionalArguments(Good):
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        return super().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
-                                  copy=copy)
+        return super().__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
 
 
 class MissingKeywords(Good):
@@ -63,14 +65,12 @@ class MissingKeywords(Good):
 
 class AlwaysVersioned(Good):
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return super().__dlpack__(stream=stream, max_version=(1, 3), dl_device=dl_device,
-                                  copy=copy)
+        return super().__dlpack__(stream=stream, max_version=(1, 3), dl_device=dl_device, copy=copy)
 
 
 class AlwaysLegacy(Good):
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return super().__dlpack__(stream=stream, max_version=None, dl_device=dl_device,
-                                  copy=copy)
+        return super().__dlpack__(stream=stream, max_version=None, dl_device=dl_device, copy=copy)
 
 
 class VersionTwo(Good):
@@ -186,9 +186,11 @@ def _publish(**members):
     """A `dlpack_exchange_api` capsule over a copy of dlbridge's table, each member given as
     a Python function replaced by a callback of its prototype."""
     table = DLPackExchangeAPI()
-    ctypes.memmove(ctypes.addressof(table),
-                   ctypes.addressof(capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)),
-                   ctypes.sizeof(table))
+    ctypes.memmove(
+        ctypes.addressof(table),
+        ctypes.addressof(capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)),
+        ctypes.sizeof(table),
+    )
     for member, function in members.items():
         callback = EXCHANGE_PROTOTYPES[member](function)
         _KEEP.append(callback)
@@ -228,8 +230,10 @@ def _describer(address, out):
 class TableAgrees(Good):
     """Read-only data; its table exports what __dlpack__ exports, READ_ONLY included."""
 
-    __dlpack_c_exchange_api__ = _publish(managed_tensor_from_py_object_no_sync=_exporter(),
-                                         dltensor_from_py_object_no_sync=_describer)
+    __dlpack_c_exchange_api__ = _publish(
+        managed_tensor_from_py_object_no_sync=_exporter(),
+        dltensor_from_py_object_no_sync=_describer,
+    )
 
     def __init__(self, array=BASE, read_only: bool = True):
         super().__init__(array, read_only=True)
@@ -240,14 +244,17 @@ class TableDropsReadOnly(TableAgrees):
 
     __dlpack_c_exchange_api__ = _publish(
         managed_tensor_from_py_object_no_sync=_exporter(read_only_flag=False),
-        dltensor_from_py_object_no_sync=_describer)
+        dltensor_from_py_object_no_sync=_describer,
+    )
 
 
 class TableExportsRefused(Good):
     """__dlpack__ refuses (as PyTorch does a tensor that requires grad); the table exports."""
 
-    __dlpack_c_exchange_api__ = _publish(managed_tensor_from_py_object_no_sync=_exporter(),
-                                         dltensor_from_py_object_no_sync=_describer)
+    __dlpack_c_exchange_api__ = _publish(
+        managed_tensor_from_py_object_no_sync=_exporter(),
+        dltensor_from_py_object_no_sync=_describer,
+    )
 
     def __dlpack__(self, **kwargs):
         raise BufferError("this tensor requires grad")

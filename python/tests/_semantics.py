@@ -321,9 +321,7 @@ def every_path_test(framework: str):
     interop file to bind to a `test_*` name."""
     import pytest
 
-    @pytest.mark.parametrize(
-        "kind", catalogue.kinds(framework), ids=lambda kind: kind.name
-    )
+    @pytest.mark.parametrize("kind", catalogue.kinds(framework), ids=lambda kind: kind.name)
     def test_every_path_gives_the_answer_of_dlpack(kind):
         problems, _ = check_kind(kind)
         assert problems == []

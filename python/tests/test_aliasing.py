@@ -86,9 +86,7 @@ def _refused_while(background, attempt, seconds=2.0):
 
 def test_a_write_refused_for_a_read_on_another_thread_says_so():
     x, y = np.ones(64, np.float32), np.ones(64, np.float32)
-    refusal = _refused_while(
-        lambda seconds: K.slow_total2(x, y, seconds), lambda: K.fill(x, 1.0)
-    )
+    refusal = _refused_while(lambda seconds: K.slow_total2(x, y, seconds), lambda: K.fill(x, 1.0))
     assert refusal is not None
     assert str(refusal).startswith(
         "this tensor's memory is being read by a call in progress on another thread: it "

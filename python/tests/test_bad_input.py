@@ -75,8 +75,7 @@ def _import_fails(obj, exc_type, *fragments):
 
 @pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "legacy"])
 def test_toolkit_tensor_consumed_by_numpy(versioned):
-    rec = make_managed((2, 3), "int32", versioned=versioned,
-                         values=struct.pack("<6i", *range(6)))
+    rec = make_managed((2, 3), "int32", versioned=versioned, values=struct.pack("<6i", *range(6)))
     a = np.from_dlpack(OneTensorProducer(rec))
     assert a.tolist() == [[0, 1, 2], [3, 4, 5]]
     assert a.ctypes.data == rec.data_address
@@ -121,7 +120,8 @@ def test_toolkit_reads_numpy_capsules():
 
 
 @pytest.mark.parametrize(
-    "producer_cls", [NoneProducer, IntProducer, NotACapsuleProducer],
+    "producer_cls",
+    [NoneProducer, IntProducer, NotACapsuleProducer],
     ids=["None", "int", "bytes"],
 )
 def test_dlpack_returning_a_non_capsule_is_type_error(producer_cls):
@@ -359,13 +359,18 @@ def test_null_strides_in_recent_version_is_buffer_error(version):
 
 
 @pytest.mark.parametrize(
-    "versioned, version", [(False, None), (True, (1, 0)), (True, (1, 1))],
+    "versioned, version",
+    [(False, None), (True, (1, 0)), (True, (1, 1))],
     ids=["legacy", "v1.0", "v1.1"],
 )
 def test_null_strides_before_1_2_means_row_major(versioned, version):
     values = struct.pack("<6i", *range(6))
     rec = make_managed(
-        (2, 3), "int32", strides=None, versioned=versioned, version=version or (1, 0),
+        (2, 3),
+        "int32",
+        strides=None,
+        versioned=versioned,
+        version=version or (1, 0),
         values=values,
     )
     cap = rec.capsule()
@@ -382,8 +387,14 @@ def test_null_strides_before_1_2_means_row_major(versioned, version):
 
 @pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "legacy"])
 def test_scalar_with_null_shape_and_strides_is_accepted(versioned):
-    rec = make_managed((), "float64", shape_null=True, strides=None, versioned=versioned,
-                         values=struct.pack("<d", 2.5))
+    rec = make_managed(
+        (),
+        "float64",
+        shape_null=True,
+        strides=None,
+        versioned=versioned,
+        values=struct.pack("<d", 2.5),
+    )
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.shape == () and t.strides == () and t.size == 1
@@ -765,8 +776,12 @@ def test_packed_float4_sizes(n, packed_bytes):
 
 
 def test_padded_float4():
-    rec = make_managed((4,), (kDLFloat4_e2m1fn, 4, 1), values=b"\x01\x02\x03\x04",
-                         flags=FLAG_IS_SUBBYTE_TYPE_PADDED)
+    rec = make_managed(
+        (4,),
+        (kDLFloat4_e2m1fn, 4, 1),
+        values=b"\x01\x02\x03\x04",
+        flags=FLAG_IS_SUBBYTE_TYPE_PADDED,
+    )
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.nbytes == 4  # one byte per element

@@ -78,7 +78,13 @@ def _torch_bytes(tensor) -> bytes:
 
 def test_frameworks_and_unknown_name():
     assert catalogue.FRAMEWORKS == (
-        "torch", "numpy", "jax", "tensorflow", "paddle", "pyarrow", "dlbridge",
+        "torch",
+        "numpy",
+        "jax",
+        "tensorflow",
+        "paddle",
+        "pyarrow",
+        "dlbridge",
     )
     with pytest.raises(ValueError, match="unknown framework"):
         catalogue.kinds("mxnet")
@@ -107,23 +113,91 @@ def test_kinds_are_well_formed(framework, catalogued):
 
 
 def test_required_kinds_present():
-    for name in ["read_only", "byte_swapped", "structured", "object", "negative_strides",
-                 "broadcast", "zero_size", "zero_dim", "longdouble", "datetime64", "unicode",
-                 "masked_array", "matrix", "recarray", "unaligned_float64", "fortran_order",
-                 "noncontiguous_slice"] + [
-        f"dtype_{d}" for d in ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
-                               "uint32", "uint64", "float16", "float32", "float64",
-                               "complex64", "complex128"]]:
+    for name in [
+        "read_only",
+        "byte_swapped",
+        "structured",
+        "object",
+        "negative_strides",
+        "broadcast",
+        "zero_size",
+        "zero_dim",
+        "longdouble",
+        "datetime64",
+        "unicode",
+        "masked_array",
+        "matrix",
+        "recarray",
+        "unaligned_float64",
+        "fortran_order",
+        "noncontiguous_slice",
+    ] + [
+        f"dtype_{d}"
+        for d in [
+            "bool",
+            "int8",
+            "int16",
+            "int32",
+            "int64",
+            "uint8",
+            "uint16",
+            "uint32",
+            "uint64",
+            "float16",
+            "float32",
+            "float64",
+            "complex64",
+            "complex128",
+        ]
+    ]:
         assert name in NUMPY, name
-    for name in ["requires_grad_leaf", "non_leaf", "requires_grad_leaf_view", "non_leaf_view",
-                 "parameter", "parameter_no_grad", "sparse_coo", "sparse_csr",
-                 "quantized_qint8", "conj_view", "neg_view", "nested_strided",
-                 "nested_jagged", "meta", "zero_size", "zero_dim", "channels_last",
-                 "expanded", "storage_offset", "flip", "transposed", "inference_mode"] + [
-        f"dtype_{d}" for d in ["float16", "float32", "float64", "bfloat16", "float8_e4m3fn",
-                               "float8_e5m2", "int8", "int16", "int32", "int64", "uint8",
-                               "uint16", "uint32", "uint64", "bool", "complex32",
-                               "complex64", "complex128", "bits8"]]:
+    for name in [
+        "requires_grad_leaf",
+        "non_leaf",
+        "requires_grad_leaf_view",
+        "non_leaf_view",
+        "parameter",
+        "parameter_no_grad",
+        "sparse_coo",
+        "sparse_csr",
+        "quantized_qint8",
+        "conj_view",
+        "neg_view",
+        "nested_strided",
+        "nested_jagged",
+        "meta",
+        "zero_size",
+        "zero_dim",
+        "channels_last",
+        "expanded",
+        "storage_offset",
+        "flip",
+        "transposed",
+        "inference_mode",
+    ] + [
+        f"dtype_{d}"
+        for d in [
+            "float16",
+            "float32",
+            "float64",
+            "bfloat16",
+            "float8_e4m3fn",
+            "float8_e5m2",
+            "int8",
+            "int16",
+            "int32",
+            "int64",
+            "uint8",
+            "uint16",
+            "uint32",
+            "uint64",
+            "bool",
+            "complex32",
+            "complex64",
+            "complex128",
+            "bits8",
+        ]
+    ]:
         assert name in TORCH, name
 
 
@@ -156,10 +230,24 @@ def test_every_kind_builds_and_reads(framework, name):
 # --------------------------------------------------------------------------------------------
 
 NUMPY_VALUE_KINDS = [
-    "read_only", "negative_strides", "broadcast", "zero_size", "zero_dim", "masked_array",
-    "matrix", "recarray_field_aligned", "unaligned_float64", "fortran_order",
-    "noncontiguous_slice", "dtype_bool", "dtype_int8", "dtype_uint16", "dtype_float16",
-    "dtype_complex64", "dtype_complex128", "dtype_uint64",
+    "read_only",
+    "negative_strides",
+    "broadcast",
+    "zero_size",
+    "zero_dim",
+    "masked_array",
+    "matrix",
+    "recarray_field_aligned",
+    "unaligned_float64",
+    "fortran_order",
+    "noncontiguous_slice",
+    "dtype_bool",
+    "dtype_int8",
+    "dtype_uint16",
+    "dtype_float16",
+    "dtype_complex64",
+    "dtype_complex128",
+    "dtype_uint64",
 ]
 
 
@@ -175,10 +263,23 @@ def test_numpy_element_bytes(name):
 
 
 TORCH_VALUE_KINDS = [
-    "parameter_no_grad", "zero_size", "zero_dim", "channels_last", "expanded",
-    "storage_offset", "flip", "transposed", "inference_mode", "dtype_float32",
-    "dtype_bfloat16", "dtype_float8_e4m3fn", "dtype_complex64", "dtype_complex32",
-    "dtype_bool", "dtype_uint64", "dtype_float4_e2m1fn_x2",
+    "parameter_no_grad",
+    "zero_size",
+    "zero_dim",
+    "channels_last",
+    "expanded",
+    "storage_offset",
+    "flip",
+    "transposed",
+    "inference_mode",
+    "dtype_float32",
+    "dtype_bfloat16",
+    "dtype_float8_e4m3fn",
+    "dtype_complex64",
+    "dtype_complex32",
+    "dtype_bool",
+    "dtype_uint64",
+    "dtype_float4_e2m1fn_x2",
 ]
 
 
@@ -210,8 +311,8 @@ def test_numpy_negative_strides_and_broadcast_strides():
 
 
 @pytest.mark.parametrize(
-    "name", ["requires_grad_leaf", "non_leaf", "requires_grad_leaf_view", "non_leaf_view",
-             "parameter"],
+    "name",
+    ["requires_grad_leaf", "non_leaf", "requires_grad_leaf_view", "non_leaf_view", "parameter"],
 )
 def test_torch_requires_grad_is_refused(name):
     tensor = _make(TORCH[name])
@@ -223,8 +324,16 @@ def test_torch_requires_grad_is_refused(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["sparse_coo", "sparse_csr", "quantized_qint8", "conj_view", "nested_jagged",
-             "meta", "dtype_bits8"],
+    "name",
+    [
+        "sparse_coo",
+        "sparse_csr",
+        "quantized_qint8",
+        "conj_view",
+        "nested_jagged",
+        "meta",
+        "dtype_bits8",
+    ],
 )
 def test_torch_unexportable_is_refused(name):
     result = reference(_make(TORCH[name]))
@@ -245,17 +354,34 @@ def test_torch_neg_view_documented_behaviour():
         assert _torch_bytes(tensor) == (-np.array([2.0, 3.0], dtype=np.float32)).tobytes()
 
 
-@pytest.mark.parametrize("name", ["byte_swapped", "structured", "object", "longdouble",
-                                  "datetime64", "unicode", "recarray", "recarray_field"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "byte_swapped",
+        "structured",
+        "object",
+        "longdouble",
+        "datetime64",
+        "unicode",
+        "recarray",
+        "recarray_field",
+    ],
+)
 def test_numpy_unexportable_is_refused(name):
     result = reference(_make(NUMPY[name]))
     assert isinstance(result, Refused) and result.exception == "BufferError", result
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("read_only", True), ("broadcast", True), ("unaligned_float64", True),
-    ("dtype_float64", False), ("negative_strides", False),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("read_only", True),
+        ("broadcast", True),
+        ("unaligned_float64", True),
+        ("dtype_float64", False),
+        ("negative_strides", False),
+    ],
+)
 def test_numpy_read_only_flag(name, expected):
     result = reference(_make(NUMPY[name]))
     assert isinstance(result, Exported)
@@ -268,10 +394,13 @@ def test_torch_versioned_is_writable():
     assert result.version == (1, 3) and result.read_only is False
 
 
-@pytest.mark.parametrize("obj_factory", [
-    lambda: np.arange(6.0).reshape(2, 3),
-    lambda: torch.arange(6.0).reshape(2, 3),
-])
+@pytest.mark.parametrize(
+    "obj_factory",
+    [
+        lambda: np.arange(6.0).reshape(2, 3),
+        lambda: torch.arange(6.0).reshape(2, 3),
+    ],
+)
 def test_legacy_capsule_is_read_only(obj_factory):
     obj = obj_factory()
     result = reference(obj, max_version=None)
@@ -294,8 +423,7 @@ def test_numpy_read_only_legacy_is_refused():
 
 @pytest.mark.parametrize("max_version", [(1, 3), None])
 def test_deleter_called_once_counted(max_version):
-    producer = RecordingProducer(shape=(2, 3), values=np.arange(6.0, dtype=np.float32)
-                                   .tobytes())
+    producer = RecordingProducer(shape=(2, 3), values=np.arange(6.0, dtype=np.float32).tobytes())
     result = reference(producer, max_version=max_version)
     assert isinstance(result, Exported)
     assert result.elements == np.arange(6.0, dtype=np.float32).tobytes()
@@ -416,8 +544,9 @@ def test_null_data_zero_size():
 def test_sub_byte_and_device_memory_are_not_gathered():
     record = make_managed((6,), (kDLFloat4_e2m1fn, 4, 1))
     assert _from_record(record).elements is None
-    padded = make_managed((6,), (kDLFloat4_e2m1fn, 4, 1), values=bytes(range(1, 7)),
-                            flags=FLAG_IS_SUBBYTE_TYPE_PADDED)
+    padded = make_managed(
+        (6,), (kDLFloat4_e2m1fn, 4, 1), values=bytes(range(1, 7)), flags=FLAG_IS_SUBBYTE_TYPE_PADDED
+    )
     assert _from_record(padded).elements == bytes(range(1, 7))
     on_gpu = make_managed((2,), "float32", device=(kDLCUDA, 0))
     result = _from_record(on_gpu)

@@ -43,9 +43,14 @@ TESTS = pathlib.Path(__file__).resolve().parent
 
 
 def _producer_framework(cls) -> Framework:
-    return Framework(cls.__name__, "_check_subjects", make=lambda a: cls(a),
-                     consume=dlbridge.from_dlpack, to_numpy=np.from_dlpack,
-                     make_read_only=lambda a: cls(a, read_only=True))
+    return Framework(
+        cls.__name__,
+        "_check_subjects",
+        make=lambda a: cls(a),
+        consume=dlbridge.from_dlpack,
+        to_numpy=np.from_dlpack,
+        make_read_only=lambda a: cls(a, read_only=True),
+    )
 
 
 BROKEN_PRODUCERS = [
@@ -73,8 +78,9 @@ BROKEN_PRODUCERS = [
 ]
 
 
-@pytest.mark.parametrize("rule,cls", BROKEN_PRODUCERS,
-                         ids=[f"{r}-{c.__name__}" for r, c in BROKEN_PRODUCERS])
+@pytest.mark.parametrize(
+    "rule,cls", BROKEN_PRODUCERS, ids=[f"{r}-{c.__name__}" for r, c in BROKEN_PRODUCERS]
+)
 def test_a_producer_breaking_a_rule_is_reported(rule, cls):
     subject = producer_checks.Subject(_producer_framework(cls))
     outcome, detail = producer_checks.CHECKS[rule](subject)
@@ -118,8 +124,7 @@ def _dlbridge_table() -> DLPackExchangeAPI:
 
 def _copy_of_dlbridge_table() -> DLPackExchangeAPI:
     copy = DLPackExchangeAPI()
-    ctypes.memmove(ctypes.addressof(copy), ctypes.addressof(_dlbridge_table()),
-                   ctypes.sizeof(copy))
+    ctypes.memmove(ctypes.addressof(copy), ctypes.addressof(_dlbridge_table()), ctypes.sizeof(copy))
     return copy
 
 
@@ -128,8 +133,13 @@ def _exchange_outcome(rule, cls):
 
 
 def test_exchange_rules_pass_for_dlbridge_tensors():
-    fw = Framework("dlbridge", "dlbridge", make=lambda a: dlbridge.from_dlpack(a).copy(),
-                   consume=dlbridge.from_dlpack, to_numpy=np.from_dlpack)
+    fw = Framework(
+        "dlbridge",
+        "dlbridge",
+        make=lambda a: dlbridge.from_dlpack(a).copy(),
+        consume=dlbridge.from_dlpack,
+        to_numpy=np.from_dlpack,
+    )
     subject = producer_checks.Subject(fw)
     for rule, check in exchange_checks.CHECKS.items():
         if rule == "exchange.refusal-error-type":  # no catalogued dlbridge tensor is refused
@@ -186,8 +196,11 @@ def test_exchange_allocator_that_fails_is_reported():
 BROKEN_TABLES = [
     ("exchange.agrees-with-dlpack", S.TableExportsRefused, "exported 1 kind __dlpack__ refuses"),
     ("exchange.agrees-with-dlpack", S.TableDropsReadOnly, "READ_ONLY False vs True"),
-    ("exchange.refusal-error-type", S.TableRaisesTypeError,
-     "raised TypeError where __dlpack__ raises BufferError"),
+    (
+        "exchange.refusal-error-type",
+        S.TableRaisesTypeError,
+        "raised TypeError where __dlpack__ raises BufferError",
+    ),
 ]
 GOOD_TABLES = [
     ("exchange.agrees-with-dlpack", S.TableAgrees),
@@ -196,16 +209,16 @@ GOOD_TABLES = [
 ]
 
 
-@pytest.mark.parametrize("rule,cls,seen", BROKEN_TABLES,
-                         ids=[f"{r}-{c.__name__}" for r, c, _ in BROKEN_TABLES])
+@pytest.mark.parametrize(
+    "rule,cls,seen", BROKEN_TABLES, ids=[f"{r}-{c.__name__}" for r, c, _ in BROKEN_TABLES]
+)
 def test_a_table_disagreeing_with_dlpack_is_reported(rule, cls, seen):
     outcome, detail = _exchange_outcome(rule, cls)
     assert outcome == "fail", f"{cls.__name__} passed {rule}: {detail}"
     assert seen in detail, detail
 
 
-@pytest.mark.parametrize("rule,cls", GOOD_TABLES,
-                         ids=[f"{r}-{c.__name__}" for r, c in GOOD_TABLES])
+@pytest.mark.parametrize("rule,cls", GOOD_TABLES, ids=[f"{r}-{c.__name__}" for r, c in GOOD_TABLES])
 def test_a_table_agreeing_with_dlpack_passes(rule, cls):
     outcome, detail = _exchange_outcome(rule, cls)
     assert outcome == "pass", f"{cls.__name__} did not pass {rule}: {detail}"
@@ -214,15 +227,23 @@ def test_a_table_agreeing_with_dlpack_passes(rule, cls):
 def test_the_table_export_is_released_exactly_once():
     before = len(S._KEEP)
     assert _exchange_outcome("exchange.agrees-with-dlpack", S.TableAgrees)[0] == "pass"
-    exported = [r for r in S._KEEP[before:] if isinstance(r, ManagedRecord)
-                and r.struct.flags & FLAG_READ_ONLY]
+    exported = [
+        r
+        for r in S._KEEP[before:]
+        if isinstance(r, ManagedRecord) and r.struct.flags & FLAG_READ_ONLY
+    ]
     assert exported and all(r.deleter_calls == 1 for r in exported)
 
 
 def test_every_exchange_rule_has_a_breaking_table():
     covered = {rule for rule, _, _ in BROKEN_TABLES} | {
-        "exchange.capsule", "exchange.version", "exchange.members", "exchange.from-py-object",
-        "exchange.dltensor", "exchange.to-py-object", "exchange.allocator",
+        "exchange.capsule",
+        "exchange.version",
+        "exchange.members",
+        "exchange.from-py-object",
+        "exchange.dltensor",
+        "exchange.to-py-object",
+        "exchange.allocator",
         "exchange.work-stream",
     }
     assert covered == set(exchange_checks.CHECKS)
@@ -231,10 +252,20 @@ def test_every_exchange_rule_has_a_breaking_table():
 # ---- consumers ------------------------------------------------------------------------------
 
 
-def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strides_error=False,
-                   negative_error=False, null_data_error=False, writable_view=False,
-                   accept_major2=False, no_retry=False, delete_count=1, refuse_legacy=False,
-                   legacy_share=None):
+def naive_consumer(
+    *,
+    ignore_byte_offset=False,
+    strict_strides=False,
+    null_strides_error=False,
+    negative_error=False,
+    null_data_error=False,
+    writable_view=False,
+    accept_major2=False,
+    no_retry=False,
+    delete_count=1,
+    refuse_legacy=False,
+    legacy_share=None,
+):
     """A from_dlpack written with ctypes, with one bug switched on (float32 only).
 
     `legacy_share` hands a legacy capsule out as a view of the producer's memory (never
@@ -265,9 +296,10 @@ def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strid
         if strides is None:
             if null_strides_error:
                 raise ValueError("NULL strides")
-            strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
-        if strict_strides and strides != tuple(int(np.prod(shape[i + 1:]))
-                                               for i in range(len(shape))):
+            strides = tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
+        if strict_strides and strides != tuple(
+            int(np.prod(shape[i + 1 :])) for i in range(len(shape))
+        ):
             raise ValueError(f"strides {strides} are not row-major")
         if any(s < 0 for s in strides) and negative_error:
             raise ValueError("negative strides")
@@ -282,7 +314,8 @@ def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strid
             high = sum((e - 1) * s for e, s in zip(shape, strides) if s > 0)
             buffer = (ctypes.c_float * (high - low + 1)).from_address(first + 4 * low)
             view = np.lib.stride_tricks.as_strided(
-                np.frombuffer(buffer, np.float32)[-low:], shape, tuple(4 * s for s in strides))
+                np.frombuffer(buffer, np.float32)[-low:], shape, tuple(4 * s for s in strides)
+            )
             if writable_view:
                 return view  # shares the producer's memory, writable, never released
             if legacy_share and name == NAME_LEGACY:
@@ -308,8 +341,14 @@ class WritableReExport(np.ndarray):
 
 
 def _consumer_framework(**bug) -> Framework:
-    return Framework("naive", "numpy", make=np.array, consume=naive_consumer(**bug),
-                     to_numpy=np.asarray, read_only=lambda r: not r.flags.writeable)
+    return Framework(
+        "naive",
+        "numpy",
+        make=np.array,
+        consume=naive_consumer(**bug),
+        to_numpy=np.asarray,
+        read_only=lambda r: not r.flags.writeable,
+    )
 
 
 BROKEN_CONSUMERS = [
@@ -335,9 +374,11 @@ GOOD_CONSUMERS = {
 }
 
 
-@pytest.mark.parametrize("rule,bug", BROKEN_CONSUMERS,
-                         ids=[f"{r}-{'-'.join(map(str, next(iter(b.items()))))}"
-                              for r, b in BROKEN_CONSUMERS])
+@pytest.mark.parametrize(
+    "rule,bug",
+    BROKEN_CONSUMERS,
+    ids=[f"{r}-{'-'.join(map(str, next(iter(b.items()))))}" for r, b in BROKEN_CONSUMERS],
+)
 def test_a_consumer_breaking_a_rule_is_reported(rule, bug):
     outcome, detail = consumer_checks.CHECKS[rule](_consumer_framework(**bug))
     assert outcome == "fail", f"{bug} passed {rule}: {detail}"
@@ -369,8 +410,9 @@ def blind_table_consumer(obj):
 
 def test_a_consumer_taking_the_table_blindly_is_reported():
     pytest.importorskip("torch")
-    blind = Framework("blind", "numpy", make=np.array, consume=blind_table_consumer,
-                      to_numpy=np.asarray)
+    blind = Framework(
+        "blind", "numpy", make=np.array, consume=blind_table_consumer, to_numpy=np.asarray
+    )
     outcome, detail = consumer_checks.producer_refusals(blind)
     assert outcome == "fail", detail
     assert "torch tensors __dlpack__ refuses: requires_grad_leaf" in detail, detail
@@ -388,11 +430,13 @@ def test_dlbridge_refuses_what_producers_refuse():
 
 
 def test_the_refusal_rules_never_bring_tensorflow_and_paddle_together():
-    tf_like = Framework("tf-like", "tensorflow", make=np.array, consume=np.from_dlpack,
-                        to_numpy=np.asarray)
+    tf_like = Framework(
+        "tf-like", "tensorflow", make=np.array, consume=np.from_dlpack, to_numpy=np.asarray
+    )
     assert consumer_checks._can_import("paddle", tf_like) is not None
-    paddle_like = Framework("paddle-like", "paddle", make=np.array, consume=np.from_dlpack,
-                            to_numpy=np.asarray)
+    paddle_like = Framework(
+        "paddle-like", "paddle", make=np.array, consume=np.from_dlpack, to_numpy=np.asarray
+    )
     assert consumer_checks._can_import("tensorflow", paddle_like) is not None
 
 
@@ -403,8 +447,7 @@ def test_a_consumer_refusing_versioned_capsules_is_reported():
             raise BufferError("versioned capsules are not supported")
         return naive_consumer()(obj)
 
-    fw = Framework("legacy-only", "numpy", make=np.array, consume=legacy_only,
-                   to_numpy=np.asarray)
+    fw = Framework("legacy-only", "numpy", make=np.array, consume=legacy_only, to_numpy=np.asarray)
     assert consumer_checks.CHECKS["consumer.versioned-capsule"](fw)[0] == "fail"
 
 
@@ -412,7 +455,8 @@ def test_every_consumer_rule_has_a_breaking_consumer():
     covered = {rule for rule, _ in BROKEN_CONSUMERS} | {
         "consumer.versioned-capsule",  # a test of its own
         # test_a_consumer_taking_the_table_blindly_is_reported:
-        "consumer.producer-refusals", "consumer.producer-refusal-error-type",
+        "consumer.producer-refusals",
+        "consumer.producer-refusal-error-type",
     }
     assert covered == set(consumer_checks.CHECKS)
 
@@ -427,8 +471,9 @@ def test_every_rule_is_checked_and_every_check_has_a_rule():
 
 @pytest.fixture
 def subjects_importable(monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [
-        str(TESTS), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
+    )
 
 
 def test_dlbridge_passes_every_rule():
@@ -459,8 +504,14 @@ def test_a_hanging_producer_is_reported_and_the_run_goes_on(subjects_importable)
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "dlbridge", "check", *args], text=True,
-                          capture_output=True, env=env, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", *args],
+        text=True,
+        capture_output=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
 
 
 def test_cli_json_and_exit_status_for_a_conforming_producer():
@@ -472,8 +523,9 @@ def test_cli_json_and_exit_status_for_a_conforming_producer():
 
 
 def test_cli_exit_status_1_and_markdown_for_a_must_failure(subjects_importable):
-    done = _cli("_check_subjects:leaky", "--no-matrix", "--markdown", "--quiet",
-                env=dict(os.environ))
+    done = _cli(
+        "_check_subjects:leaky", "--no-matrix", "--markdown", "--quiet", env=dict(os.environ)
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "| _check_subjects:leaky | `producer.no-leak` (protocol 5) | MUST |" in done.stdout
 

@@ -116,9 +116,15 @@ def test_a_written_argument_may_not_alias_another(framework):
     else:
         x = torch.ones(2, 3)
         view_of_x = x[:, :]
-    with pytest.raises(ValueError, match="tensor argument 2 of this call .written. overlaps the memory of tensor argument 1"):
+    with pytest.raises(
+        ValueError,
+        match="tensor argument 2 of this call .written. overlaps the memory of tensor argument 1",
+    ):
         K.scale(x, x, 2.0)
-    with pytest.raises(ValueError, match="tensor argument 2 of this call .written. overlaps the memory of tensor argument 1"):
+    with pytest.raises(
+        ValueError,
+        match="tensor argument 2 of this call .written. overlaps the memory of tensor argument 1",
+    ):
         K.scale(x, view_of_x, 2.0)
     assert np.asarray(x).tolist() == [[1.0] * 3] * 2  # nothing was written
     # Reading one tensor through several arguments is fine, and nothing stays claimed.
@@ -184,7 +190,9 @@ def test_partial_shape_is_checked(framework):
     wrong = source[:, :, :2]
     with pytest.raises(ValueError) as error:
         K.channel_means(wrong)
-    assert "expected a uint8 cpu tensor of shape (_, _, 3), got uint8 shape (2, 4, 2)" in str(error.value)
+    assert "expected a uint8 cpu tensor of shape (_, _, 3), got uint8 shape (2, 4, 2)" in str(
+        error.value
+    )
     with pytest.raises(TypeError, match=r"of shape \(_, _, 3\), got uint8 shape \(8, 3\)"):
         K.channel_means(source.reshape(8, 3))  # wrong number of dimensions: a type error
 
@@ -195,7 +203,10 @@ def test_exact_shape_is_checked_for_written_arguments(framework):
     K.eye2(out)
     assert np.asarray(out).tolist() == [[1.0, 0.0], [0.0, 1.0]]
     big = np.zeros((2, 3)) if framework == "numpy" else torch.zeros(2, 3, dtype=torch.float64)
-    with pytest.raises(ValueError, match=r"expected a writable float64 cpu tensor of shape \(2, 2\), got float64 shape \(2, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"expected a writable float64 cpu tensor of shape \(2, 2\), got float64 shape \(2, 3\)",
+    ):
         K.eye2(big)
     assert not np.asarray(big).any()  # nothing written
 

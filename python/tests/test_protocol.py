@@ -46,9 +46,23 @@ from _helpers import (
 )
 
 CREATION_DTYPES = [
-    "float32", "float64", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "bool",
-    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-    "complex64", "complex128",
+    "float32",
+    "float64",
+    "float16",
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "complex64",
+    "complex128",
 ]
 
 
@@ -142,8 +156,21 @@ def test_shape_as_list():
 
 @pytest.mark.parametrize(
     "dtype",
-    ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-     "float16", "float32", "float64", "complex64", "complex128"],
+    [
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    ],
 )
 def test_arange_values(dtype):
     t = dlbridge.arange(10, dtype=dtype)
@@ -198,7 +225,9 @@ def test_negative_shape_is_value_error(fn, shape):
         getattr(dlbridge, fn)(shape)
 
 
-@pytest.mark.parametrize("bad", ["float33", "int0", "", "float32 ", "torch.float32", "x4", "float", "float32x0"])
+@pytest.mark.parametrize(
+    "bad", ["float33", "int0", "", "float32 ", "torch.float32", "x4", "float", "float32x0"]
+)
 @pytest.mark.parametrize("fn", ["zeros", "empty"])
 def test_bad_dtype_is_value_error(fn, bad):
     with pytest.raises(ValueError):
@@ -218,8 +247,19 @@ def test_huge_shape_is_refused_not_a_crash():
 
 @pytest.mark.parametrize(
     "prop",
-    ["shape", "strides", "dtype", "device", "readonly", "data_ptr", "nbytes", "ndim", "size",
-     "version", "flags"],
+    [
+        "shape",
+        "strides",
+        "dtype",
+        "device",
+        "readonly",
+        "data_ptr",
+        "nbytes",
+        "ndim",
+        "size",
+        "version",
+        "flags",
+    ],
 )
 def test_properties_are_read_only(prop):
     t = dlbridge.zeros((2, 3))
@@ -491,8 +531,11 @@ def test_copy_false_shares_memory():
 
 def test_dl_device_cpu_is_honoured():
     t = dlbridge.zeros((4,))
-    for kwargs in ({"dl_device": (1, 0)}, {"dl_device": (1, 0), "max_version": (1, 3)},
-                   {"dl_device": (1, 0), "copy": False, "max_version": (1, 3)}):
+    for kwargs in (
+        {"dl_device": (1, 0)},
+        {"dl_device": (1, 0), "max_version": (1, 3)},
+        {"dl_device": (1, 0), "copy": False, "max_version": (1, 3)},
+    ):
         info = read_capsule(t.__dlpack__(**kwargs))
         assert info["device"] == (1, 0)
         assert info["data"] == t.data_ptr
@@ -838,7 +881,9 @@ def test_numpy_asarray_shares_memory_without_dlpack(dtype):
         lambda: np.arange(12, dtype=np.float32).reshape(3, 4).T,
         lambda: np.arange(10, dtype=np.int64)[::-2],
         lambda: np.arange(24, dtype=np.uint8).reshape(2, 3, 4)[:, 1:, ::3],
-        lambda: np.lib.stride_tricks.as_strided(np.arange(8.0), shape=(2, 1, 4), strides=(32, 792, 8)),
+        lambda: np.lib.stride_tricks.as_strided(
+            np.arange(8.0), shape=(2, 1, 4), strides=(32, 792, 8)
+        ),
     ],
     ids=["transposed", "negative", "sliced3d", "odd-size1-stride"],
 )
@@ -944,8 +989,15 @@ def test_no_buffer_for_device_memory():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"max_version": "x"}, {"max_version": (1,)}, {"max_version": (1, 2, 3)},
-     {"dl_device": "cpu"}, {"dl_device": (1,)}, {"copy": "yes"}, {"stream": "s"}],
+    [
+        {"max_version": "x"},
+        {"max_version": (1,)},
+        {"max_version": (1, 2, 3)},
+        {"dl_device": "cpu"},
+        {"dl_device": (1,)},
+        {"copy": "yes"},
+        {"stream": "s"},
+    ],
 )
 def test_dlpack_malformed_arguments(kwargs):
     t = dlbridge.zeros((2,))
@@ -954,7 +1006,8 @@ def test_dlpack_malformed_arguments(kwargs):
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"device": "cpu"}, {"device": (1,)}, {"copy": "yes"}],
+    "kwargs",
+    [{"device": "cpu"}, {"device": (1,)}, {"copy": "yes"}],
 )
 def test_from_dlpack_malformed_arguments(kwargs):
     with pytest.raises((TypeError, ValueError)):

@@ -22,9 +22,22 @@ pytest.importorskip("torch")
 #: The PyTorch kinds its exchange table (and, for some, `__dlpack__`) refuses by throwing a
 #: C++ exception, which aborts under AddressSanitizer (`conftest.UNDER_ASAN`).
 TORCH_REFUSED_IN_CPP = {
-    "sparse_coo", "sparse_csr", "quantized_qint8", "nested_strided", "nested_jagged", "meta",
-    "dtype_bcomplex32", "dtype_bits16", "dtype_bits1x8", "dtype_bits2x4", "dtype_bits4x2",
-    "dtype_bits8", "dtype_qint32", "dtype_qint8", "dtype_quint2x4", "dtype_quint4x2",
+    "sparse_coo",
+    "sparse_csr",
+    "quantized_qint8",
+    "nested_strided",
+    "nested_jagged",
+    "meta",
+    "dtype_bcomplex32",
+    "dtype_bits16",
+    "dtype_bits1x8",
+    "dtype_bits2x4",
+    "dtype_bits4x2",
+    "dtype_bits8",
+    "dtype_qint32",
+    "dtype_qint8",
+    "dtype_quint2x4",
+    "dtype_quint4x2",
     "dtype_quint8",
 }
 

@@ -60,6 +60,7 @@ def test_eight_threads_import_export_and_run_kernels_concurrently():
                 assert out[1, 1] == 2.0 * source[1, 1]
                 again = dlbridge.from_dlpack(dlbridge.from_dlpack(back))
                 assert again.shape == (3, 4)
+
         return body
 
     _run([work(i) for i in range(THREADS)])
@@ -99,11 +100,11 @@ def test_writers_on_separate_threads_never_share_memory():
         def body():
             for _ in range(ROUNDS // 4):
                 kernels.add_one(arrays[i])
+
         return body
 
     _run([work(i) for i in range(THREADS)])
     assert all((a == ROUNDS // 4).all() for a in arrays)
-
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +137,7 @@ def test_eight_threads_exchange_torch_tensors_concurrently(torch):
                 through_tables = pass_through_tables(t, counting)
                 assert through_tables[0, 1] == source[0, 1]
                 del through_tables
+
         return body
 
     _run([work(i) for i in range(THREADS)])
@@ -178,6 +180,7 @@ def test_deleters_run_on_threads_that_never_held_the_gil(producer):
                 capsule = counting.interpose_capsule(source.__dlpack__(max_version=(1, 0)))
                 kernels.release_on_new_thread(HandsOver(capsule))
                 kernels.release_on_new_thread(source)
+
         return body
 
     _run([work(i) for i in range(THREADS)])

@@ -171,7 +171,9 @@ class Exported:
         if not self.data:
             extra += " data=NULL"
         elif self.data % max(1, _exact_itemsize(self.dtype) or 1):
-            extra += f" data%{_exact_itemsize(self.dtype)}={self.data % _exact_itemsize(self.dtype)}"
+            extra += (
+                f" data%{_exact_itemsize(self.dtype)}={self.data % _exact_itemsize(self.dtype)}"
+            )
         if self.elements is None:
             extra += " elements=n/a"
         return (

@@ -65,7 +65,13 @@ from dataclasses import dataclass
 from .capsules import reference
 
 FRAMEWORKS: tuple[str, ...] = (
-    "torch", "numpy", "jax", "tensorflow", "paddle", "pyarrow", "dlbridge",
+    "torch",
+    "numpy",
+    "jax",
+    "tensorflow",
+    "paddle",
+    "pyarrow",
+    "dlbridge",
 )
 
 
@@ -115,9 +121,7 @@ def _torch_dtype_maker(torch, dtype):
     name = str(dtype).split(".")[-1]
 
     def quantized():
-        return torch.quantize_per_tensor(
-            torch.arange(6.0).reshape(2, 3), 0.5, 0, dtype
-        )
+        return torch.quantize_per_tensor(torch.arange(6.0).reshape(2, 3), 0.5, 0, dtype)
 
     def complex_():
         values = torch.arange(6.0) + 0.5j * torch.arange(6.0).flip(0)
@@ -166,55 +170,110 @@ def _torch_kinds() -> list:
         return torch.quantize_per_tensor(torch.arange(6.0).reshape(2, 3), 0.5, 0, torch.qint8)
 
     entries = [
-        ("requires_grad_leaf", requires_grad_leaf,
-         "leaf with requires_grad=True: __dlpack__ refuses (BufferError), the C table exports"),
-        ("non_leaf", lambda: requires_grad_leaf() * 2,
-         "non-leaf x*2 of a grad leaf (requires grad, has grad_fn)"),
-        ("requires_grad_leaf_view", lambda: requires_grad_leaf()[0],
-         "view x[0] of a grad leaf (a non-leaf view that requires grad)"),
-        ("non_leaf_view", lambda: (requires_grad_leaf() * 2)[:, 1],
-         "strided view (x*2)[:, 1] of a non-leaf that requires grad"),
-        ("parameter", lambda: torch.nn.Parameter(torch.arange(6.0).reshape(2, 3)),
-         "nn.Parameter (requires grad)"),
-        ("parameter_no_grad",
-         lambda: torch.nn.Parameter(torch.arange(6.0).reshape(2, 3), requires_grad=False),
-         "nn.Parameter(requires_grad=False): a Tensor subclass that exports"),
-        ("sparse_coo", lambda: torch.eye(3).to_sparse(),
-         "sparse COO layout: refused (BufferError)"),
-        ("sparse_csr", lambda: _quiet(lambda: torch.eye(3).to_sparse_csr()),
-         "sparse CSR layout: refused (BufferError)"),
-        ("quantized_qint8", lambda: _quiet(quantized_qint8),
-         "quantize_per_tensor qint8: refused (BufferError), the C table raises RuntimeError"),
-        ("conj_view", lambda: torch.tensor([1 + 2j, 3j]).conj(),
-         "complex .conj(): a lazy view with the conjugate bit set, refused (BufferError)"),
-        ("neg_view", lambda: torch.tensor([1 + 2j, 3j]).conj().imag,
-         "imag of a conj view: is_neg() True, values [-2, -3]; exported WITHOUT the sign"),
-        ("nested_strided",
-         lambda: _quiet(lambda: torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])),
-         "strided nested tensor: refused with RuntimeError (not BufferError)"),
-        ("nested_jagged",
-         lambda: torch.nested.nested_tensor(
-             [torch.ones(2, 4), torch.ones(3, 4)], layout=torch.jagged),
-         "jagged-layout nested tensor: refused (BufferError)"),
-        ("meta", lambda: torch.empty(2, 3, device="meta"),
-         "meta device (no memory): refused (BufferError)"),
-        ("zero_size", lambda: torch.empty(0, 3),
-         "shape (0, 3): NULL data pointer"),
-        ("zero_dim", lambda: torch.tensor(3.5),
-         "0-d tensor: ndim 0, empty shape and strides"),
-        ("channels_last", lambda: torch.arange(120.0).reshape(2, 3, 4, 5).to(
-            memory_format=torch.channels_last),
-         "4-d channels_last: NHWC strides (60, 1, 15, 3)"),
-        ("expanded", lambda: torch.arange(3.0).reshape(3, 1).expand(3, 4),
-         "expand of (3, 1) to (3, 4): stride 0"),
-        ("storage_offset", lambda: torch.arange(10.0)[3:],
-         "arange(10.)[3:]: storage offset 3, data points past the storage start"),
-        ("flip", lambda: torch.arange(4.0).flip(0),
-         "flip(0): torch copies (no negative strides in torch)"),
-        ("transposed", lambda: torch.arange(6.0).reshape(2, 3).t(),
-         ".t(): column-major strides (1, 3)"),
-        ("inference_mode", inference_mode,
-         "made under torch.inference_mode(): an inference tensor"),
+        (
+            "requires_grad_leaf",
+            requires_grad_leaf,
+            "leaf with requires_grad=True: __dlpack__ refuses (BufferError), the C table exports",
+        ),
+        (
+            "non_leaf",
+            lambda: requires_grad_leaf() * 2,
+            "non-leaf x*2 of a grad leaf (requires grad, has grad_fn)",
+        ),
+        (
+            "requires_grad_leaf_view",
+            lambda: requires_grad_leaf()[0],
+            "view x[0] of a grad leaf (a non-leaf view that requires grad)",
+        ),
+        (
+            "non_leaf_view",
+            lambda: (requires_grad_leaf() * 2)[:, 1],
+            "strided view (x*2)[:, 1] of a non-leaf that requires grad",
+        ),
+        (
+            "parameter",
+            lambda: torch.nn.Parameter(torch.arange(6.0).reshape(2, 3)),
+            "nn.Parameter (requires grad)",
+        ),
+        (
+            "parameter_no_grad",
+            lambda: torch.nn.Parameter(torch.arange(6.0).reshape(2, 3), requires_grad=False),
+            "nn.Parameter(requires_grad=False): a Tensor subclass that exports",
+        ),
+        (
+            "sparse_coo",
+            lambda: torch.eye(3).to_sparse(),
+            "sparse COO layout: refused (BufferError)",
+        ),
+        (
+            "sparse_csr",
+            lambda: _quiet(lambda: torch.eye(3).to_sparse_csr()),
+            "sparse CSR layout: refused (BufferError)",
+        ),
+        (
+            "quantized_qint8",
+            lambda: _quiet(quantized_qint8),
+            "quantize_per_tensor qint8: refused (BufferError), the C table raises RuntimeError",
+        ),
+        (
+            "conj_view",
+            lambda: torch.tensor([1 + 2j, 3j]).conj(),
+            "complex .conj(): a lazy view with the conjugate bit set, refused (BufferError)",
+        ),
+        (
+            "neg_view",
+            lambda: torch.tensor([1 + 2j, 3j]).conj().imag,
+            "imag of a conj view: is_neg() True, values [-2, -3]; exported WITHOUT the sign",
+        ),
+        (
+            "nested_strided",
+            lambda: _quiet(lambda: torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])),
+            "strided nested tensor: refused with RuntimeError (not BufferError)",
+        ),
+        (
+            "nested_jagged",
+            lambda: torch.nested.nested_tensor(
+                [torch.ones(2, 4), torch.ones(3, 4)], layout=torch.jagged
+            ),
+            "jagged-layout nested tensor: refused (BufferError)",
+        ),
+        (
+            "meta",
+            lambda: torch.empty(2, 3, device="meta"),
+            "meta device (no memory): refused (BufferError)",
+        ),
+        ("zero_size", lambda: torch.empty(0, 3), "shape (0, 3): NULL data pointer"),
+        ("zero_dim", lambda: torch.tensor(3.5), "0-d tensor: ndim 0, empty shape and strides"),
+        (
+            "channels_last",
+            lambda: torch.arange(120.0).reshape(2, 3, 4, 5).to(memory_format=torch.channels_last),
+            "4-d channels_last: NHWC strides (60, 1, 15, 3)",
+        ),
+        (
+            "expanded",
+            lambda: torch.arange(3.0).reshape(3, 1).expand(3, 4),
+            "expand of (3, 1) to (3, 4): stride 0",
+        ),
+        (
+            "storage_offset",
+            lambda: torch.arange(10.0)[3:],
+            "arange(10.)[3:]: storage offset 3, data points past the storage start",
+        ),
+        (
+            "flip",
+            lambda: torch.arange(4.0).flip(0),
+            "flip(0): torch copies (no negative strides in torch)",
+        ),
+        (
+            "transposed",
+            lambda: torch.arange(6.0).reshape(2, 3).t(),
+            ".t(): column-major strides (1, 3)",
+        ),
+        (
+            "inference_mode",
+            inference_mode,
+            "made under torch.inference_mode(): an inference tensor",
+        ),
     ]
     dtypes = {}
     for attribute in dir(torch):
@@ -225,8 +284,7 @@ def _torch_kinds() -> list:
         make = _torch_dtype_maker(torch, dtypes[name])
         if make is None:
             continue
-        entries.append((f"dtype_{name}", _quietly(make),
-                        f"a (2, 3) tensor of torch.{name}"))
+        entries.append((f"dtype_{name}", _quietly(make), f"a (2, 3) tensor of torch.{name}"))
     return _kind_list("torch", entries)
 
 
@@ -262,44 +320,99 @@ def _numpy_kinds() -> list:
         return np.frombuffer(buffer, dtype=np.float64, count=4, offset=1)
 
     entries = [
-        ("read_only", read_only,
-         "writeable=False: READ_ONLY on the versioned path, refused on the legacy path"),
-        ("byte_swapped", lambda: np.arange(6, dtype=">f4").reshape(2, 3),
-         "big-endian '>f4': refused (BufferError, native byte order only)"),
+        (
+            "read_only",
+            read_only,
+            "writeable=False: READ_ONLY on the versioned path, refused on the legacy path",
+        ),
+        (
+            "byte_swapped",
+            lambda: np.arange(6, dtype=">f4").reshape(2, 3),
+            "big-endian '>f4': refused (BufferError, native byte order only)",
+        ),
         ("structured", structured, "structured dtype: refused (BufferError)"),
-        ("object", lambda: np.array([1, "a", None], dtype=object),
-         "object dtype: refused (BufferError)"),
-        ("negative_strides", lambda: np.arange(5.0)[::-1],
-         "a[::-1]: stride -1"),
-        ("broadcast", lambda: np.broadcast_to(np.arange(3.0), (4, 3)),
-         "np.broadcast_to: stride 0 and read-only"),
+        (
+            "object",
+            lambda: np.array([1, "a", None], dtype=object),
+            "object dtype: refused (BufferError)",
+        ),
+        ("negative_strides", lambda: np.arange(5.0)[::-1], "a[::-1]: stride -1"),
+        (
+            "broadcast",
+            lambda: np.broadcast_to(np.arange(3.0), (4, 3)),
+            "np.broadcast_to: stride 0 and read-only",
+        ),
         ("zero_size", lambda: np.empty((0, 3)), "shape (0, 3): numpy sends strides (0, 0)"),
         ("zero_dim", lambda: np.array(3.5), "0-d array: NULL shape and strides"),
-        ("longdouble", lambda: np.arange(3, dtype=np.longdouble),
-         "longdouble (x87 80-bit in 16 bytes): refused (BufferError)"),
-        ("datetime64", lambda: np.arange(3).astype("datetime64[s]"),
-         "datetime64: refused (BufferError)"),
+        (
+            "longdouble",
+            lambda: np.arange(3, dtype=np.longdouble),
+            "longdouble (x87 80-bit in 16 bytes): refused (BufferError)",
+        ),
+        (
+            "datetime64",
+            lambda: np.arange(3).astype("datetime64[s]"),
+            "datetime64: refused (BufferError)",
+        ),
         ("unicode", lambda: np.array(["ab", "c"]), "unicode '<U2': refused (BufferError)"),
-        ("masked_array", lambda: np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0]),
-         "np.ma masked array: exports its data, the mask is ignored"),
-        ("matrix", lambda: np.matrix([[1.0, 2.0], [3.0, 4.0]]),
-         "np.matrix subclass: exports as a plain 2-d array"),
-        ("recarray", lambda: structured().view(np.recarray),
-         "recarray view of a structured array: refused (BufferError)"),
-        ("recarray_field", lambda: structured().view(np.recarray).b,
-         "float64 field of packed (i4, f8) records: byte stride 12, refused (BufferError)"),
-        ("recarray_field_aligned",
-         lambda: np.rec.fromarrays([np.arange(3.0), np.arange(3.0) + 10], names="a,b").b,
-         "float64 field of (f8, f8) records: stride 2 (elements), data 8 bytes in"),
-        ("unaligned_float64", unaligned,
-         "float64 from a bytes buffer at offset 1: misaligned data, read-only (bytes)"),
-        ("fortran_order", lambda: np.asfortranarray(np.arange(6.0).reshape(2, 3)),
-         "Fortran-ordered (2, 3): strides (1, 2)"),
-        ("noncontiguous_slice", lambda: np.arange(20.0).reshape(4, 5)[::2, 1:4],
-         "a[::2, 1:4] of (4, 5): strides (10, 1), data past the buffer start"),
+        (
+            "masked_array",
+            lambda: np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0]),
+            "np.ma masked array: exports its data, the mask is ignored",
+        ),
+        (
+            "matrix",
+            lambda: np.matrix([[1.0, 2.0], [3.0, 4.0]]),
+            "np.matrix subclass: exports as a plain 2-d array",
+        ),
+        (
+            "recarray",
+            lambda: structured().view(np.recarray),
+            "recarray view of a structured array: refused (BufferError)",
+        ),
+        (
+            "recarray_field",
+            lambda: structured().view(np.recarray).b,
+            "float64 field of packed (i4, f8) records: byte stride 12, refused (BufferError)",
+        ),
+        (
+            "recarray_field_aligned",
+            lambda: np.rec.fromarrays([np.arange(3.0), np.arange(3.0) + 10], names="a,b").b,
+            "float64 field of (f8, f8) records: stride 2 (elements), data 8 bytes in",
+        ),
+        (
+            "unaligned_float64",
+            unaligned,
+            "float64 from a bytes buffer at offset 1: misaligned data, read-only (bytes)",
+        ),
+        (
+            "fortran_order",
+            lambda: np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+            "Fortran-ordered (2, 3): strides (1, 2)",
+        ),
+        (
+            "noncontiguous_slice",
+            lambda: np.arange(20.0).reshape(4, 5)[::2, 1:4],
+            "a[::2, 1:4] of (4, 5): strides (10, 1), data past the buffer start",
+        ),
     ]
-    for name in ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                 "uint64", "float16", "float32", "float64", "complex64", "complex128"]:
+    for name in [
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    ]:
+
         def make(name=name):
             values = np.arange(1, 7).reshape(2, 3)
             if name.startswith("complex"):
@@ -317,18 +430,29 @@ def _jax_kinds() -> list:
     import jax.numpy as jnp
 
     entries = [
-        ("float32_2d", lambda: jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3),
-         "(2, 3) float32: jax always returns a legacy capsule (read-only by default)"),
-        ("bfloat16", lambda: jnp.arange(6.0).astype(jnp.bfloat16).reshape(2, 3),
-         "bfloat16 (code 4)"),
-        ("zero_dim", lambda: jnp.array(3.5, dtype=jnp.float32),
-         "0-d: NULL shape and strides"),
-        ("zero_size", lambda: jnp.zeros((0, 3), dtype=jnp.float32),
-         "shape (0, 3): non-NULL data, strides (3, 1)"),
+        (
+            "float32_2d",
+            lambda: jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3),
+            "(2, 3) float32: jax always returns a legacy capsule (read-only by default)",
+        ),
+        (
+            "bfloat16",
+            lambda: jnp.arange(6.0).astype(jnp.bfloat16).reshape(2, 3),
+            "bfloat16 (code 4)",
+        ),
+        ("zero_dim", lambda: jnp.array(3.5, dtype=jnp.float32), "0-d: NULL shape and strides"),
+        (
+            "zero_size",
+            lambda: jnp.zeros((0, 3), dtype=jnp.float32),
+            "shape (0, 3): non-NULL data, strides (3, 1)",
+        ),
         ("bool", lambda: jnp.array([True, False, True]), "bool (code 6, bits 8)"),
         ("int8", lambda: jnp.arange(6, dtype=jnp.int8).reshape(2, 3), "int8"),
-        ("transposed", lambda: jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3).T,
-         "x.T: jax materializes it, compact (3, 2)"),
+        (
+            "transposed",
+            lambda: jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3).T,
+            "x.T: jax materializes it, compact (3, 2)",
+        ),
         ("complex64", lambda: (jnp.arange(3.0) + 0.5j).astype(jnp.complex64), "complex64"),
     ]
     for name, note in [
@@ -358,19 +482,31 @@ def _tensorflow_kinds() -> list:
 
     # Never a string tensor here: __dlpack__ on one aborts the process (a TF CHECK failure).
     entries = [
-        ("float32_2d", lambda: tf.reshape(tf.range(6.0), (2, 3)),
-         "(2, 3) float32: tensorflow returns a legacy capsule"),
+        (
+            "float32_2d",
+            lambda: tf.reshape(tf.range(6.0), (2, 3)),
+            "(2, 3) float32: tensorflow returns a legacy capsule",
+        ),
         ("zero_dim", lambda: tf.constant(3.5), "0-d: NULL shape and strides"),
         ("zero_size", lambda: tf.zeros((0, 3)), "shape (0, 3): NULL data pointer"),
         ("bool", lambda: tf.constant([True, False, True]), "bool"),
         ("int64", lambda: tf.range(6, dtype=tf.int64), "int64"),
         ("bfloat16", lambda: tf.cast(tf.range(6.0), tf.bfloat16), "bfloat16 (code 4)"),
-        ("variable_value", lambda: tf.Variable([[1.0, 2.0], [3.0, 4.0]]).value(),
-         "tf.Variable(...).value(): an EagerTensor over the variable's buffer"),
-        ("variable", lambda: tf.Variable([[1.0, 2.0], [3.0, 4.0]]),
-         "tf.Variable itself: no __dlpack__ at all (AttributeError)"),
-        ("transposed", lambda: tf.transpose(tf.reshape(tf.range(6.0), (2, 3))),
-         "tf.transpose: materialized, compact"),
+        (
+            "variable_value",
+            lambda: tf.Variable([[1.0, 2.0], [3.0, 4.0]]).value(),
+            "tf.Variable(...).value(): an EagerTensor over the variable's buffer",
+        ),
+        (
+            "variable",
+            lambda: tf.Variable([[1.0, 2.0], [3.0, 4.0]]),
+            "tf.Variable itself: no __dlpack__ at all (AttributeError)",
+        ),
+        (
+            "transposed",
+            lambda: tf.transpose(tf.reshape(tf.range(6.0), (2, 3))),
+            "tf.transpose: materialized, compact",
+        ),
         ("complex64", lambda: tf.complex(tf.range(3.0), tf.range(3.0) + 0.5), "complex64"),
         ("uint64", lambda: tf.constant([1, 2, 3], dtype=tf.uint64), "uint64"),
     ]
@@ -407,28 +543,48 @@ def _paddle_kinds() -> list:
         return x
 
     entries = [
-        ("stop_gradient_false_leaf", grad_leaf,
-         "leaf with stop_gradient=False: refused (BufferError)"),
+        (
+            "stop_gradient_false_leaf",
+            grad_leaf,
+            "leaf with stop_gradient=False: refused (BufferError)",
+        ),
         ("non_leaf", lambda: grad_leaf() * 2, "x*2 of a grad leaf: refused (BufferError)"),
-        ("plain", lambda: paddle.arange(6, dtype="float32").reshape([2, 3]),
-         "(2, 3) float32; __dlpack_device__ says device_id None"),
-        ("strided_view", lambda: paddle.arange(12, dtype="float32").reshape([3, 4])[:, 1:3],
-         "x[:, 1:3]: strides (4, 1), data points at the first element"),
-        ("zero_size", lambda: paddle.zeros([0, 3]),
-         "shape (0, 3): NULL data, strides (0, 3)"),
+        (
+            "plain",
+            lambda: paddle.arange(6, dtype="float32").reshape([2, 3]),
+            "(2, 3) float32; __dlpack_device__ says device_id None",
+        ),
+        (
+            "strided_view",
+            lambda: paddle.arange(12, dtype="float32").reshape([3, 4])[:, 1:3],
+            "x[:, 1:3]: strides (4, 1), data points at the first element",
+        ),
+        ("zero_size", lambda: paddle.zeros([0, 3]), "shape (0, 3): NULL data, strides (0, 3)"),
         ("zero_dim", lambda: paddle.to_tensor(3.5), "0-d"),
-        ("bfloat16", lambda: paddle.arange(6, dtype="float32").astype("bfloat16"),
-         "bfloat16 (code 4)"),
+        (
+            "bfloat16",
+            lambda: paddle.arange(6, dtype="float32").astype("bfloat16"),
+            "bfloat16 (code 4)",
+        ),
         ("bool", lambda: paddle.to_tensor([True, False, True]), "bool"),
         ("complex64", lambda: paddle.to_tensor([1 + 2j, 3j], dtype="complex64"), "complex64"),
         ("int64", lambda: paddle.arange(6), "int64"),
-        ("int64_stop_gradient_false", int_grad,
-         "an int64 tensor with stop_gradient=False (PaddlePaddle allows it, unlike PyTorch "
-         + "for integer tensors): refused (BufferError)"),
-        ("transposed", lambda: paddle.arange(6, dtype="float32").reshape([2, 3]).t(),
-         ".t(): a strided view with strides (1, 3)"),
-        ("float8_e4m3fn", lambda: paddle.arange(6, dtype="float32").astype("float8_e4m3fn"),
-         "float8_e4m3fn (code 10)"),
+        (
+            "int64_stop_gradient_false",
+            int_grad,
+            "an int64 tensor with stop_gradient=False (PaddlePaddle allows it, unlike PyTorch "
+            + "for integer tensors): refused (BufferError)",
+        ),
+        (
+            "transposed",
+            lambda: paddle.arange(6, dtype="float32").reshape([2, 3]).t(),
+            ".t(): a strided view with strides (1, 3)",
+        ),
+        (
+            "float8_e4m3fn",
+            lambda: paddle.arange(6, dtype="float32").astype("float8_e4m3fn"),
+            "float8_e4m3fn (code 10)",
+        ),
     ]
     return _kind_list("paddle", entries)
 
@@ -441,29 +597,54 @@ def _pyarrow_kinds() -> list:
     import pyarrow as pa
 
     entries = [
-        ("float64", lambda: pa.array([1.0, 2.0, 3.0]),
-         "pa.array float64 without nulls: always READ_ONLY"),
+        (
+            "float64",
+            lambda: pa.array([1.0, 2.0, 3.0]),
+            "pa.array float64 without nulls: always READ_ONLY",
+        ),
         ("int32", lambda: pa.array([1, 2, 3], type=pa.int32()), "pa.array int32"),
-        ("with_nulls", lambda: pa.array([1.0, None, 3.0]),
-         "an array with nulls: refused with ArrowTypeError (a TypeError subclass)"),
-        ("tensor", lambda: pa.Tensor.from_numpy(np.arange(6.0).reshape(2, 3)),
-         "pa.Tensor over a writable numpy array: no READ_ONLY"),
-        ("tensor_transposed", lambda: pa.Tensor.from_numpy(np.arange(6.0).reshape(2, 3).T),
-         "pa.Tensor over a Fortran-ordered view: strides (1, 3)"),
-        ("tensor_read_only",
-         lambda: pa.Tensor.from_numpy(np.broadcast_to(np.arange(3.0), (2, 3))),
-         "pa.Tensor over a broadcast (read-only, stride 0) numpy view"),
-        ("bool", lambda: pa.array([True, False, True]),
-         "bit-packed boolean array: refused with ArrowTypeError"),
-        ("sliced", lambda: pa.array([1.0, 2.0, 3.0, 4.0, 5.0]).slice(2),
-         "slice(2): an array offset, data points past the buffer start"),
-        ("nulls_sliced_away", lambda: pa.array([None, 1.0, 2.0]).slice(1),
-         "a slice without the null of an array with a validity bitmap: exports"),
+        (
+            "with_nulls",
+            lambda: pa.array([1.0, None, 3.0]),
+            "an array with nulls: refused with ArrowTypeError (a TypeError subclass)",
+        ),
+        (
+            "tensor",
+            lambda: pa.Tensor.from_numpy(np.arange(6.0).reshape(2, 3)),
+            "pa.Tensor over a writable numpy array: no READ_ONLY",
+        ),
+        (
+            "tensor_transposed",
+            lambda: pa.Tensor.from_numpy(np.arange(6.0).reshape(2, 3).T),
+            "pa.Tensor over a Fortran-ordered view: strides (1, 3)",
+        ),
+        (
+            "tensor_read_only",
+            lambda: pa.Tensor.from_numpy(np.broadcast_to(np.arange(3.0), (2, 3))),
+            "pa.Tensor over a broadcast (read-only, stride 0) numpy view",
+        ),
+        (
+            "bool",
+            lambda: pa.array([True, False, True]),
+            "bit-packed boolean array: refused with ArrowTypeError",
+        ),
+        (
+            "sliced",
+            lambda: pa.array([1.0, 2.0, 3.0, 4.0, 5.0]).slice(2),
+            "slice(2): an array offset, data points past the buffer start",
+        ),
+        (
+            "nulls_sliced_away",
+            lambda: pa.array([None, 1.0, 2.0]).slice(1),
+            "a slice without the null of an array with a validity bitmap: exports",
+        ),
         ("empty", lambda: pa.array([], type=pa.float64()), "length 0: NULL data"),
-        ("string", lambda: pa.array(["a", "b"]),
-         "string array: refused with ArrowTypeError"),
-        ("chunked_array", lambda: pa.chunked_array([[1.0, 2.0], [3.0]]),
-         "ChunkedArray: no __dlpack__ (AttributeError)"),
+        ("string", lambda: pa.array(["a", "b"]), "string array: refused with ArrowTypeError"),
+        (
+            "chunked_array",
+            lambda: pa.chunked_array([[1.0, 2.0], [3.0]]),
+            "ChunkedArray: no __dlpack__ (AttributeError)",
+        ),
     ]
     return _kind_list("pyarrow", entries)
 
@@ -480,16 +661,27 @@ def _dlbridge_kinds() -> list:
 
     entries = [
         ("rust_owned", lambda: dlbridge.arange(6, "float32"), "Rust-owned memory: writable"),
-        ("from_numpy", lambda: dlbridge.from_dlpack(np.arange(6.0).reshape(2, 3)),
-         "a NumPy array imported zero-copy: writable"),
-        ("from_read_only_numpy", read_only,
-         "a read-only NumPy array imported: READ_ONLY on re-export, never writable"),
-        ("from_legacy_capsule",
-         lambda: dlbridge.from_dlpack(np.arange(4.0).__dlpack__()),
-         "imported from a legacy capsule (which cannot say its memory may be written): "
-         + "read-only"),
-        ("negative_strides", lambda: dlbridge.from_dlpack(np.arange(5.0)[::-1]),
-         "a reversed NumPy view: stride -1"),
+        (
+            "from_numpy",
+            lambda: dlbridge.from_dlpack(np.arange(6.0).reshape(2, 3)),
+            "a NumPy array imported zero-copy: writable",
+        ),
+        (
+            "from_read_only_numpy",
+            read_only,
+            "a read-only NumPy array imported: READ_ONLY on re-export, never writable",
+        ),
+        (
+            "from_legacy_capsule",
+            lambda: dlbridge.from_dlpack(np.arange(4.0).__dlpack__()),
+            "imported from a legacy capsule (which cannot say its memory may be written): "
+            + "read-only",
+        ),
+        (
+            "negative_strides",
+            lambda: dlbridge.from_dlpack(np.arange(5.0)[::-1]),
+            "a reversed NumPy view: stride -1",
+        ),
         ("zero_size", lambda: dlbridge.zeros((0, 3)), "no elements"),
         ("zero_dim", lambda: dlbridge.from_dlpack(np.array(3.0)), "0-d"),
         ("bfloat16", lambda: dlbridge.arange(4, "bfloat16"), "bfloat16 (no buffer format)"),

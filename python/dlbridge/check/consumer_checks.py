@@ -98,8 +98,7 @@ def _judge(array, error, calls: list, expected: np.ndarray, what: str, refuse_ok
     return PASS, f"{what}: values right"
 
 
-def _values_case(framework: Framework, record: ManagedRecord, expected: np.ndarray,
-                 what: str):
+def _values_case(framework: Framework, record: ManagedRecord, expected: np.ndarray, what: str):
     """Feeds one fixed tensor (whatever the consumer asks for: it must check the capsule's
     name and version itself) and compares the values."""
     producer = OneTensorProducer(record)
@@ -108,8 +107,9 @@ def _values_case(framework: Framework, record: ManagedRecord, expected: np.ndarr
     return _judge(array, error, [_released(record)], expected, what, refuse_ok=False)
 
 
-def _negotiated_case(framework: Framework, make, expected: np.ndarray, what: str, *,
-                     refuse_ok: bool = False):
+def _negotiated_case(
+    framework: Framework, make, expected: np.ndarray, what: str, *, refuse_ok: bool = False
+):
     """Feeds a conforming producer (`NegotiatingProducer` over `make`) and compares."""
     producer = NegotiatingProducer(make)
     array, _, _, error = _import(framework, producer)
@@ -123,7 +123,8 @@ def legacy_capsule(framework: Framework):
 
 def versioned_capsule(framework: Framework):
     producer = NegotiatingProducer(
-        lambda v: make_managed((2, 3), versioned=v, values=VALUES.tobytes()))
+        lambda v: make_managed((2, 3), versioned=v, values=VALUES.tobytes())
+    )
     array, _, _, error = _import(framework, producer)
     if not producer.asked_versioned():
         return NA, f"never asks for max_version >= (1, 0): calls {producer.calls}"
@@ -136,7 +137,8 @@ def versioned_capsule(framework: Framework):
 
 def deleter_once(framework: Framework):
     producer = NegotiatingProducer(
-        lambda v: make_managed((2, 3), versioned=v, values=VALUES.tobytes()))
+        lambda v: make_managed((2, 3), versioned=v, values=VALUES.tobytes())
+    )
     _, _, _, error = _import(framework, producer)
     calls = producer.deleter_calls()
     if error is not None and not calls:
@@ -154,8 +156,10 @@ def null_strides(framework: Framework):
     if outcome == FAIL:
         return outcome, detail
     producer = NegotiatingProducer(
-        lambda v: make_managed((2, 3), versioned=v, version=(1, 1), strides=None,
-                                 values=VALUES.tobytes()))
+        lambda v: make_managed(
+            (2, 3), versioned=v, version=(1, 1), strides=None, values=VALUES.tobytes()
+        )
+    )
     array, _, _, error = _import(framework, producer)
     producer.deleter_calls()
     if not producer.asked_versioned():
@@ -172,7 +176,9 @@ def extent_one_strides(framework: Framework):
     return _negotiated_case(
         framework,
         lambda v: make_managed((3, 1), versioned=v, strides=(1, 77), values=column.tobytes()),
-        column, "shape (3, 1) strides (1, 77)")
+        column,
+        "shape (3, 1) strides (1, 77)",
+    )
 
 
 def negative_strides(framework: Framework):
@@ -181,19 +187,22 @@ def negative_strides(framework: Framework):
     def make(versioned):
         # `data` points at the last element (byte_offset 0, which some consumers demand);
         # stride -1 walks back to the first.
-        record = make_managed((4,), versioned=versioned, strides=(-1,),
-                                data=values.ctypes.data + 12)
+        record = make_managed(
+            (4,), versioned=versioned, strides=(-1,), data=values.ctypes.data + 12
+        )
         record.keep.append(values)
         return record
 
-    return _negotiated_case(framework, make, values[::-1].copy(), "stride -1",
-                            refuse_ok=True)
+    return _negotiated_case(framework, make, values[::-1].copy(), "stride -1", refuse_ok=True)
 
 
 def zero_size_null_data(framework: Framework):
     return _negotiated_case(
-        framework, lambda v: make_managed((0, 3), versioned=v, data=None),
-        np.zeros((0, 3), np.float32), "(0, 3), NULL data")
+        framework,
+        lambda v: make_managed((0, 3), versioned=v, data=None),
+        np.zeros((0, 3), np.float32),
+        "(0, 3), NULL data",
+    )
 
 
 def byte_offset(framework: Framework):
@@ -201,15 +210,18 @@ def byte_offset(framework: Framework):
     return _negotiated_case(
         framework,
         lambda v: make_managed((2, 3), versioned=v, values=values.tobytes(), byte_offset=8),
-        values[2:8].reshape(2, 3), "byte_offset 8")
+        values[2:8].reshape(2, 3),
+        "byte_offset 8",
+    )
 
 
 def read_only(framework: Framework):
     records = []
 
     def make(versioned):
-        record = make_managed((2, 3), versioned=versioned, values=VALUES.tobytes(),
-                                flags=FLAG_READ_ONLY)
+        record = make_managed(
+            (2, 3), versioned=versioned, values=VALUES.tobytes(), flags=FLAG_READ_ONLY
+        )
         records.append(record)
         return record
 
@@ -264,8 +276,13 @@ def _legacy_result(framework: Framework):
     the capsule's first element)."""
     record = make_managed((2, 3), versioned=False, values=VALUES.tobytes())
     producer = OneTensorProducer(record)
-    seen = {"error": None, "read_only": None, "shared": None, "reexport": None,
-            "memory": record.first_element_address()}
+    seen = {
+        "error": None,
+        "read_only": None,
+        "shared": None,
+        "reexport": None,
+        "memory": record.first_element_address(),
+    }
     lost_before = len(LOST_EXCEPTIONS)
     try:
         result = framework.consume(producer)
@@ -302,8 +319,11 @@ def legacy_re_export(framework: Framework):
     if seen["error"] is not None:
         return NA, f"the legacy capsule was refused: {_describe(seen['error'])}"
     if not seen["shared"]:
-        return NA, ("the result is a copy" if seen["shared"] is False
-                    else "cannot tell whether the result shares the memory")
+        return NA, (
+            "the result is a copy"
+            if seen["shared"] is False
+            else "cannot tell whether the result shares the memory"
+        )
     again = seen["reexport"]
     if again is None:
         return NA, "the result has no __dlpack__"
@@ -315,8 +335,10 @@ def legacy_re_export(framework: Framework):
         return PASS, f"versioned re-export (v{again.version[0]}.{again.version[1]}) READ_ONLY"
     if again.is_copied or (again.size and again.data != seen["memory"]):
         return PASS, "the re-export is a copy"
-    return FAIL, (f"the versioned re-export (v{again.version[0]}.{again.version[1]}, flags "
-                  f"{again.flags:#x}) of the legacy capsule's memory lacks READ_ONLY")
+    return FAIL, (
+        f"the versioned re-export (v{again.version[0]}.{again.version[1]}, flags "
+        f"{again.flags:#x}) of the legacy capsule's memory lacks READ_ONLY"
+    )
 
 
 # ---- what real producers refuse ---------------------------------------------------------------
@@ -421,8 +443,10 @@ def producer_refusals(framework: Framework):
     for producer, cases in fed.items():
         taken = [kind for kind, _, _, refusal in cases if refusal is None]
         if taken:
-            accepted.append(f"accepted {len(taken)} of the {len(cases)} {producer} tensors "
-                            f"__dlpack__ refuses: {', '.join(taken)}")
+            accepted.append(
+                f"accepted {len(taken)} of the {len(cases)} {producer} tensors "
+                f"__dlpack__ refuses: {', '.join(taken)}"
+            )
     if accepted:
         return FAIL, "; ".join(accepted) + _left_out(left_out)
     counts = ", ".join(f"{len(cases)} {producer}" for producer, cases in fed.items() if cases)
@@ -451,7 +475,8 @@ def producer_refusal_error_type(framework: Framework):
             f"{producer}: raised {raised} where __dlpack__ raises {expected} on "
             f"{len(kinds)} kind{'s' * (len(kinds) != 1)}: {', '.join(k for k, _ in kinds)} "
             f"({kinds[0][1].splitlines()[0][:80] if kinds[0][1] else ''})"
-            for (producer, raised, expected), kinds in groups.items())
+            for (producer, raised, expected), kinds in groups.items()
+        )
     return PASS, f"the producer's exception class for all {refused} refusals"
 
 

@@ -48,7 +48,6 @@ STREAM_SENTINEL = 0x5EED
 # ---- the table, member by member ----------------------------------------------------------
 
 
-
 def _table_of(kind: type):
     """(the table `kind` publishes, None), or (None, why) when it publishes none, or (False,
     why) when its capsule is not a table's."""
@@ -120,8 +119,7 @@ def exchange_members(s: Subject):
     table, why = _usable_table(s)
     if table is None:
         return NA, why
-    missing = [m for m in EXCHANGE_MEMBERS if m != DESCRIBE
-               and not getattr(table, m)]
+    missing = [m for m in EXCHANGE_MEMBERS if m != DESCRIBE and not getattr(table, m)]
     return (FAIL, "NULL: " + ", ".join(missing)) if missing else (PASS, "all set")
 
 
@@ -167,8 +165,7 @@ def exchange_from_py_object(s: Subject):
 
 
 def exchange_dltensor(s: Subject):
-    describe, outcome = _member(s, DESCRIBE,
-                                missing=(NA, "NULL (allowed)"))
+    describe, outcome = _member(s, DESCRIBE, missing=(NA, "NULL (allowed)"))
     if describe is None:
         return outcome
     tensor = DLTensor()
@@ -240,6 +237,7 @@ def exchange_work_stream(s: Subject):
         return FAIL, f"stream {stream.value:#x} for the CPU"
     return PASS, "NULL for the CPU"
 
+
 # ---- the table against __dlpack__, kind by kind -------------------------------------------
 #
 # A consumer that takes the table's fast path must still give `__dlpack__`'s answer (protocol
@@ -247,6 +245,7 @@ def exchange_work_stream(s: Subject):
 # both ways and compared; for anything else (a user's `module:factory`, a framework without a
 # catalogue) the one tensor the checker made. The table comes from each object's own type, as
 # a consumer looks it up.
+
 
 class _Broken:
     """A table answer that is neither an export nor a refusal (returned 0 without a tensor,
@@ -303,8 +302,9 @@ def _describe_answer(describe, obj):
     if ndim < 0 or (ndim and not tensor.shape):
         return _Broken(f"ndim {ndim} with a{' NULL' if not tensor.shape else 'n'} shape")
     shape = tuple(tensor.shape[i] for i in range(ndim))
-    strides = (tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides
-               else compact_strides(shape))
+    strides = (
+        tuple(tensor.strides[i] for i in range(ndim)) if tensor.strides else compact_strides(shape)
+    )
     size = int(np.prod(shape)) if shape else 1
     return {
         "dtype": (tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes),
@@ -331,8 +331,11 @@ def _fields(exported: Exported) -> dict:
 
 def _mismatches(reference: Exported, answer: dict) -> list:
     expected = _fields(reference)
-    return [key if key == "elements" else f"{key} {answer[key]} vs {expected[key]}"
-            for key in answer if answer[key] != expected[key]]
+    return [
+        key if key == "elements" else f"{key} {answer[key]} vs {expected[key]}"
+        for key in answer
+        if answer[key] != expected[key]
+    ]
 
 
 class _Probe:
@@ -386,8 +389,11 @@ def _survey(s: Subject):
             scope = f"{len(kinds)} catalogued kinds"
         else:
             kinds = [("the tensor", lambda: s.tensor)]
-            scope = ("the factory's tensor" if s.framework.user_factory
-                     else f"its one tensor (no catalogue of {name}'s kinds)")
+            scope = (
+                "the factory's tensor"
+                if s.framework.user_factory
+                else f"its one tensor (no catalogue of {name}'s kinds)"
+            )
         probes, skipped = [], []
         for kind, make in kinds:
             obj, error = call(make)
@@ -400,8 +406,14 @@ def _survey(s: Subject):
             except ValueError:  # __dlpack__ handed out a capsule the reader cannot read
                 skipped.append(kind)
             del obj
-        result = (_Survey(scope, probes, skipped), None) if probes else (
-            None, f"no kind could be made whose type publishes the table ({', '.join(skipped)})")
+        result = (
+            (_Survey(scope, probes, skipped), None)
+            if probes
+            else (
+                None,
+                f"no kind could be made whose type publishes the table ({', '.join(skipped)})",
+            )
+        )
     s.cache["survey"] = result
     return result
 
@@ -428,28 +440,38 @@ def exchange_agrees_with_dlpack(s: Subject):
         return NA, why
     problems, previous = [], {}
     for member in survey.members():
-        verdicts = [(probe.kind, *probe.verdict(member))
-                    for probe in survey.probes if member in probe.answers]
+        verdicts = [
+            (probe.kind, *probe.verdict(member))
+            for probe in survey.probes
+            if member in probe.answers
+        ]
         listed = {}
         for bucket, template in _BUCKETS:
-            items = [kind if note is None else f"{kind} ({note})"
-                     for kind, verdict, note in verdicts if verdict == bucket]
+            items = [
+                kind if note is None else f"{kind} ({note})"
+                for kind, verdict, note in verdicts
+                if verdict == bucket
+            ]
             if not items:
                 continue
             listed[bucket] = items
             if previous.get(bucket) == items:
                 problems.append(f"{member}: the same {len(items)}")
             else:
-                problems.append(f"{member} {template.format(n=_plural(len(items), 'kind'))}: "
-                                f"{_names(items)}")
+                problems.append(
+                    f"{member} {template.format(n=_plural(len(items), 'kind'))}: {_names(items)}"
+                )
         previous = listed
-    skipped = f"; not built or without the table: {_names(survey.skipped)}" \
-        if survey.skipped else ""
+    skipped = (
+        f"; not built or without the table: {_names(survey.skipped)}" if survey.skipped else ""
+    )
     if problems:
         return FAIL, "; ".join(problems) + skipped
     refused = sum(isinstance(p.reference, Refused) for p in survey.probes)
-    return PASS, (f"agrees on {survey.scope}: {len(survey.probes)} compared, {refused} refused "
-                  f"by both{skipped}")
+    return PASS, (
+        f"agrees on {survey.scope}: {len(survey.probes)} compared, {refused} refused "
+        f"by both{skipped}"
+    )
 
 
 def exchange_refusal_error_type(s: Subject):
@@ -461,19 +483,21 @@ def exchange_refusal_error_type(s: Subject):
         groups: dict = {}
         for probe in survey.probes:
             answer = probe.answers.get(member)
-            if not (isinstance(answer, Refused)
-                    and isinstance(probe.reference, Refused)):
+            if not (isinstance(answer, Refused) and isinstance(probe.reference, Refused)):
                 continue
             both += 1
             if answer.exception != probe.reference.exception:
-                groups.setdefault((answer.exception, probe.reference.exception),
-                                  []).append(probe.kind)
+                groups.setdefault((answer.exception, probe.reference.exception), []).append(
+                    probe.kind
+                )
         for (raised, expected), kinds in groups.items():
             if previous.get((raised, expected)) == kinds:
                 problems.append(f"{member}: the same {len(kinds)}")
             else:
-                problems.append(f"{member} raised {raised} where __dlpack__ raises {expected} "
-                                f"on {_plural(len(kinds), 'kind')}: {_names(kinds)}")
+                problems.append(
+                    f"{member} raised {raised} where __dlpack__ raises {expected} "
+                    f"on {_plural(len(kinds), 'kind')}: {_names(kinds)}"
+                )
         previous = groups
     if not both:
         return NA, f"nothing is refused by both the table and __dlpack__ ({survey.scope} checked)"

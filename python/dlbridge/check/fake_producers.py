@@ -34,8 +34,17 @@ class RecordingProducer:
     `device` is what `__dlpack_device__` reports (the tensor itself always says CPU).
     """
 
-    def __init__(self, shape=(2, 3), dtype="float32", *, device=(kDLCPU, 0), values=None,
-                 honour_copy: bool = False, flags: int = 0, refuse_device: bool = False):
+    def __init__(
+        self,
+        shape=(2, 3),
+        dtype="float32",
+        *,
+        device=(kDLCPU, 0),
+        values=None,
+        honour_copy: bool = False,
+        flags: int = 0,
+        refuse_device: bool = False,
+    ):
         self.shape = shape
         self.dtype = dtype
         self.device = device

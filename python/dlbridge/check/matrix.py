@@ -15,8 +15,7 @@ import numpy as np
 from .frameworks import Framework, data_address
 from .rules import FAIL, PASS, UNSUPPORTED
 
-DTYPES = ["float32", "float64", "float16", "int8", "int32", "int64", "uint8", "bool",
-          "complex64"]
+DTYPES = ["float32", "float64", "float16", "int8", "int32", "int64", "uint8", "bool", "complex64"]
 LAYOUTS = ["contiguous", "transposed", "strided", "zero-size"]
 
 
@@ -58,15 +57,18 @@ def run_case(producer: Framework, consumer: Framework, dtype: str, layout: str) 
         result = consumer.consume(x)
         array = np.asarray(consumer.to_numpy(result))
     except Exception as error:  # noqa: BLE001
-        return {"outcome": UNSUPPORTED,
-                "detail": f"consumer: {type(error).__name__}: {str(error)[:120]}"}
+        return {
+            "outcome": UNSUPPORTED,
+            "detail": f"consumer: {type(error).__name__}: {str(error)[:120]}",
+        }
     expected = _expected(base, layout)
-    if array.shape != expected.shape or not np.array_equal(array.astype(expected.dtype),
-                                                            expected):
-        return {"outcome": FAIL,
-                "detail": f"read {array.dtype}{array.shape} {array.ravel()[:6].tolist()}, "
-                          f"expected {expected.dtype}{expected.shape} "
-                          f"{expected.ravel()[:6].tolist()}"}
+    if array.shape != expected.shape or not np.array_equal(array.astype(expected.dtype), expected):
+        return {
+            "outcome": FAIL,
+            "detail": f"read {array.dtype}{array.shape} {array.ravel()[:6].tolist()}, "
+            f"expected {expected.dtype}{expected.shape} "
+            f"{expected.ravel()[:6].tolist()}",
+        }
     if array.dtype != expected.dtype:
         return {"outcome": FAIL, "detail": f"dtype {array.dtype}, expected {expected.dtype}"}
     source, target = data_address(x), data_address(result)
@@ -101,8 +103,9 @@ def run_pair(producer: Framework, consumer: Framework) -> dict:
             nanoseconds = time_exchange(consumer, x)
         except Exception:  # noqa: BLE001 - timing is best effort
             nanoseconds = None
-    counts = {k: sum(1 for c in cases.values() if c["outcome"] == k)
-              for k in (PASS, FAIL, UNSUPPORTED)}
+    counts = {
+        k: sum(1 for c in cases.values() if c["outcome"] == k) for k in (PASS, FAIL, UNSUPPORTED)
+    }
     return {
         "producer": producer.name,
         "consumer": consumer.name,

@@ -75,15 +75,20 @@ def read_values(capsule) -> np.ndarray:
 
 def keyword_only(s: Subject):
     _, error = call(s.tensor.__dlpack__, None)
-    return _raised(error, TypeError,
-                   "__dlpack__(None) returned a capsule: a positional argument was accepted")
+    return _raised(
+        error, TypeError, "__dlpack__(None) returned a capsule: a positional argument was accepted"
+    )
 
 
 def accepts_keywords(s: Subject):
     device = s.tensor.__dlpack_device__()
     refused = []
-    for keyword, value in [("stream", None), ("max_version", (1, 3)), ("dl_device", device),
-                           ("copy", None)]:
+    for keyword, value in [
+        ("stream", None),
+        ("max_version", (1, 3)),
+        ("dl_device", device),
+        ("copy", None),
+    ]:
         _, error = call(s.tensor.__dlpack__, **{keyword: value})
         if error is not None:
             refused.append(f"{keyword}={value!r}: {describe_error(error)}")
@@ -92,8 +97,11 @@ def accepts_keywords(s: Subject):
 
 def legacy_without_max_version(s: Subject):
     wrong = []
-    for label, kwargs in [("no max_version", {}), ("max_version=None", {"max_version": None}),
-                          ("max_version=(0, 8)", {"max_version": (0, 8)})]:
+    for label, kwargs in [
+        ("no max_version", {}),
+        ("max_version=None", {"max_version": None}),
+        ("max_version=(0, 8)", {"max_version": (0, 8)}),
+    ]:
         capsule, error = call(s.tensor.__dlpack__, **kwargs)
         if error is not None:
             wrong.append(f"{label}: {describe_error(error)}")
@@ -160,8 +168,10 @@ def values(s: Subject):
         if error is not None:
             wrong.append(f"{label}: dlbridge refuses the capsule: {describe_error(error)}")
         elif array.dtype != BASE.dtype or array.shape != BASE.shape or not (array == BASE).all():
-            wrong.append(f"{label}: read {array.dtype} {array.tolist()}, expected "
-                         f"{BASE.dtype} {BASE.tolist()}")
+            wrong.append(
+                f"{label}: read {array.dtype} {array.tolist()}, expected "
+                f"{BASE.dtype} {BASE.tolist()}"
+            )
     return (FAIL, "; ".join(wrong)) if wrong else (PASS, "values, shape and dtype as made")
 
 
@@ -305,8 +315,11 @@ def unreachable_device(s: Subject):
     if not _host_tensor(s):
         return NA, "the tensor is not in host memory"
     _, error = call(s.tensor.__dlpack__, max_version=(1, 3), dl_device=(2, 0))
-    return _raised(error, BufferError, "dl_device=(2, 0) (CUDA) accepted for a CPU tensor on a "
-                                       "machine checked without a GPU")
+    return _raised(
+        error,
+        BufferError,
+        "dl_device=(2, 0) (CUDA) accepted for a CPU tensor on a machine checked without a GPU",
+    )
 
 
 def copy_false_needs_copy(s: Subject):

@@ -70,9 +70,7 @@ def _report_lost(where, type_address, value_address):
     """Record (never raise) an exception that a callback had to take out of flight."""
     try:
         exc_type = ctypes.cast(c_void_p(type_address), py_object).value
-        exc_value = (
-            ctypes.cast(c_void_p(value_address), py_object).value if value_address else None
-        )
+        exc_value = ctypes.cast(c_void_p(value_address), py_object).value if value_address else None
         LOST_EXCEPTIONS.append((where, exc_type, exc_value))
         sys.stderr.write(
             f"dlbridge.check.records: a {where} ran while {exc_type.__name__}: {exc_value!r} "
@@ -277,9 +275,7 @@ def make_managed(
     tensor.ndim = nd
     tensor.dtype = DLDataType(*dt)
     tensor.shape = ctypes.cast(shape_arr, POINTER(c_int64)) if shape_arr is not None else None
-    tensor.strides = (
-        ctypes.cast(strides_arr, POINTER(c_int64)) if strides_arr is not None else None
-    )
+    tensor.strides = ctypes.cast(strides_arr, POINTER(c_int64)) if strides_arr is not None else None
     tensor.byte_offset = byte_offset
 
     if versioned:
@@ -297,8 +293,9 @@ def make_managed(
     return record
 
 
-def make_from_numpy(array, *, versioned: bool = True, version=(1, 3), flags: int = 0,
-                    strides=AUTO, dtype=AUTO) -> ManagedRecord:
+def make_from_numpy(
+    array, *, versioned: bool = True, version=(1, 3), flags: int = 0, strides=AUTO, dtype=AUTO
+) -> ManagedRecord:
     """A managed tensor describing a numpy array's memory (the array is kept alive)."""
     import numpy as np
 

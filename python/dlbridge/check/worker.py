@@ -71,8 +71,10 @@ def _guarded(check, argument):
         return check(argument)
     except Exception as error:  # noqa: BLE001 - a check that breaks is reported, not fatal
         where = traceback.extract_tb(error.__traceback__)[-1]
-        return FAIL, (f"the check could not complete: {type(error).__name__}: {error} "
-                        f"({where.name}:{where.lineno})")[:300]
+        return FAIL, (
+            f"the check could not complete: {type(error).__name__}: {error} "
+            f"({where.name}:{where.lineno})"
+        )[:300]
 
 
 def _matrix_job(pairs: list) -> None:
@@ -84,8 +86,11 @@ def _matrix_job(pairs: list) -> None:
         try:
             result = run_pair(resolve(producer), resolve(consumer))
         except Exception as error:  # noqa: BLE001
-            result = {"producer": producer, "consumer": consumer, "error":
-                      f"{type(error).__name__}: {error}"[:300]}
+            result = {
+                "producer": producer,
+                "consumer": consumer,
+                "error": f"{type(error).__name__}: {error}"[:300],
+            }
         _emit({"result": result})
 
 

@@ -47,10 +47,29 @@ from _helpers import (  # noqa: E402
 )
 
 JAX_DTYPES = [
-    "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
-    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
 ]
 
 
@@ -135,7 +154,9 @@ def test_dlbridge_to_jax(shape, name):
         assert x.unsafe_buffer_pointer() == t.data_ptr
 
 
-@pytest.mark.parametrize("shape", [(2, 3), (5,), (2, 1, 4), (1,) * 32], ids=["2x3", "5", "2x1x4", "32dims"])
+@pytest.mark.parametrize(
+    "shape", [(2, 3), (5,), (2, 1, 4), (1,) * 32], ids=["2x3", "5", "2x1x4", "32dims"]
+)
 def test_dlbridge_aligned_to_jax_is_zero_copy(shape):
     host = aligned_empty(shape, np.float32)
     host[...] = np.arange(size_of(shape), dtype=np.float32).reshape(shape)

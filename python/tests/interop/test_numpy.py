@@ -99,8 +99,15 @@ def test_numpy_write_seen_by_dlbridge_and_back():
         lambda b: b[1:, 2:],
         lambda b: np.lib.stride_tricks.as_strided(b, shape=(3, 1, 4), strides=(48, 7 * 8, 8)),
     ],
-    ids=["transposed", "stepped-rows", "stepped-cols", "reversed", "reversed-both", "offset",
-         "size1-odd-stride"],
+    ids=[
+        "transposed",
+        "stepped-rows",
+        "stepped-cols",
+        "reversed",
+        "reversed-both",
+        "offset",
+        "size1-odd-stride",
+    ],
 )
 def test_numpy_views_to_dlbridge(make):
     base = np.arange(36, dtype=np.float64).reshape(6, 6)
@@ -340,8 +347,14 @@ def test_random_views_round_trip(view):
 
 
 def _description(t):
-    return (t.shape, t.strides if t.size else None, t.dtype, t.device, t.readonly,
-            t.data_ptr if t.size else None)
+    return (
+        t.shape,
+        t.strides if t.size else None,
+        t.dtype,
+        t.device,
+        t.readonly,
+        t.data_ptr if t.size else None,
+    )
 
 
 @hypothesis.settings(max_examples=300, deadline=None, database=None)

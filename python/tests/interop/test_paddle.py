@@ -46,10 +46,20 @@ from _helpers import (  # noqa: E402
 )
 
 PADDLE_EXPORT = {
-    "bool": "bool", "int8": "int8", "uint8": "uint8", "int16": "int16", "int32": "int32",
-    "int64": "int64", "float16": "float16", "bfloat16": "bfloat16", "float32": "float32",
-    "float64": "float64", "complex64": "complex64", "complex128": "complex128",
-    "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+    "bool": "bool",
+    "int8": "int8",
+    "uint8": "uint8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "float32": "float32",
+    "float64": "float64",
+    "complex64": "complex64",
+    "complex128": "complex128",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
 }
 PADDLE_IMPORT = dict(PADDLE_EXPORT, uint32="uint32", uint64="uint64")
 
@@ -176,7 +186,8 @@ def test_dlbridge_to_paddle_writes_seen_both_ways():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[1:, 2:]],
+    "make",
+    [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[1:, 2:]],
     ids=["transposed", "stepped", "offset"],
 )
 def test_dlbridge_views_to_paddle(make):

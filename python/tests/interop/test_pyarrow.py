@@ -43,8 +43,17 @@ from _helpers import (  # noqa: E402
 )
 
 ARROW_DTYPES = [
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
 ]
 ONE_D = [(0,), (1,), (7,)]
 
@@ -186,7 +195,8 @@ def test_dlbridge_to_arrow_tensor_writes_seen_both_ways():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[1:, 2:]],
+    "make",
+    [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[1:, 2:]],
     ids=["transposed", "stepped", "offset"],
 )
 def test_dlbridge_views_to_arrow_tensor(make):

@@ -46,10 +46,20 @@ from _helpers import (  # noqa: E402
 )
 
 TF_DTYPES = {
-    "bool": tf.bool, "int8": tf.int8, "uint8": tf.uint8, "int16": tf.int16,
-    "uint16": tf.uint16, "int32": tf.int32, "uint32": tf.uint32, "int64": tf.int64,
-    "uint64": tf.uint64, "float16": tf.float16, "bfloat16": tf.bfloat16,
-    "float32": tf.float32, "float64": tf.float64, "complex64": tf.complex64,
+    "bool": tf.bool,
+    "int8": tf.int8,
+    "uint8": tf.uint8,
+    "int16": tf.int16,
+    "uint16": tf.uint16,
+    "int32": tf.int32,
+    "uint32": tf.uint32,
+    "int64": tf.int64,
+    "uint64": tf.uint64,
+    "float16": tf.float16,
+    "bfloat16": tf.bfloat16,
+    "float32": tf.float32,
+    "float64": tf.float64,
+    "complex64": tf.complex64,
     "complex128": tf.complex128,
 }
 
@@ -174,7 +184,8 @@ def test_dlbridge_size1_odd_stride_to_tf():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda b: b.T, lambda b: b[::2], lambda b: b[::-1]],
+    "make",
+    [lambda b: b.T, lambda b: b[::2], lambda b: b[::-1]],
     ids=["transposed", "stepped", "reversed"],
 )
 def test_dlbridge_strided_to_tf_is_refused_by_tf(make):

@@ -41,10 +41,27 @@ from _helpers import (  # noqa: E402
 )
 
 TVM_DTYPES = [
-    "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-    "float16", "bfloat16", "float32", "float64",
-    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "float8_e3m4",
+    "float8_e4m3",
+    "float8_e4m3b11fnuz",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
 ]
 
 
@@ -96,7 +113,8 @@ def test_tvm_writes_seen_both_ways():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[::-1], lambda b: b[1:, ::-2]],
+    "make",
+    [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[::-1], lambda b: b[1:, ::-2]],
     ids=["transposed", "stepped", "reversed", "offset-reversed"],
 )
 def test_tvm_views_to_dlbridge(make):
@@ -165,7 +183,8 @@ def test_dlbridge_to_tvm_writes_seen_both_ways():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[::-1], lambda b: b[:, ::-3]],
+    "make",
+    [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[::-1], lambda b: b[:, ::-3]],
     ids=["transposed", "stepped", "reversed", "reversed-stepped"],
 )
 def test_dlbridge_views_to_tvm(make):
