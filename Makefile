@@ -45,9 +45,14 @@ python-test: python-build example-build
 	PYTHON=$(PYTHON) PYTHON_TESTS_STRICT=$(if $(filter true,$(CI)),1,0) \
 		bash scripts/python-tests.sh
 
-lint:
+## Formatting and lints: rustfmt and clippy for the Rust code, ruff (format, then lints; its
+## configuration is pyproject.toml's [tool.ruff]) for the Python code.
+PYTHON_SOURCES := python benches scripts examples
+lint: venv
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
+	$(VENV)/bin/ruff format --check $(PYTHON_SOURCES)
+	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
 
 ## `cargo check` of dlbridge-pyo3 (tests included), the extension module and the example
 ## extension against free-threaded CPython 3.14t (Py_GIL_DISABLED), described to PyO3 by a

@@ -48,7 +48,7 @@ def reports(directory: pathlib.Path):
     """Every error report and every leak record in the logs, as `Report`s."""
     for path in sorted(directory.glob("asan.*")):
         current = None
-        for line in path.read_text(errors="replace").splitlines() + [""]:
+        for line in [*path.read_text(errors="replace").splitlines(), ""]:
             error = ERROR.match(line)
             leak = LEAK.match(line)
             frame = FRAME.match(line)

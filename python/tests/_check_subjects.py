@@ -7,8 +7,9 @@ from __future__ import annotations
 import ctypes
 import time
 
-import dlbridge
 import numpy as np
+
+import dlbridge
 from dlbridge.check.abi import (
     EXCHANGE_PROTOTYPES,
     FLAG_READ_ONLY,

@@ -49,23 +49,14 @@ ITEMSIZE = {
     "float8_e8m0fnu": 1,
 }
 
+# dtype names by family, from which the test files make their lists.
+INTEGER_DTYPES = [f"{sign}int{bits}" for bits in (8, 16, 32, 64) for sign in ("", "u")]
+FLOAT_DTYPES = ["float16", "float32", "float64"]
+COMPLEX_DTYPES = ["complex64", "complex128"]
+FLOAT8_DTYPES = [name for name in ITEMSIZE if name.startswith("float8_")]
+
 # numpy-representable dtype names.
-NUMPY_DTYPES = [
-    "bool",
-    "int8",
-    "uint8",
-    "int16",
-    "uint16",
-    "int32",
-    "uint32",
-    "int64",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-]
+NUMPY_DTYPES = ["bool", *INTEGER_DTYPES, *FLOAT_DTYPES, *COMPLEX_DTYPES]
 
 
 def size_of(shape) -> int:

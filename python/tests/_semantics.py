@@ -185,16 +185,19 @@ def _judge(
             f"where the reference exports {expected.summary()}"
         )
         return None
-    for difference in _differences(expected, seen, writability=writability):
-        problems.append(f"{path}: {difference}")
+    problems.extend(
+        f"{path}: {difference}"
+        for difference in _differences(expected, seen, writability=writability)
+    )
     return seen
 
 
 def check_kind(kind) -> tuple[list[str], dict[str, str]]:
     """Every path for one catalogue kind: the mismatches, and the path each typed argument
     took (`exchange`, `exchange-export`, `numpy`, `buffer`, `dlpack`)."""
-    import dlbridge
     from dlbridge._dlbridge import _testing
+
+    import dlbridge
 
     problems: list[str] = []
     paths: dict[str, str] = {}

@@ -67,7 +67,7 @@ def _no_lost_exceptions():
 
 def pytest_report_header(config):
     try:
-        import dlbridge  # noqa: F401
+        import dlbridge
 
         where = getattr(dlbridge, "__file__", "?")
         return f"dlbridge: {where}"

@@ -10,9 +10,10 @@
 PaddlePaddle's equivalents are in interop/test_paddle.py.
 """
 
-import dlbridge
 import pytest
 from dlbridge._dlbridge import _testing as K
+
+import dlbridge
 
 torch = pytest.importorskip("torch")
 

@@ -3,7 +3,7 @@ field and value, never crashes, and the producer's deleter runs exactly once.
 
 Pattern used throughout: capsules, producers and tensors are bound to local names and
 released with `del` + collect() after the `pytest.raises` block, so that the toolkit's ctypes
-callbacks never run while an exception propagates (see the module docstring of dlbridge.check.records).
+callbacks never run while an exception propagates (see `dlbridge.check.records`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import struct
 import numpy as np
 import pytest
 
+import dlbridge
+from _helpers import collect, read_bytes
 from dlbridge.check.abi import (
     DELETER,
     FLAG_IS_COPIED,
@@ -33,7 +35,6 @@ from dlbridge.check.abi import (
     kDLFloat8_e4m3fn,
 )
 from dlbridge.check.capsules import capsule_name, consume_capsule, read_capsule, release
-from dlbridge.check.records import NULL_NAME, make_major2, make_managed
 from dlbridge.check.fake_producers import (
     AlwaysTypeErrorProducer,
     BufferErrorProducer,
@@ -41,14 +42,13 @@ from dlbridge.check.fake_producers import (
     IntProducer,
     NoneProducer,
     NotACapsuleProducer,
-    OldProducer,
     OldestProducer,
+    OldProducer,
     OneTensorProducer,
     RecordingProducer,
     TypeErrorOnMaxVersionProducer,
 )
-import dlbridge
-from _helpers import collect, read_bytes
+from dlbridge.check.records import NULL_NAME, make_major2, make_managed
 
 V13 = (1, 3)
 
@@ -250,29 +250,29 @@ def test_any_minor_of_major_1_is_accepted(version):
 
 
 BAD_DESCRIPTORS = [
-    ("negative-extent", dict(shape=(2, -3)), ["DLTensor.shape[1] = -3"]),
-    ("negative-extent-dim0", dict(shape=(-1,)), ["DLTensor.shape[0] = -1"]),
-    ("null-shape", dict(shape=(2, 3), shape_null=True), ["DLTensor.shape", "NULL"]),
-    ("null-data-with-elements", dict(shape=(2, 3), data=None), ["DLTensor.data", "NULL"]),
-    ("negative-ndim", dict(shape=(2,), ndim=-1), ["DLTensor.ndim = -1"]),
-    ("huge-ndim", dict(shape=(2,), ndim=5000), ["DLTensor.ndim = 5000"]),
+    ("negative-extent", {"shape": (2, -3)}, ["DLTensor.shape[1] = -3"]),
+    ("negative-extent-dim0", {"shape": (-1,)}, ["DLTensor.shape[0] = -1"]),
+    ("null-shape", {"shape": (2, 3), "shape_null": True}, ["DLTensor.shape", "NULL"]),
+    ("null-data-with-elements", {"shape": (2, 3), "data": None}, ["DLTensor.data", "NULL"]),
+    ("negative-ndim", {"shape": (2,), "ndim": -1}, ["DLTensor.ndim = -1"]),
+    ("huge-ndim", {"shape": (2,), "ndim": 5000}, ["DLTensor.ndim = 5000"]),
     (
         "count-overflow",
-        dict(shape=(2**62, 2**62), strides=(1, 1), buffer_bytes=64),
+        {"shape": (2**62, 2**62), "strides": (1, 1), "buffer_bytes": 64},
         ["DLTensor.shape[1]"],
     ),
-    ("zero-bits", dict(dtype=(kDLFloat, 0, 1)), ["DLTensor.dtype"]),
-    ("zero-lanes", dict(dtype=(kDLFloat, 32, 0)), ["DLTensor.dtype"]),
-    ("float8-with-16-bits", dict(dtype=(kDLFloat8_e4m3fn, 16, 1)), ["DLTensor.dtype"]),
-    ("bfloat-with-32-bits", dict(dtype=(kDLBfloat, 32, 1)), ["DLTensor.dtype"]),
+    ("zero-bits", {"dtype": (kDLFloat, 0, 1)}, ["DLTensor.dtype"]),
+    ("zero-lanes", {"dtype": (kDLFloat, 32, 0)}, ["DLTensor.dtype"]),
+    ("float8-with-16-bits", {"dtype": (kDLFloat8_e4m3fn, 16, 1)}, ["DLTensor.dtype"]),
+    ("bfloat-with-32-bits", {"dtype": (kDLBfloat, 32, 1)}, ["DLTensor.dtype"]),
     (
         "stride-overflow",
-        dict(shape=(4,), strides=(2**62,), buffer_bytes=64),
+        {"shape": (4,), "strides": (2**62,), "buffer_bytes": 64},
         ["DLTensor.strides[0]"],
     ),
     (
         "address-overflow",
-        dict(shape=(4,), data=2**64 - 8, byte_offset=64),
+        {"shape": (4,), "data": 2**64 - 8, "byte_offset": 64},
         ["DLTensor.data", "DLTensor.byte_offset"],
     ),
 ]
@@ -280,7 +280,7 @@ BAD_DESCRIPTORS = [
 
 @pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "legacy"])
 @pytest.mark.parametrize(
-    "kwargs, fragments", [c[1:] for c in BAD_DESCRIPTORS], ids=[c[0] for c in BAD_DESCRIPTORS]
+    ("kwargs", "fragments"), [c[1:] for c in BAD_DESCRIPTORS], ids=[c[0] for c in BAD_DESCRIPTORS]
 )
 def test_malformed_descriptor_is_buffer_error(kwargs, fragments, versioned):
     rec = make_managed(**{"dtype": "float32", **kwargs}, versioned=versioned)
@@ -359,7 +359,7 @@ def test_null_strides_in_recent_version_is_buffer_error(version):
 
 
 @pytest.mark.parametrize(
-    "versioned, version",
+    ("versioned", "version"),
     [(False, None), (True, (1, 0)), (True, (1, 1))],
     ids=["legacy", "v1.0", "v1.1"],
 )
@@ -758,7 +758,7 @@ def test_padded_flag_on_whole_byte_type_is_buffer_error():
     assert rec.deleter_calls == 1
 
 
-@pytest.mark.parametrize("n, packed_bytes", [(4, 2), (5, 3), (1, 1), (0, 0)])
+@pytest.mark.parametrize(("n", "packed_bytes"), [(4, 2), (5, 3), (1, 1), (0, 0)])
 def test_packed_float4_sizes(n, packed_bytes):
     rec = make_managed((n,), (kDLFloat4_e2m1fn, 4, 1), values=bytes(range(8)))
     cap = rec.capsule()

@@ -13,6 +13,11 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
+import pytest
+
+from _helpers import COMPLEX_DTYPES, FLOAT_DTYPES, INTEGER_DTYPES, NUMPY_DTYPES, collect
+from dlbridge.check import catalogue
 from dlbridge.check.abi import (
     FLAG_IS_SUBBYTE_TYPE_PADDED,
     FLAG_READ_ONLY,
@@ -20,23 +25,19 @@ from dlbridge.check.abi import (
     kDLCUDA,
     kDLFloat4_e2m1fn,
 )
-from dlbridge.check.records import make_from_numpy, make_major2, make_managed
+from dlbridge.check.capsules import Exported, Refused, normalized_strides, reference
+from dlbridge.check.catalogue import Kind
 from dlbridge.check.fake_producers import (
     AlwaysTypeErrorProducer,
     FixedCapsuleProducer,
     IntProducer,
-    OldProducer,
     OldestProducer,
+    OldProducer,
     OneTensorProducer,
     RecordingProducer,
     TypeErrorOnMaxVersionProducer,
 )
-import numpy as np
-import pytest
-from dlbridge.check import catalogue
-from dlbridge.check.capsules import Exported, Refused, normalized_strides, reference
-from dlbridge.check.catalogue import Kind
-from _helpers import collect
+from dlbridge.check.records import make_from_numpy, make_major2, make_managed
 
 if os.environ.get("DLBRIDGE_TESTS_UNDER_ASAN") == "1":
     # Building PyTorch's catalogue probes dtypes through C++ exceptions, which abort under a
@@ -102,7 +103,7 @@ def test_module_imports_no_framework():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
-@pytest.mark.parametrize("framework,catalogued", [("numpy", NUMPY), ("torch", TORCH)])
+@pytest.mark.parametrize(("framework", "catalogued"), [("numpy", NUMPY), ("torch", TORCH)])
 def test_kinds_are_well_formed(framework, catalogued):
     assert catalogued
     for name, kind in catalogued.items():
@@ -110,6 +111,19 @@ def test_kinds_are_well_formed(framework, catalogued):
         assert kind.framework == framework and kind.name == name
         assert kind.note and "\n" not in kind.note
         assert callable(kind.make)
+
+
+#: Plain strided PyTorch tensors of odd shapes and layouts, which every path must read.
+TORCH_PLAIN_KINDS = [
+    "zero_size",
+    "zero_dim",
+    "channels_last",
+    "expanded",
+    "storage_offset",
+    "flip",
+    "transposed",
+    "inference_mode",
+]
 
 
 def test_required_kinds_present():
@@ -131,25 +145,7 @@ def test_required_kinds_present():
         "unaligned_float64",
         "fortran_order",
         "noncontiguous_slice",
-    ] + [
-        f"dtype_{d}"
-        for d in [
-            "bool",
-            "int8",
-            "int16",
-            "int32",
-            "int64",
-            "uint8",
-            "uint16",
-            "uint32",
-            "uint64",
-            "float16",
-            "float32",
-            "float64",
-            "complex64",
-            "complex128",
-        ]
-    ]:
+    ] + [f"dtype_{d}" for d in NUMPY_DTYPES]:
         assert name in NUMPY, name
     for name in [
         "requires_grad_leaf",
@@ -166,35 +162,18 @@ def test_required_kinds_present():
         "nested_strided",
         "nested_jagged",
         "meta",
-        "zero_size",
-        "zero_dim",
-        "channels_last",
-        "expanded",
-        "storage_offset",
-        "flip",
-        "transposed",
-        "inference_mode",
+        *TORCH_PLAIN_KINDS,
     ] + [
         f"dtype_{d}"
         for d in [
-            "float16",
-            "float32",
-            "float64",
+            *FLOAT_DTYPES,
             "bfloat16",
             "float8_e4m3fn",
             "float8_e5m2",
-            "int8",
-            "int16",
-            "int32",
-            "int64",
-            "uint8",
-            "uint16",
-            "uint32",
-            "uint64",
+            *INTEGER_DTYPES,
             "bool",
             "complex32",
-            "complex64",
-            "complex128",
+            *COMPLEX_DTYPES,
             "bits8",
         ]
     ]:
@@ -202,7 +181,7 @@ def test_required_kinds_present():
 
 
 @pytest.mark.parametrize(
-    "framework,name", [("numpy", n) for n in NUMPY] + [("torch", n) for n in TORCH]
+    ("framework", "name"), [("numpy", n) for n in NUMPY] + [("torch", n) for n in TORCH]
 )
 def test_every_kind_builds_and_reads(framework, name):
     kind = (NUMPY if framework == "numpy" else TORCH)[name]
@@ -264,14 +243,7 @@ def test_numpy_element_bytes(name):
 
 TORCH_VALUE_KINDS = [
     "parameter_no_grad",
-    "zero_size",
-    "zero_dim",
-    "channels_last",
-    "expanded",
-    "storage_offset",
-    "flip",
-    "transposed",
-    "inference_mode",
+    *TORCH_PLAIN_KINDS,
     "dtype_float32",
     "dtype_bfloat16",
     "dtype_float8_e4m3fn",
@@ -373,7 +345,7 @@ def test_numpy_unexportable_is_refused(name):
 
 
 @pytest.mark.parametrize(
-    "name,expected",
+    ("name", "expected"),
     [
         ("read_only", True),
         ("broadcast", True),

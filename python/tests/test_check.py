@@ -11,10 +11,11 @@ import pathlib
 import subprocess
 import sys
 
-import _check_subjects as S
-import dlbridge
 import numpy as np
 import pytest
+
+import _check_subjects as S
+import dlbridge
 from dlbridge.check import consumer_checks, exchange_checks, producer_checks
 from dlbridge.check.abi import (
     CURRENT_WORK_STREAM,
@@ -34,9 +35,9 @@ from dlbridge.check.capsules import (
     release,
     table_member,
 )
-from dlbridge.check.records import ManagedRecord, make_from_numpy
 from dlbridge.check.cli import check_framework
 from dlbridge.check.frameworks import FRAMEWORKS, Framework
+from dlbridge.check.records import ManagedRecord, make_from_numpy
 from dlbridge.check.rules import RULES
 
 TESTS = pathlib.Path(__file__).resolve().parent
@@ -46,7 +47,7 @@ def _producer_framework(cls) -> Framework:
     return Framework(
         cls.__name__,
         "_check_subjects",
-        make=lambda a: cls(a),
+        make=cls,
         consume=dlbridge.from_dlpack,
         to_numpy=np.from_dlpack,
         make_read_only=lambda a: cls(a, read_only=True),
@@ -79,7 +80,7 @@ BROKEN_PRODUCERS = [
 
 
 @pytest.mark.parametrize(
-    "rule,cls", BROKEN_PRODUCERS, ids=[f"{r}-{c.__name__}" for r, c in BROKEN_PRODUCERS]
+    ("rule", "cls"), BROKEN_PRODUCERS, ids=[f"{r}-{c.__name__}" for r, c in BROKEN_PRODUCERS]
 )
 def test_a_producer_breaking_a_rule_is_reported(rule, cls):
     subject = producer_checks.Subject(_producer_framework(cls))
@@ -210,7 +211,7 @@ GOOD_TABLES = [
 
 
 @pytest.mark.parametrize(
-    "rule,cls,seen", BROKEN_TABLES, ids=[f"{r}-{c.__name__}" for r, c, _ in BROKEN_TABLES]
+    ("rule", "cls", "seen"), BROKEN_TABLES, ids=[f"{r}-{c.__name__}" for r, c, _ in BROKEN_TABLES]
 )
 def test_a_table_disagreeing_with_dlpack_is_reported(rule, cls, seen):
     outcome, detail = _exchange_outcome(rule, cls)
@@ -218,7 +219,9 @@ def test_a_table_disagreeing_with_dlpack_is_reported(rule, cls, seen):
     assert seen in detail, detail
 
 
-@pytest.mark.parametrize("rule,cls", GOOD_TABLES, ids=[f"{r}-{c.__name__}" for r, c in GOOD_TABLES])
+@pytest.mark.parametrize(
+    ("rule", "cls"), GOOD_TABLES, ids=[f"{r}-{c.__name__}" for r, c in GOOD_TABLES]
+)
 def test_a_table_agreeing_with_dlpack_passes(rule, cls):
     outcome, detail = _exchange_outcome(rule, cls)
     assert outcome == "pass", f"{cls.__name__} did not pass {rule}: {detail}"
@@ -375,7 +378,7 @@ GOOD_CONSUMERS = {
 
 
 @pytest.mark.parametrize(
-    "rule,bug",
+    ("rule", "bug"),
     BROKEN_CONSUMERS,
     ids=[f"{r}-{'-'.join(map(str, next(iter(b.items()))))}" for r, b in BROKEN_CONSUMERS],
 )

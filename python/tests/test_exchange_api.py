@@ -8,6 +8,8 @@ from ctypes import POINTER, c_void_p
 import numpy as np
 import pytest
 
+import dlbridge
+from _helpers import collect, exchange_function
 from dlbridge.check.abi import (
     FLAG_READ_ONLY,
     SET_ERROR,
@@ -19,9 +21,6 @@ from dlbridge.check.abi import (
 )
 from dlbridge.check.capsules import capsule_table, free
 from dlbridge.check.records import make_from_numpy, make_major2, make_managed
-import dlbridge
-
-from _helpers import collect, exchange_function
 
 assert ctypes.sizeof(DLPackExchangeAPI) == 56
 

@@ -13,22 +13,11 @@ import threading
 import numpy as np
 import pytest
 
-from dlbridge.check.abi import (
-    FLAG_IS_COPIED,
-    FLAG_READ_ONLY,
-    NAME_LEGACY,
-    NAME_USED_VERSIONED,
-    NAME_VERSIONED,
-    kDLCUDA,
-    kDLCUDAHost,
-    kDLCUDAManaged,
-    kDLFloat4_e2m1fn,
-    kDLROCMHost,
-)
-from dlbridge.check.capsules import capsule_name, consume_capsule, read_capsule, release
-from dlbridge.check.records import make_managed
 import dlbridge
 from _helpers import (
+    COMPLEX_DTYPES,
+    FLOAT_DTYPES,
+    INTEGER_DTYPES,
     IS_COPIED,
     ITEMSIZE,
     NUMPY_DTYPES,
@@ -44,6 +33,20 @@ from _helpers import (
     rust_tensor_with_bytes,
     size_of,
 )
+from dlbridge.check.abi import (
+    FLAG_IS_COPIED,
+    FLAG_READ_ONLY,
+    NAME_LEGACY,
+    NAME_USED_VERSIONED,
+    NAME_VERSIONED,
+    kDLCUDA,
+    kDLCUDAHost,
+    kDLCUDAManaged,
+    kDLFloat4_e2m1fn,
+    kDLROCMHost,
+)
+from dlbridge.check.capsules import capsule_name, consume_capsule, read_capsule, release
+from dlbridge.check.records import make_managed
 
 CREATION_DTYPES = [
     "float32",
@@ -53,16 +56,8 @@ CREATION_DTYPES = [
     "float8_e4m3fn",
     "float8_e5m2",
     "bool",
-    "int8",
-    "uint8",
-    "int16",
-    "uint16",
-    "int32",
-    "uint32",
-    "int64",
-    "uint64",
-    "complex64",
-    "complex128",
+    *INTEGER_DTYPES,
+    *COMPLEX_DTYPES,
 ]
 
 
@@ -154,24 +149,7 @@ def test_shape_as_list():
     assert dlbridge.empty([4]).shape == (4,)
 
 
-@pytest.mark.parametrize(
-    "dtype",
-    [
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float16",
-        "float32",
-        "float64",
-        "complex64",
-        "complex128",
-    ],
-)
+@pytest.mark.parametrize("dtype", [*INTEGER_DTYPES, *FLOAT_DTYPES, *COMPLEX_DTYPES])
 def test_arange_values(dtype):
     t = dlbridge.arange(10, dtype=dtype)
     assert t.shape == (10,) and t.dtype == dtype and t.strides == (1,)
@@ -343,7 +321,7 @@ def test_readonly_numpy_import():
 
 
 @pytest.mark.parametrize(
-    "max_version, name",
+    ("max_version", "name"),
     [
         ("absent", NAME_LEGACY),
         (None, NAME_LEGACY),
@@ -600,7 +578,7 @@ def test_export_deleter_runs_without_gil_on_another_thread(max_version):
     t = dlbridge.arange(4, dtype="float64")
     rc = refcount(t)
     cap = t.__dlpack__(max_version=max_version) if max_version else t.__dlpack__()
-    pointer, deleter, name = consume_capsule(cap)
+    pointer, deleter, _name = consume_capsule(cap)
     assert capsule_name(cap).startswith(b"used_")
     del cap  # the destructor sees the used_ name and must leave the tensor alone
     collect()
@@ -1042,14 +1020,13 @@ print("done", flush=True)
 
 
 def test_interpreter_shutdown_with_live_tensors(tmp_path):
-    import os
     import subprocess
     import sys
 
     script = tmp_path / "shutdown.py"
     script.write_text(_SHUTDOWN_SCRIPT)
     proc = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "done"
@@ -1100,7 +1077,7 @@ def test_host_readable_device_export_to_cpu_is_labelled_cpu(device, max_version)
 
 @pytest.mark.parametrize("device", HOST_READABLE, ids=["cuda-host", "rocm-host", "cuda-managed"])
 def test_host_readable_device_export_to_cpu_without_copy(device):
-    t, rec, values = _host_readable_tensor(device)
+    t, rec, _values = _host_readable_tensor(device)
     try:
         info = read_capsule(t.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False))
     except BufferError:
@@ -1123,7 +1100,7 @@ def test_rust_owned_copy_of_host_readable_tensor_is_cpu_memory(device):
 
 
 def test_from_dlpack_host_readable_to_numpy_with_device_cpu():
-    t, rec, values = _host_readable_tensor((kDLCUDAHost, 0))
+    t, _rec, values = _host_readable_tensor((kDLCUDAHost, 0))
     a = np.from_dlpack(t, device="cpu")  # numpy passes dl_device=(1, 0)
     assert a.tobytes() == values
 
@@ -1142,7 +1119,7 @@ def test_ndim_limit_is_1024():
     assert dlbridge.from_dlpack(cap).ndim == 1024
     rec2 = make_managed((1,) * 1025, "int8")
     cap2 = rec2.capsule()
-    with pytest.raises(BufferError, match="DLTensor.ndim = 1025"):
+    with pytest.raises(BufferError, match=r"DLTensor\.ndim = 1025"):
         dlbridge.from_dlpack(cap2)
     del cap, cap2
     collect()

@@ -10,11 +10,12 @@ import os
 import subprocess
 import sys
 
-import dlbridge
 import pytest
+from dlbridge._dlbridge import _testing as K
+
+import dlbridge
 from _semantics import HERE, check_kind
 from conftest import UNDER_ASAN
-from dlbridge._dlbridge import _testing as K
 from dlbridge.check import catalogue
 
 pytest.importorskip("torch")

@@ -14,12 +14,13 @@ import threading
 
 import numpy as np
 import pytest
+from dlbridge._dlbridge import _exchange_api_exports
+from dlbridge._dlbridge import _testing as kernels
 
-from dlbridge.check.records import make_managed
-from dlbridge.check.fake_producers import OneTensorProducer
 import dlbridge
 from _helpers import CountingDeleters, HandsOver, through_exchange_tables
-from dlbridge._dlbridge import _exchange_api_exports, _testing as kernels
+from dlbridge.check.fake_producers import OneTensorProducer
+from dlbridge.check.records import make_managed
 
 THREADS = 8
 ROUNDS = 2_000

@@ -191,7 +191,8 @@ class Refused:
     first_error: str | None = None
 
     def summary(self) -> str:
-        return f"Refused({self.exception}: {self.message.splitlines()[0][:90] if self.message else ''})"
+        first_line = self.message.splitlines()[0][:90] if self.message else ""
+        return f"Refused({self.exception}: {first_line})"
 
 
 def _exact_itemsize(dtype) -> int | None:

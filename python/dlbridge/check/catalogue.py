@@ -64,15 +64,14 @@ from dataclasses import dataclass
 
 from .capsules import reference
 
-FRAMEWORKS: tuple[str, ...] = (
-    "torch",
-    "numpy",
-    "jax",
-    "tensorflow",
-    "paddle",
-    "pyarrow",
-    "dlbridge",
+#: The NumPy dtypes catalogued as one kind each (`dtype_<name>`).
+NUMPY_DTYPES = (
+    "bool",
+    *(f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)),
+    *("float16", "float32", "float64", "complex64", "complex128"),
 )
+
+FRAMEWORKS = ("torch", "numpy", "jax", "tensorflow", "paddle", "pyarrow", "dlbridge")
 
 
 @dataclass(frozen=True)
@@ -396,22 +395,7 @@ def _numpy_kinds() -> list:
             "a[::2, 1:4] of (4, 5): strides (10, 1), data past the buffer start",
         ),
     ]
-    for name in [
-        "bool",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float16",
-        "float32",
-        "float64",
-        "complex64",
-        "complex128",
-    ]:
+    for name in NUMPY_DTYPES:
 
         def make(name=name):
             values = np.arange(1, 7).reshape(2, 3)
@@ -572,8 +556,10 @@ def _paddle_kinds() -> list:
         (
             "int64_stop_gradient_false",
             int_grad,
-            "an int64 tensor with stop_gradient=False (PaddlePaddle allows it, unlike PyTorch "
-            + "for integer tensors): refused (BufferError)",
+            (
+                "an int64 tensor with stop_gradient=False (PaddlePaddle allows it, unlike "
+                "PyTorch for integer tensors): refused (BufferError)"
+            ),
         ),
         (
             "transposed",
@@ -674,8 +660,10 @@ def _dlbridge_kinds() -> list:
         (
             "from_legacy_capsule",
             lambda: dlbridge.from_dlpack(np.arange(4.0).__dlpack__()),
-            "imported from a legacy capsule (which cannot say its memory may be written): "
-            + "read-only",
+            (
+                "imported from a legacy capsule (which cannot say its memory may be written): "
+                "read-only"
+            ),
         ),
         (
             "negative_strides",

@@ -84,7 +84,7 @@ def _released(record: ManagedRecord) -> int:
     return record.deleter_calls
 
 
-def _judge(array, error, calls: list, expected: np.ndarray, what: str, refuse_ok: bool):
+def _judge(array, error, calls: list, expected: np.ndarray, what: str, *, refuse_ok: bool):
     """The outcome of one import: refused (a pass only where BufferError is allowed), wrong
     values, or right values with every tensor handed out released exactly once."""
     if error is not None:
@@ -113,7 +113,7 @@ def _negotiated_case(
     """Feeds a conforming producer (`NegotiatingProducer` over `make`) and compares."""
     producer = NegotiatingProducer(make)
     array, _, _, error = _import(framework, producer)
-    return _judge(array, error, producer.deleter_calls(), expected, what, refuse_ok)
+    return _judge(array, error, producer.deleter_calls(), expected, what, refuse_ok=refuse_ok)
 
 
 def legacy_capsule(framework: Framework):

@@ -113,6 +113,10 @@ def _arrow_read_only_make(array):
     return _lazy("pyarrow").Tensor.from_numpy(_numpy_read_only(array))
 
 
+def _arrow_view(view):
+    return _lazy("pyarrow").Tensor.from_numpy(view)
+
+
 def _arrow_consume(obj):
     return _lazy("pyarrow").Tensor.from_dlpack(obj)
 
@@ -187,7 +191,7 @@ FRAMEWORKS = {
             _arrow_consume,
             lambda r: r.to_numpy(),
             make_read_only=_arrow_read_only_make,
-            make_view=lambda v: _lazy("pyarrow").Tensor.from_numpy(v),
+            make_view=_arrow_view,
             read_only=lambda r: not r.is_mutable,
         ),
         Framework(
@@ -249,4 +253,6 @@ def resolve(name: str) -> Framework:
         return FRAMEWORKS[name]
     except KeyError:
         known = ", ".join(FRAMEWORKS)
-        raise ValueError(f"unknown framework {name!r} (known: {known}, or module:factory)")
+        raise ValueError(
+            f"unknown framework {name!r} (known: {known}, or module:factory)"
+        ) from None

@@ -142,7 +142,7 @@ def version_fields(s: Subject):
 
 def strides_present(s: Subject):
     checked = 0
-    for asked, capsule, error in _versioned_capsules(s):
+    for _asked, capsule, error in _versioned_capsules(s):
         if error is not None or capsule_name(capsule) != NAME_VERSIONED:
             continue
         info = read_capsule(capsule)

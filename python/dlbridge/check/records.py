@@ -33,14 +33,14 @@ from . import capi
 from .abi import (
     DELETER,
     DTYPES,
+    NAME_LEGACY,
+    NAME_VERSIONED,
     DLDataType,
     DLDevice,
     DLManagedTensor,
     DLManagedTensorVersioned,
     DLPackVersion,
     DLTensor,
-    NAME_LEGACY,
-    NAME_VERSIONED,
     compact_strides,
     itemsize,
     kDLCPU,
@@ -144,8 +144,7 @@ def _make_capsule_destructor(record):
 def _c_int64_array(values):
     if values is None:
         return None
-    arr = (c_int64 * max(1, len(values)))(*values)
-    return arr
+    return (c_int64 * max(1, len(values)))(*values)
 
 
 class ManagedRecord:

@@ -136,10 +136,8 @@ def render_markdown(report: dict) -> str:
         lines.append("")
         lines.append("| producer \\ consumer | " + " | ".join(consumers) + " |")
         lines.append("|---|" + "---|" * len(consumers))
-        for producer in producers:
-            lines.append(
-                f"| {producer} | "
-                + " | ".join(cell.get((producer, c), "-") for c in consumers)
-                + " |"
-            )
+        lines.extend(
+            f"| {producer} | " + " | ".join(cell.get((producer, c), "-") for c in consumers) + " |"
+            for producer in producers
+        )
     return "\n".join(lines)

@@ -30,11 +30,11 @@ jax.config.update("jax_enable_x64", True)
 jnp = pytest.importorskip("jax.numpy")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-from dlbridge.check.abi import FLAG_READ_ONLY, NAME_LEGACY  # noqa: E402
-from dlbridge.check.capsules import capsule_name, read_capsule  # noqa: E402
-import dlbridge  # noqa: E402
-from _semantics import every_path_test  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
+    COMPLEX_DTYPES,
+    FLOAT8_DTYPES,
+    INTEGER_DTYPES,
     SHAPE_IDS,
     SHAPES,
     aligned_empty,
@@ -45,31 +45,19 @@ from _helpers import (  # noqa: E402
     size_of,
     write_bytes,
 )
+from _semantics import every_path_test
+from dlbridge.check.abi import FLAG_READ_ONLY, NAME_LEGACY
+from dlbridge.check.capsules import capsule_name, read_capsule
 
 JAX_DTYPES = [
     "bool",
-    "int8",
-    "uint8",
-    "int16",
-    "uint16",
-    "int32",
-    "uint32",
-    "int64",
-    "uint64",
+    *INTEGER_DTYPES,
     "float16",
     "bfloat16",
     "float32",
     "float64",
-    "complex64",
-    "complex128",
-    "float8_e3m4",
-    "float8_e4m3",
-    "float8_e4m3b11fnuz",
-    "float8_e4m3fn",
-    "float8_e4m3fnuz",
-    "float8_e5m2",
-    "float8_e5m2fnuz",
-    "float8_e8m0fnu",
+    *COMPLEX_DTYPES,
+    *FLOAT8_DTYPES,
 ]
 
 

@@ -20,7 +20,6 @@ import weakref
 import numpy as np
 import pytest
 
-from dlbridge.check.records import make_managed
 import dlbridge
 from _helpers import (
     IS_COPIED,
@@ -36,6 +35,7 @@ from _helpers import (
     rust_tensor_with_bytes,
     size_of,
 )
+from dlbridge.check.records import make_managed
 
 
 def _np_source(shape, dtype):
@@ -403,7 +403,7 @@ def test_subclasses_go_through_dlpack():
 
 
 @pytest.mark.parametrize(
-    "make, error",
+    ("make", "error"),
     [
         (lambda: np.arange(4, dtype=">i4"), "byte order"),  # byte-swapped
         (lambda: np.zeros(3, dtype=np.longdouble), "DLPack"),

@@ -29,10 +29,8 @@ import pytest
 
 paddle = pytest.importorskip("paddle")
 
-from dlbridge.check.capsules import capsule_name, read_capsule  # noqa: E402
-import dlbridge  # noqa: E402
-from _semantics import every_path_test  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
     IS_COPIED,
     SHAPE_IDS,
     SHAPES,
@@ -44,6 +42,8 @@ from _helpers import (  # noqa: E402
     size_of,
     write_bytes,
 )
+from _semantics import every_path_test
+from dlbridge.check.capsules import capsule_name, read_capsule
 
 PADDLE_EXPORT = {
     "bool": "bool",

@@ -27,10 +27,10 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-from dlbridge.check.capsules import read_capsule  # noqa: E402
-import dlbridge  # noqa: E402
-from _semantics import every_path_test  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
+    FLOAT_DTYPES,
+    INTEGER_DTYPES,
     READ_ONLY,
     SHAPE_IDS,
     SHAPES,
@@ -41,20 +41,10 @@ from _helpers import (  # noqa: E402
     rust_tensor_with_bytes,
     size_of,
 )
+from _semantics import every_path_test
+from dlbridge.check.capsules import read_capsule
 
-ARROW_DTYPES = [
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-]
+ARROW_DTYPES = [*INTEGER_DTYPES, *FLOAT_DTYPES]
 ONE_D = [(0,), (1,), (7,)]
 
 

@@ -25,16 +25,13 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from dlbridge.check.abi import FLAG_READ_ONLY, NAME_USED_LEGACY  # noqa: E402
-from dlbridge.check.capsules import capsule_name, read_capsule  # noqa: E402
-import dlbridge  # noqa: E402
-from _semantics import every_path_test  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
     SHAPE_IDS,
     SHAPES,
     np_address,
@@ -44,6 +41,9 @@ from _helpers import (  # noqa: E402
     rust_tensor_with_bytes,
     size_of,
 )
+from _semantics import every_path_test
+from dlbridge.check.abi import FLAG_READ_ONLY, NAME_USED_LEGACY
+from dlbridge.check.capsules import capsule_name, read_capsule
 
 TF_DTYPES = {
     "bool": tf.bool,

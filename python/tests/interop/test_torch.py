@@ -25,8 +25,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import dlbridge  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
     SHAPE_IDS,
     SHAPES,
     collect,

@@ -24,12 +24,10 @@ import pytest
 
 tvm_ffi = pytest.importorskip("tvm_ffi")
 
-from dlbridge.check.abi import DTYPES, NAME_USED_LEGACY, itemsize  # noqa: E402
-from dlbridge.check.capsules import capsule_name  # noqa: E402
-from dlbridge.check.records import make_managed  # noqa: E402
-from dlbridge.check.fake_producers import OneTensorProducer  # noqa: E402
-import dlbridge  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
+    FLOAT8_DTYPES,
+    INTEGER_DTYPES,
     SHAPE_IDS,
     SHAPES,
     np_address,
@@ -39,30 +37,12 @@ from _helpers import (  # noqa: E402
     rust_tensor_with_bytes,
     size_of,
 )
+from dlbridge.check.abi import DTYPES, NAME_USED_LEGACY, itemsize
+from dlbridge.check.capsules import capsule_name
+from dlbridge.check.fake_producers import OneTensorProducer
+from dlbridge.check.records import make_managed
 
-TVM_DTYPES = [
-    "bool",
-    "int8",
-    "uint8",
-    "int16",
-    "uint16",
-    "int32",
-    "uint32",
-    "int64",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "float8_e3m4",
-    "float8_e4m3",
-    "float8_e4m3b11fnuz",
-    "float8_e4m3fn",
-    "float8_e4m3fnuz",
-    "float8_e5m2",
-    "float8_e5m2fnuz",
-    "float8_e8m0fnu",
-]
+TVM_DTYPES = ["bool", *INTEGER_DTYPES, "float16", "bfloat16", "float32", "float64", *FLOAT8_DTYPES]
 
 
 def _tvm_source(shape, name):
@@ -73,7 +53,7 @@ def _tvm_source(shape, name):
 
 def _tvm_bytes(y) -> bytes:
     n = size_of(tuple(y.shape))
-    element_size = {"bool": 1}.get(str(y.dtype), None)
+    element_size = {"bool": 1}.get(str(y.dtype))
     if element_size is None:
         element_size = itemsize(DTYPES[str(y.dtype)])
     return read_bytes(y.data_ptr(), n * element_size)
