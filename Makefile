@@ -48,15 +48,19 @@ python-test: python-build example-build
 	PYTHON=$(PYTHON) PYTHON_TESTS_STRICT=$(if $(filter true,$(CI)),1,0) \
 		bash scripts/python-tests.sh
 
-## Formatting; the import rules (no cycle in any crate or Python package, the layers of
-## dlbridge-pyo3: scripts/module-layers.py); clippy on every feature, then on the extension
-## module as its wheels build it (without the feature `testing`), which must be warning-free
-## too.
-lint:
+## Formatting and lints: rustfmt, the import rules (no cycle in any crate or Python package,
+## the layers of dlbridge-pyo3: scripts/module-layers.py), clippy on every feature and then on
+## the extension module as its wheels build it (without the feature `testing`), which must be
+## warning-free too; ruff (format, then lints; its configuration is pyproject.toml's
+## [tool.ruff]) for the Python code.
+PYTHON_SOURCES := python benches scripts examples
+lint: venv
 	$(CARGO) fmt --all -- --check
 	python3 scripts/module-layers.py
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 	$(CARGO) clippy -p dlbridge-python --all-targets -- -D warnings
+	$(VENV)/bin/ruff format --check $(PYTHON_SOURCES)
+	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
 
 ## `cargo check` of dlbridge-pyo3 (tests included), the extension module and the example
 ## extension against free-threaded CPython 3.14t (Py_GIL_DISABLED), described to PyO3 by a

@@ -3,6 +3,7 @@
 
 Run after `cargo bench -p dlbridge-benches` (`make bench` does both).
 """
+
 import json
 import pathlib
 import sys

@@ -75,8 +75,10 @@ def main():
     cases = [
         ("numpy_array.__dlpack__()", lambda: array.__dlpack__()),
         ("dlbridge_tensor.__dlpack__()", lambda: tensor.__dlpack__()),
-        ("dlbridge_tensor.__dlpack__(max_version=(1, 3))",
-         lambda: tensor.__dlpack__(max_version=(1, 3))),
+        (
+            "dlbridge_tensor.__dlpack__(max_version=(1, 3))",
+            lambda: tensor.__dlpack__(max_version=(1, 3)),
+        ),
         ("np.from_dlpack(numpy_array)", lambda: np.from_dlpack(array)),
         ("np.from_dlpack(dlbridge_tensor)", lambda: np.from_dlpack(tensor)),
         ("dlbridge.from_dlpack(numpy_array)", lambda: dlbridge.from_dlpack(array)),
@@ -101,12 +103,18 @@ def main():
         na, nb, nc = (np.ones((4, 4), dtype=np.float32) for _ in range(3))
         if kernels is not None:
             cases += [
-                ("no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2>",
-                 lambda: kernels.noop3(a, b, c)),
-                ("no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>",
-                 lambda: kernels.noop3(na, nb, nc)),
-                ("no-op, 3 plain objects, PyO3 (the floor)",
-                 lambda: kernels.noop3_objects(a, b, c)),
+                (
+                    "no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2>",
+                    lambda: kernels.noop3(a, b, c),
+                ),
+                (
+                    "no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>",
+                    lambda: kernels.noop3(na, nb, nc),
+                ),
+                (
+                    "no-op, 3 plain objects, PyO3 (the floor)",
+                    lambda: kernels.noop3_objects(a, b, c),
+                ),
             ]
         # A writable argument: for a PyTorch tensor the version counter is bumped after the
         # call, as PyTorch's own in-place operations do; a NumPy array has none.
@@ -114,10 +122,14 @@ def main():
         nw = np.zeros(16)
         if kernels is not None:
             cases += [
-                ("write, 1 torch tensor (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
-                 lambda: kernels.add_one(w)),
-                ("write, 1 numpy array (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
-                 lambda: kernels.add_one(nw)),
+                (
+                    "write, 1 torch tensor (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
+                    lambda: kernels.add_one(w),
+                ),
+                (
+                    "write, 1 numpy array (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
+                    lambda: kernels.add_one(nw),
+                ),
             ]
         cases += [
             ("write, 1 torch tensor (16 float64), PyTorch's own w.add_(1)", lambda: w.add_(1)),
@@ -130,10 +142,14 @@ def main():
             ]
         if nanobind_peer is not None:
             cases += [
-                ("no-op, 3 torch tensors, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
-                 lambda: nanobind_peer.noop3(a, b, c)),
-                ("no-op, 3 numpy arrays, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
-                 lambda: nanobind_peer.noop3(na, nb, nc)),
+                (
+                    "no-op, 3 torch tensors, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
+                    lambda: nanobind_peer.noop3(a, b, c),
+                ),
+                (
+                    "no-op, 3 numpy arrays, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
+                    lambda: nanobind_peer.noop3(na, nb, nc),
+                ),
             ]
         if dlpark_peer is not None:
             cases += [
@@ -147,21 +163,32 @@ def main():
             y = torch.randn(56, 56)
             out = torch.empty(56, 56)
             cases += [
-                ("matmul 56x56 float32, dlbridge example (torch in/out)",
-                 lambda: matmul_kernels.matmul(x, y)),
+                (
+                    "matmul 56x56 float32, dlbridge example (torch in/out)",
+                    lambda: matmul_kernels.matmul(x, y),
+                ),
                 ("matmul 56x56 float32, torch.matmul", lambda: torch.matmul(x, y)),
-                ("matmul 56x56 float32 into out, dlbridge example (TensorArgMut)",
-                 lambda: matmul_kernels.matmul_into(x, y, out)),
-                ("matmul 56x56 float32 into out, torch.matmul(out=)",
-                 lambda: torch.matmul(x, y, out=out)),
+                (
+                    "matmul 56x56 float32 into out, dlbridge example (TensorArgMut)",
+                    lambda: matmul_kernels.matmul_into(x, y, out),
+                ),
+                (
+                    "matmul 56x56 float32 into out, torch.matmul(out=)",
+                    lambda: torch.matmul(x, y, out=out),
+                ),
             ]
-    print(f"Python {sys.version.split()[0]}, numpy {np.__version__}"
-          + (f", torch {torch.__version__}" if torch is not None else "")
-          + (f", apache-tvm-ffi {tvm_ffi.__version__}" if tvm_ffi is not None else "")
-          + (", nanobind peer built" if nanobind_peer is not None else "")
-          + (", dlpark peer built" if dlpark_peer is not None else "")
-          + (", dlbridge built without the `testing` feature: no typed-argument rows"
-             if kernels is None else ""))
+    print(
+        f"Python {sys.version.split()[0]}, numpy {np.__version__}"
+        + (f", torch {torch.__version__}" if torch is not None else "")
+        + (f", apache-tvm-ffi {tvm_ffi.__version__}" if tvm_ffi is not None else "")
+        + (", nanobind peer built" if nanobind_peer is not None else "")
+        + (", dlpark peer built" if dlpark_peer is not None else "")
+        + (
+            ", dlbridge built without the `testing` feature: no typed-argument rows"
+            if kernels is None
+            else ""
+        )
+    )
     if sys.argv[1:]:
         cases = [case for case in cases if any(word in case[0] for word in sys.argv[1:])]
     print()

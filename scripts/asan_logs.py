@@ -48,7 +48,7 @@ def reports(directory: pathlib.Path):
     """Every error report and every leak record in the logs, as `Report`s."""
     for path in sorted(directory.glob("asan.*")):
         current = None
-        for line in path.read_text(errors="replace").splitlines() + [""]:
+        for line in [*path.read_text(errors="replace").splitlines(), ""]:
             error = ERROR.match(line)
             leak = LEAK.match(line)
             frame = FRAME.match(line)
@@ -94,8 +94,10 @@ def main() -> int:
             where = next(f for f in caught[0].frames if OURS.search(f))
             print(f"asan-logs: canary caught: {caught[0].title.split(' on ')[0]} in {where[:100]}")
             return 0
-        print("asan-logs: the canary's out-of-bounds read was NOT reported: the extension is "
-              "not instrumented or the runtime is not loaded; the run proves nothing")
+        print(
+            "asan-logs: the canary's out-of-bounds read was NOT reported: the extension is "
+            "not instrumented or the runtime is not loaded; the run proves nothing"
+        )
         return 1
 
     ours = [r for r in leaks if r.through_dlbridge()]
@@ -111,9 +113,11 @@ def main() -> int:
         print(f"asan-logs: LEAK through dlbridge in {r.file}: {r.title}")
         for frame in r.frames[:16]:
             print(f"    {frame}")
-    print(f"asan-logs: {len(files)} process reports; {len(errors)} errors; "
-          f"{len(ours)} leaks through dlbridge; {foreign_bytes} bytes in {foreign_objects} "
-          f"objects leaked at exit by the interpreter and the frameworks")
+    print(
+        f"asan-logs: {len(files)} process reports; {len(errors)} errors; "
+        f"{len(ours)} leaks through dlbridge; {foreign_bytes} bytes in {foreign_objects} "
+        f"objects leaked at exit by the interpreter and the frameworks"
+    )
     if foreign:
         by_origin = collections.Counter()
         for r in foreign:

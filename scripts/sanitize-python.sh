@@ -89,17 +89,18 @@ echo "=== sanitize-python: canary (an out-of-bounds read the sanitizer must catc
 import ctypes
 import os
 
-import _producers as P
 import dlbridge
 from dlbridge._dlbridge import _testing as kernels
+from dlbridge.check.fake_producers import OneTensorProducer
+from dlbridge.check.records import make_managed
 
 # The staged, instrumented build, not the one installed in the environment.
 assert dlbridge._dlbridge.__file__.startswith(os.environ["PYTHONPATH"].split(":")[0])
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 buffer = libc.malloc(8)  # two floats, but the descriptor claims 64
-record = P.make_managed((64,), "float32", data=buffer)
-kernels.total(P.OneTensorProducer(record))
+record = make_managed((64,), "float32", data=buffer)
+kernels.total(OneTensorProducer(record))
 print("the canary was not caught")
 PY
 )

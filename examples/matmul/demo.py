@@ -1,10 +1,9 @@
 """One Rust matmul and add, written once, called zero-copy on NumPy, PyTorch and JAX, each
 result checked against the framework's own operation. Run by `make tour`."""
 
+import dlbridge_matmul as kernels
 import numpy as np
 import torch
-
-import dlbridge_matmul as kernels
 
 try:
     import jax

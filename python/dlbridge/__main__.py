@@ -6,8 +6,10 @@ import sys
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: dlbridge check [NAME ...] [--json | --markdown] [--no-matrix]\n\n"
-              "  check   DLPack conformance of installed frameworks (see dlbridge check -h)")
+        print(
+            "usage: dlbridge check [NAME ...] [--json | --markdown] [--no-matrix]\n\n"
+            "  check   DLPack conformance of installed frameworks (see dlbridge check -h)"
+        )
         return 0 if argv else 2
     verb, rest = argv[0], argv[1:]
     if verb == "check":

@@ -7,10 +7,19 @@ from __future__ import annotations
 import ctypes
 import time
 
-import dlbridge
 import numpy as np
-from dlbridge.check import exchange_table as X
-from dlbridge.check import producers as P
+
+import dlbridge
+from dlbridge.check.abi import (
+    EXCHANGE_PROTOTYPES,
+    FLAG_READ_ONLY,
+    NAME_EXCHANGE_API,
+    DLManagedTensorVersioned,
+    DLPackExchangeAPI,
+)
+from dlbridge.check.capi import PyCapsule_New, static_name
+from dlbridge.check.capsules import capsule_table
+from dlbridge.check.records import make_from_numpy
 
 BASE = np.arange(6, dtype=np.float32).reshape(2, 3)
 
@@ -29,12 +38,13 @@ class Good:
         return self.inner.__dlpack_device__()
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return self.inner.__dlpack__(stream=stream, max_version=max_version,
-                                     dl_device=dl_device, copy=copy)
+        return self.inner.__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
 
 
 def _record(array, *, versioned=True, **fields):
-    record = P.make_from_numpy(np.ascontiguousarray(array), versioned=versioned, **fields)
+    record = make_from_numpy(np.ascontiguousarray(array), versioned=versioned, **fields)
     _KEEP.append(record)
     return record
 
@@ -44,8 +54,9 @@ _KEEP: list = []
 
 class PositionalArguments(Good):
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        return super().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device,
-                                  copy=copy)
+        return super().__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
 
 
 class MissingKeywords(Good):
@@ -55,14 +66,12 @@ class MissingKeywords(Good):
 
 class AlwaysVersioned(Good):
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return super().__dlpack__(stream=stream, max_version=(1, 3), dl_device=dl_device,
-                                  copy=copy)
+        return super().__dlpack__(stream=stream, max_version=(1, 3), dl_device=dl_device, copy=copy)
 
 
 class AlwaysLegacy(Good):
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        return super().__dlpack__(stream=stream, max_version=None, dl_device=dl_device,
-                                  copy=copy)
+        return super().__dlpack__(stream=stream, max_version=None, dl_device=dl_device, copy=copy)
 
 
 class VersionTwo(Good):
@@ -177,17 +186,18 @@ class Leaky(Good):
 def _publish(**members):
     """A `dlpack_exchange_api` capsule over a copy of dlbridge's table, each member given as
     a Python function replaced by a callback of its prototype."""
-    table = X.ExchangeAPI()
-    ctypes.memmove(ctypes.addressof(table),
-                   ctypes.addressof(X.capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)),
-                   ctypes.sizeof(table))
+    table = DLPackExchangeAPI()
+    ctypes.memmove(
+        ctypes.addressof(table),
+        ctypes.addressof(capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)),
+        ctypes.sizeof(table),
+    )
     for member, function in members.items():
-        callback = X.PROTOTYPES[member](function)
+        callback = EXCHANGE_PROTOTYPES[member](function)
         _KEEP.append(callback)
         setattr(table, member, ctypes.cast(callback, ctypes.c_void_p).value)
-    name = ctypes.create_string_buffer(X.CAPSULE_NAME)
-    _KEEP.extend([table, name])
-    return P.PyCapsule_New(ctypes.addressof(table), ctypes.cast(name, ctypes.c_char_p), None)
+    _KEEP.append(table)
+    return PyCapsule_New(ctypes.addressof(table), static_name(NAME_EXCHANGE_API), None)
 
 
 def _owner(address):
@@ -196,7 +206,7 @@ def _owner(address):
 
 def _table_record(address, read_only_flag: bool):
     array = _owner(address).array
-    flags = P.FLAG_READ_ONLY if read_only_flag and not array.flags.writeable else 0
+    flags = FLAG_READ_ONLY if read_only_flag and not array.flags.writeable else 0
     return _record(array, flags=flags)
 
 
@@ -206,7 +216,7 @@ def _exporter(read_only_flag: bool = True):
 
     def export(address, out):
         record = _table_record(address, read_only_flag)
-        out[0] = ctypes.cast(record.address, ctypes.POINTER(P.DLManagedTensorVersioned))
+        out[0] = ctypes.cast(record.address, ctypes.POINTER(DLManagedTensorVersioned))
         return 0
 
     return export
@@ -221,8 +231,10 @@ def _describer(address, out):
 class TableAgrees(Good):
     """Read-only data; its table exports what __dlpack__ exports, READ_ONLY included."""
 
-    __dlpack_c_exchange_api__ = _publish(managed_tensor_from_py_object_no_sync=_exporter(),
-                                         dltensor_from_py_object_no_sync=_describer)
+    __dlpack_c_exchange_api__ = _publish(
+        managed_tensor_from_py_object_no_sync=_exporter(),
+        dltensor_from_py_object_no_sync=_describer,
+    )
 
     def __init__(self, array=BASE, read_only: bool = True):
         super().__init__(array, read_only=True)
@@ -233,14 +245,17 @@ class TableDropsReadOnly(TableAgrees):
 
     __dlpack_c_exchange_api__ = _publish(
         managed_tensor_from_py_object_no_sync=_exporter(read_only_flag=False),
-        dltensor_from_py_object_no_sync=_describer)
+        dltensor_from_py_object_no_sync=_describer,
+    )
 
 
 class TableExportsRefused(Good):
     """__dlpack__ refuses (as PyTorch does a tensor that requires grad); the table exports."""
 
-    __dlpack_c_exchange_api__ = _publish(managed_tensor_from_py_object_no_sync=_exporter(),
-                                         dltensor_from_py_object_no_sync=_describer)
+    __dlpack_c_exchange_api__ = _publish(
+        managed_tensor_from_py_object_no_sync=_exporter(),
+        dltensor_from_py_object_no_sync=_describer,
+    )
 
     def __dlpack__(self, **kwargs):
         raise BufferError("this tensor requires grad")

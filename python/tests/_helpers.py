@@ -10,14 +10,9 @@ import threading
 
 import numpy as np
 
-from dlbridge.check.exchange_table import capsule_table, function
-from dlbridge.check.producers import (
-    DELETER,
-    NAME_VERSIONED,
-    DLManagedTensor,
-    DLManagedTensorVersioned,
-    read_capsule,
-)
+from dlbridge.check.abi import DELETER, NAME_VERSIONED, DLManagedTensor, DLManagedTensorVersioned
+from dlbridge.check.capi import Py_DecRef
+from dlbridge.check.capsules import capsule_table, read_capsule, table_member
 
 # Shapes every interop file covers (the last is 32 dimensions of extent 1).
 SHAPES = [(), (0,), (3, 0), (1,), (2, 3), (2, 1, 4), (1,) * 32]
@@ -28,18 +23,40 @@ READ_ONLY = 1 << 0
 
 # bytes per element for every dtype name dlbridge reports that these tests use.
 ITEMSIZE = {
-    "bool": 1, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
-    "int64": 8, "uint64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
-    "complex32": 4, "complex64": 8, "complex128": 16,
-    "float8_e3m4": 1, "float8_e4m3": 1, "float8_e4m3b11fnuz": 1, "float8_e4m3fn": 1,
-    "float8_e4m3fnuz": 1, "float8_e5m2": 1, "float8_e5m2fnuz": 1, "float8_e8m0fnu": 1,
+    "bool": 1,
+    "int8": 1,
+    "uint8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "complex32": 4,
+    "complex64": 8,
+    "complex128": 16,
+    "float8_e3m4": 1,
+    "float8_e4m3": 1,
+    "float8_e4m3b11fnuz": 1,
+    "float8_e4m3fn": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2": 1,
+    "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1,
 }
 
+# dtype names by family, from which the test files make their lists.
+INTEGER_DTYPES = [f"{sign}int{bits}" for bits in (8, 16, 32, 64) for sign in ("", "u")]
+FLOAT_DTYPES = ["float16", "float32", "float64"]
+COMPLEX_DTYPES = ["complex64", "complex128"]
+FLOAT8_DTYPES = [name for name in ITEMSIZE if name.startswith("float8_")]
+
 # numpy-representable dtype names.
-NUMPY_DTYPES = [
-    "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128",
-]
+NUMPY_DTYPES = ["bool", *INTEGER_DTYPES, *FLOAT_DTYPES, *COMPLEX_DTYPES]
 
 
 def size_of(shape) -> int:
@@ -183,7 +200,7 @@ _DELETERS: dict = {}  # callable deleters by address: the few producers' functio
 
 def exchange_function(owner_type, member: str):
     """A callable for one member of the C exchange table a type publishes (ctypes, GIL kept)."""
-    call = function(capsule_table(owner_type.__dlpack_c_exchange_api__), member)
+    call = table_member(capsule_table(owner_type.__dlpack_c_exchange_api__), member)
     assert call is not None, f"{owner_type.__name__}'s {member} is NULL"
     return call
 
@@ -203,7 +220,7 @@ def through_exchange_tables(producer_type, consumer_type):
         counting.interpose(ctypes.addressof(managed.contents))
         assert wrap(managed, ctypes.byref(made)) == 0
         obj = ctypes.cast(made, ctypes.py_object).value
-        ctypes.pythonapi.Py_DecRef(ctypes.py_object(obj))  # the call's new reference
+        Py_DecRef(obj)  # the call's new reference
         return obj
 
     return pass_

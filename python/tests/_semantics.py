@@ -1,6 +1,6 @@
 """One semantics on every path: each way dlbridge reads a tensor, compared with what the
 producer's own `__dlpack__` hands out (the reference, read with ctypes by
-`dlbridge.check.catalogue.reference`, without dlbridge).
+`dlbridge.check.capsules.reference`, without dlbridge).
 
 For every kind of `dlbridge.check.catalogue`, `check_kind` runs the paths below and returns
 the mismatches (an empty list when every path agrees):
@@ -35,8 +35,8 @@ import os
 import sys
 from dataclasses import dataclass
 
-from dlbridge.check import catalogue
-from dlbridge.check.catalogue import Exported, Refused, normalized_strides
+from dlbridge.check import capsules, catalogue
+from dlbridge.check.capsules import Exported, Refused, normalized_strides
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -93,7 +93,7 @@ class Seen:
 def _seen_through_dlbridge(tensor, path: str) -> Seen:
     """A `dlbridge.Tensor`, read back through its own `__dlpack__` with the reference reader
     (so that its versioned export says READ_ONLY where dlbridge holds it read-only)."""
-    exported = catalogue.reference(tensor)
+    exported = capsules.reference(tensor)
     assert isinstance(exported, Exported), exported
     return Seen(
         exported.dtype,
@@ -185,8 +185,10 @@ def _judge(
             f"where the reference exports {expected.summary()}"
         )
         return None
-    for difference in _differences(expected, seen, writability=writability):
-        problems.append(f"{path}: {difference}")
+    problems.extend(
+        f"{path}: {difference}"
+        for difference in _differences(expected, seen, writability=writability)
+    )
     return seen
 
 
@@ -199,7 +201,7 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
     problems: list[str] = []
     paths: dict[str, str] = {}
     x = kind.make()
-    reference = catalogue.reference(x)
+    reference = capsules.reference(x)
     if not hasattr(x, "__dlpack__"):
         # Not a producer at all: dlbridge says so with TypeError (the protocol's answer).
         reference = Refused("TypeError", "not a DLPack producer")
@@ -215,7 +217,7 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
     )
     if isinstance(reference, Refused):
         for copy in (True, False):
-            refusal = catalogue.reference(x, copy=copy)
+            refusal = capsules.reference(x, copy=copy)
             if not hasattr(x, "__dlpack__"):
                 refusal = reference
             if isinstance(refusal, Refused):
@@ -233,7 +235,7 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
 
     if not isinstance(reference, Refused):
         _judge(problems, "versioned capsule", reference, _attempt(through_versioned_capsule))
-    legacy = catalogue.reference(x, max_version=None)
+    legacy = capsules.reference(x, max_version=None)
     if isinstance(legacy, Exported):
         _judge(
             problems,
@@ -247,7 +249,7 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
     # Typed arguments: read as `x.detach()`; written only outside autograd.
     read_reference = reference
     if tracked(x):
-        read_reference = catalogue.reference(untracked(x))
+        read_reference = capsules.reference(untracked(x))
     seen = _judge(
         problems,
         "TensorArg",
@@ -321,9 +323,7 @@ def every_path_test(framework: str):
     interop file to bind to a `test_*` name."""
     import pytest
 
-    @pytest.mark.parametrize(
-        "kind", catalogue.kinds(framework), ids=lambda kind: kind.name
-    )
+    @pytest.mark.parametrize("kind", catalogue.kinds(framework), ids=lambda kind: kind.name)
     def test_every_path_gives_the_answer_of_dlpack(kind):
         problems, _ = check_kind(kind)
         assert problems == []

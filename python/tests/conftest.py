@@ -1,11 +1,12 @@
 """Shared pytest configuration for the dlbridge Python suite.
 
-The hostile-producer toolkit lives in `_producers.py` (ctypes structs, counting deleters,
-spec-following capsule destructors, misbehaving producer classes); `_helpers.py` holds small
-utilities shared by the interop files; `_kernels.py` hands out the test kernels
-(`dlbridge._dlbridge._testing`, cargo feature `testing`), skipping or, under CI, failing a
-test that calls one in a build without them. They are importable from every test file because
-this directory is put on sys.path here.
+The hostile-producer toolkit lives in the package, `dlbridge.check`: `abi` (ctypes structs),
+`capsules` (reading capsules), `records` (hand-built tensors, counting deleters,
+spec-following capsule destructors), `fake_producers` (misbehaving producer classes); the
+tests import it from there. `_helpers.py` holds small utilities shared by the test files;
+`_kernels.py` hands out the test kernels (`dlbridge._dlbridge._testing`, cargo feature
+`testing`), skipping or, under CI, failing a test that calls one in a build without them.
+Both are importable from every test file because this directory is put on sys.path here.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ if "HYPOTHESIS_STORAGE_DIRECTORY" not in os.environ:
         tempfile.gettempdir(), "dlbridge-tests-hypothesis"
     )
 
-import _producers  # noqa: E402
+from dlbridge.check import records  # noqa: E402
 
 #: Set by scripts/sanitize-python.sh. Under a preloaded AddressSanitizer runtime a C++
 #: exception aborts the process (the sanitizer's `__cxa_throw` interceptor fails its CHECK),
@@ -53,9 +54,9 @@ def pytest_configure(config):
 def _no_lost_exceptions():
     """Fail a test during which a ctypes callback of the toolkit ran with an exception in
     flight (the exception was lost and the caller saw a SystemError instead)."""
-    before = len(_producers.LOST_EXCEPTIONS)
+    before = len(records.LOST_EXCEPTIONS)
     yield
-    lost = _producers.LOST_EXCEPTIONS[before:]
+    lost = records.LOST_EXCEPTIONS[before:]
     if lost:
         pytest.fail(
             "a ctypes deleter/capsule destructor of the test toolkit ran while an exception "
@@ -66,15 +67,9 @@ def _no_lost_exceptions():
         )
 
 
-@pytest.fixture
-def producers():
-    """The `_producers` module (for tests that prefer a fixture to an import)."""
-    return _producers
-
-
 def pytest_report_header(config):
     try:
-        import dlbridge  # noqa: F401
+        import dlbridge
 
         where = getattr(dlbridge, "__file__", "?")
         return f"dlbridge: {where}"

@@ -10,7 +10,9 @@ import time
 
 import numpy as np
 import pytest
-from _kernels import kernels as K, require_kernels
+
+from _kernels import kernels as K
+from _kernels import require_kernels
 
 torch = pytest.importorskip("torch")
 
@@ -87,9 +89,7 @@ def _refused_while(background, attempt, seconds=2.0):
 def test_a_write_refused_for_a_read_on_another_thread_says_so():
     require_kernels()  # called on other threads, where a missing kernel cannot stop the test
     x, y = np.ones(64, np.float32), np.ones(64, np.float32)
-    refusal = _refused_while(
-        lambda seconds: K.slow_total2(x, y, seconds), lambda: K.fill(x, 1.0)
-    )
+    refusal = _refused_while(lambda seconds: K.slow_total2(x, y, seconds), lambda: K.fill(x, 1.0))
     assert refusal is not None
     assert str(refusal).startswith(
         "this tensor's memory is being read by a call in progress on another thread: it "
@@ -123,8 +123,7 @@ def test_600_threads_read_the_same_tensors_at_once():
     def reader():
         try:
             barrier.wait()
-            for _ in range(3):
-                results.append(K.slow_total2(a, b, 0.02))
+            results.extend(K.slow_total2(a, b, 0.02) for _ in range(3))
         except Exception as error:  # noqa: BLE001 - collected and asserted below
             errors.append(repr(error))
 

@@ -10,8 +10,9 @@
 PaddlePaddle's equivalents are in interop/test_paddle.py.
 """
 
-import dlbridge
 import pytest
+
+import dlbridge
 from _kernels import kernels as K
 
 torch = pytest.importorskip("torch")

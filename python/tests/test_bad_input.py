@@ -3,7 +3,7 @@ field and value, never crashes, and the producer's deleter runs exactly once.
 
 Pattern used throughout: capsules, producers and tensors are bound to local names and
 released with `del` + collect() after the `pytest.raises` block, so that the toolkit's ctypes
-callbacks never run while an exception propagates (see _producers' module docstring).
+callbacks never run while an exception propagates (see `dlbridge.check.records`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,41 @@ import struct
 import numpy as np
 import pytest
 
-import _producers as P
 import dlbridge
 from _helpers import collect, read_bytes
+from dlbridge.check.abi import (
+    DELETER,
+    FLAG_IS_COPIED,
+    FLAG_IS_SUBBYTE_TYPE_PADDED,
+    FLAG_READ_ONLY,
+    NAME_LEGACY,
+    NAME_USED_LEGACY,
+    NAME_USED_VERSIONED,
+    NAME_VERSIONED,
+    kDLBfloat,
+    kDLCPU,
+    kDLCUDA,
+    kDLCUDAHost,
+    kDLCUDAManaged,
+    kDLFloat,
+    kDLFloat4_e2m1fn,
+    kDLFloat8_e4m3fn,
+)
+from dlbridge.check.capsules import capsule_name, consume_capsule, read_capsule, release
+from dlbridge.check.fake_producers import (
+    AlwaysTypeErrorProducer,
+    BufferErrorProducer,
+    CPUDeviceType,
+    IntProducer,
+    NoneProducer,
+    NotACapsuleProducer,
+    OldestProducer,
+    OldProducer,
+    OneTensorProducer,
+    RecordingProducer,
+    TypeErrorOnMaxVersionProducer,
+)
+from dlbridge.check.records import NULL_NAME, make_major2, make_managed
 
 V13 = (1, 3)
 
@@ -43,44 +75,43 @@ def _import_fails(obj, exc_type, *fragments):
 
 @pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "legacy"])
 def test_toolkit_tensor_consumed_by_numpy(versioned):
-    rec = P.make_managed((2, 3), "int32", versioned=versioned,
-                         values=struct.pack("<6i", *range(6)))
-    a = np.from_dlpack(P.OneTensorProducer(rec))
+    rec = make_managed((2, 3), "int32", versioned=versioned, values=struct.pack("<6i", *range(6)))
+    a = np.from_dlpack(OneTensorProducer(rec))
     assert a.tolist() == [[0, 1, 2], [3, 4, 5]]
     assert a.ctypes.data == rec.data_address
     assert rec.deleter_calls == 0
     del a
     collect()
     assert rec.deleter_calls == 1
-    assert rec.destructor_seen == [P.NAME_USED_VERSIONED if versioned else P.NAME_USED_LEGACY]
+    assert rec.destructor_seen == [NAME_USED_VERSIONED if versioned else NAME_USED_LEGACY]
 
 
 def test_toolkit_destructor_follows_the_spec():
-    rec = P.make_managed((2,))
-    for name, frees in [(None, True), (b"not_a_tensor", True), (P.NAME_USED_VERSIONED, False)]:
+    rec = make_managed((2,))
+    for name, frees in [(None, True), (b"not_a_tensor", True), (NAME_USED_VERSIONED, False)]:
         before = rec.deleter_calls
         cap = rec.capsule(name)
         del cap
         collect()
         assert rec.deleter_calls == before + (1 if frees else 0), name
     assert rec.destructor_errors == []
-    rec_null = P.make_managed((2,), deleter=False)
+    rec_null = make_managed((2,), deleter=False)
     cap = rec_null.capsule()
     del cap
     collect()
-    assert rec_null.deleter_calls == 0 and rec_null.destructor_seen == [P.NAME_VERSIONED]
+    assert rec_null.deleter_calls == 0 and rec_null.destructor_seen == [NAME_VERSIONED]
 
 
 def test_toolkit_reads_numpy_capsules():
     a = np.arange(6.0).reshape(2, 3)[:, ::2]
-    info = P.read_capsule(a.__dlpack__(max_version=(1, 0)))
-    assert info["name"] == P.NAME_VERSIONED and info["version"] == (1, 0)
+    info = read_capsule(a.__dlpack__(max_version=(1, 0)))
+    assert info["name"] == NAME_VERSIONED and info["version"] == (1, 0)
     assert info["shape"] == (2, 2) and info["strides"] == (3, 2)
-    assert info["dtype"] == (P.kDLFloat, 64, 1) and info["data"] == a.ctypes.data
+    assert info["dtype"] == (kDLFloat, 64, 1) and info["data"] == a.ctypes.data
     cap = a.__dlpack__()
-    pointer, deleter, name = P.consume_capsule(cap)
-    assert name == P.NAME_LEGACY and P.capsule_name(cap) == P.NAME_USED_LEGACY
-    P.release(pointer, deleter)
+    pointer, deleter, name = consume_capsule(cap)
+    assert name == NAME_LEGACY and capsule_name(cap) == NAME_USED_LEGACY
+    release(pointer, deleter)
 
 
 # --------------------------------------------------------------------------------------------
@@ -89,7 +120,8 @@ def test_toolkit_reads_numpy_capsules():
 
 
 @pytest.mark.parametrize(
-    "producer_cls", [P.NoneProducer, P.IntProducer, P.NotACapsuleProducer],
+    "producer_cls",
+    [NoneProducer, IntProducer, NotACapsuleProducer],
     ids=["None", "int", "bytes"],
 )
 def test_dlpack_returning_a_non_capsule_is_type_error(producer_cls):
@@ -102,12 +134,12 @@ def test_dlpack_returning_a_non_capsule_is_type_error(producer_cls):
 @pytest.mark.parametrize("name", [b"not_a_tensor", b"dltensor_v2", b"DLTENSOR"])
 @pytest.mark.parametrize("via", ["capsule", "producer"])
 def test_wrong_capsule_name_is_value_error(via, name, versioned):
-    rec = P.make_managed((2, 3), versioned=versioned)
-    obj = rec.capsule(name) if via == "capsule" else P.OneTensorProducer(rec, name=name)
+    rec = make_managed((2, 3), versioned=versioned)
+    obj = rec.capsule(name) if via == "capsule" else OneTensorProducer(rec, name=name)
     with pytest.raises(ValueError):
         dlbridge.from_dlpack(obj)
     if via == "capsule":
-        assert P.capsule_name(obj) == name  # not renamed: the capsule still owns the tensor
+        assert capsule_name(obj) == name  # not renamed: the capsule still owns the tensor
         assert rec.deleter_calls == 0
     # (via a producer, dlbridge dropped the only reference: the destructor already ran)
     del obj
@@ -116,9 +148,9 @@ def test_wrong_capsule_name_is_value_error(via, name, versioned):
 
 
 def test_capsule_without_name_is_value_error():
-    rec = P.make_managed((2, 3))
-    cap = rec.capsule(P.NULL_NAME)
-    assert P.capsule_name(cap) is None
+    rec = make_managed((2, 3))
+    cap = rec.capsule(NULL_NAME)
+    assert capsule_name(cap) is None
     with pytest.raises(ValueError):
         dlbridge.from_dlpack(cap)
     assert rec.deleter_calls == 0
@@ -131,12 +163,12 @@ def test_capsule_without_name_is_value_error():
 def test_used_capsule_is_value_error_and_not_released(versioned):
     # A capsule someone else already consumed: dlbridge must refuse it and leave the tensor to
     # its owner (the destructor does nothing for used_* names).
-    rec = P.make_managed((2, 3), versioned=versioned)
-    used = P.NAME_USED_VERSIONED if versioned else P.NAME_USED_LEGACY
+    rec = make_managed((2, 3), versioned=versioned)
+    used = NAME_USED_VERSIONED if versioned else NAME_USED_LEGACY
     cap = rec.capsule(used)
     with pytest.raises(ValueError):
         dlbridge.from_dlpack(cap)
-    producer = P.OneTensorProducer(rec, name=used)
+    producer = OneTensorProducer(rec, name=used)
     with pytest.raises(ValueError):
         dlbridge.from_dlpack(producer)
     del cap, producer
@@ -148,7 +180,7 @@ def test_used_capsule_is_value_error_and_not_released(versioned):
 
 @pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "legacy"])
 def test_consumed_capsule_twice(versioned):
-    rec = P.make_managed((2, 3), versioned=versioned)
+    rec = make_managed((2, 3), versioned=versioned)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     with pytest.raises(ValueError):
@@ -172,8 +204,8 @@ def test_major_version_2_is_buffer_error(via, minor):
     # Every field after `deleter` is poisoned (ndim 2**30, shape at address 8, data at 8, a
     # nonsense dtype): a consumer that reads anything but version and deleter crashes or
     # reports the wrong field.
-    rec = P.make_major2(minor=minor)
-    obj = rec.capsule() if via == "capsule" else P.OneTensorProducer(rec)
+    rec = make_major2(minor=minor)
+    obj = rec.capsule() if via == "capsule" else OneTensorProducer(rec)
     err = _import_fails(obj, BufferError, "version", f"2.{minor}")
     assert "shape" not in str(err) and "ndim" not in str(err)
     del obj, err
@@ -183,7 +215,7 @@ def test_major_version_2_is_buffer_error(via, minor):
 
 
 def test_major_version_0_in_versioned_struct_is_buffer_error():
-    rec = P.make_managed((2, 3), version=(0, 9))
+    rec = make_managed((2, 3), version=(0, 9))
     cap = rec.capsule()
     _import_fails(cap, BufferError, "version", "0.9")
     del cap
@@ -192,7 +224,7 @@ def test_major_version_0_in_versioned_struct_is_buffer_error():
 
 
 def test_major_version_2_with_null_deleter_does_not_crash():
-    rec = P.make_major2(deleter=False)
+    rec = make_major2(deleter=False)
     cap = rec.capsule()
     _import_fails(cap, BufferError, "version")
     del cap
@@ -202,7 +234,7 @@ def test_major_version_2_with_null_deleter_does_not_crash():
 
 @pytest.mark.parametrize("version", [(1, 0), (1, 1), (1, 2), (1, 3), (1, 7), (1, 255)])
 def test_any_minor_of_major_1_is_accepted(version):
-    rec = P.make_managed((2, 3), "int16", version=version)
+    rec = make_managed((2, 3), "int16", version=version)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.version == version
@@ -218,29 +250,29 @@ def test_any_minor_of_major_1_is_accepted(version):
 
 
 BAD_DESCRIPTORS = [
-    ("negative-extent", dict(shape=(2, -3)), ["DLTensor.shape[1] = -3"]),
-    ("negative-extent-dim0", dict(shape=(-1,)), ["DLTensor.shape[0] = -1"]),
-    ("null-shape", dict(shape=(2, 3), shape_null=True), ["DLTensor.shape", "NULL"]),
-    ("null-data-with-elements", dict(shape=(2, 3), data=None), ["DLTensor.data", "NULL"]),
-    ("negative-ndim", dict(shape=(2,), ndim=-1), ["DLTensor.ndim = -1"]),
-    ("huge-ndim", dict(shape=(2,), ndim=5000), ["DLTensor.ndim = 5000"]),
+    ("negative-extent", {"shape": (2, -3)}, ["DLTensor.shape[1] = -3"]),
+    ("negative-extent-dim0", {"shape": (-1,)}, ["DLTensor.shape[0] = -1"]),
+    ("null-shape", {"shape": (2, 3), "shape_null": True}, ["DLTensor.shape", "NULL"]),
+    ("null-data-with-elements", {"shape": (2, 3), "data": None}, ["DLTensor.data", "NULL"]),
+    ("negative-ndim", {"shape": (2,), "ndim": -1}, ["DLTensor.ndim = -1"]),
+    ("huge-ndim", {"shape": (2,), "ndim": 5000}, ["DLTensor.ndim = 5000"]),
     (
         "count-overflow",
-        dict(shape=(2**62, 2**62), strides=(1, 1), buffer_bytes=64),
+        {"shape": (2**62, 2**62), "strides": (1, 1), "buffer_bytes": 64},
         ["DLTensor.shape[1]"],
     ),
-    ("zero-bits", dict(dtype=(P.kDLFloat, 0, 1)), ["DLTensor.dtype"]),
-    ("zero-lanes", dict(dtype=(P.kDLFloat, 32, 0)), ["DLTensor.dtype"]),
-    ("float8-with-16-bits", dict(dtype=(P.kDLFloat8_e4m3fn, 16, 1)), ["DLTensor.dtype"]),
-    ("bfloat-with-32-bits", dict(dtype=(P.kDLBfloat, 32, 1)), ["DLTensor.dtype"]),
+    ("zero-bits", {"dtype": (kDLFloat, 0, 1)}, ["DLTensor.dtype"]),
+    ("zero-lanes", {"dtype": (kDLFloat, 32, 0)}, ["DLTensor.dtype"]),
+    ("float8-with-16-bits", {"dtype": (kDLFloat8_e4m3fn, 16, 1)}, ["DLTensor.dtype"]),
+    ("bfloat-with-32-bits", {"dtype": (kDLBfloat, 32, 1)}, ["DLTensor.dtype"]),
     (
         "stride-overflow",
-        dict(shape=(4,), strides=(2**62,), buffer_bytes=64),
+        {"shape": (4,), "strides": (2**62,), "buffer_bytes": 64},
         ["DLTensor.strides[0]"],
     ),
     (
         "address-overflow",
-        dict(shape=(4,), data=2**64 - 8, byte_offset=64),
+        {"shape": (4,), "data": 2**64 - 8, "byte_offset": 64},
         ["DLTensor.data", "DLTensor.byte_offset"],
     ),
 ]
@@ -248,20 +280,20 @@ BAD_DESCRIPTORS = [
 
 @pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "legacy"])
 @pytest.mark.parametrize(
-    "kwargs, fragments", [c[1:] for c in BAD_DESCRIPTORS], ids=[c[0] for c in BAD_DESCRIPTORS]
+    ("kwargs", "fragments"), [c[1:] for c in BAD_DESCRIPTORS], ids=[c[0] for c in BAD_DESCRIPTORS]
 )
 def test_malformed_descriptor_is_buffer_error(kwargs, fragments, versioned):
-    rec = P.make_managed(**{"dtype": "float32", **kwargs}, versioned=versioned)
+    rec = make_managed(**{"dtype": "float32", **kwargs}, versioned=versioned)
     cap = rec.capsule()
     _import_fails(cap, BufferError, *fragments)
     # A failed import leaves the name alone so that the destructor frees the tensor.
-    assert P.capsule_name(cap) == (P.NAME_VERSIONED if versioned else P.NAME_LEGACY)
+    assert capsule_name(cap) == (NAME_VERSIONED if versioned else NAME_LEGACY)
     del cap
     collect()
     assert rec.deleter_calls == 1
-    assert rec.destructor_seen == [P.NAME_VERSIONED if versioned else P.NAME_LEGACY]
+    assert rec.destructor_seen == [NAME_VERSIONED if versioned else NAME_LEGACY]
     # The same struct again, through a producer object this time (a second capsule).
-    producer = P.OneTensorProducer(rec)
+    producer = OneTensorProducer(rec)
     _import_fails(producer, BufferError, *fragments)
     del producer
     collect()
@@ -271,7 +303,7 @@ def test_malformed_descriptor_is_buffer_error(kwargs, fragments, versioned):
 
 def test_each_malformed_import_calls_deleter_exactly_once():
     for _, kwargs, fragments in BAD_DESCRIPTORS:
-        rec = P.make_managed(**{"dtype": "float32", **kwargs})
+        rec = make_managed(**{"dtype": "float32", **kwargs})
         cap = rec.capsule()
         _import_fails(cap, BufferError, *fragments)
         del cap
@@ -280,8 +312,8 @@ def test_each_malformed_import_calls_deleter_exactly_once():
 
 
 def test_negative_extent_message_exact():
-    rec = P.make_managed((2, -3))
-    producer = P.OneTensorProducer(rec)
+    rec = make_managed((2, -3))
+    producer = OneTensorProducer(rec)
     err = _import_fails(producer, BufferError)
     assert "DLTensor.shape[1] = -3" in str(err)
     del producer, err
@@ -290,7 +322,7 @@ def test_negative_extent_message_exact():
 
 
 def test_null_deleter_valid_tensor_imports_and_nothing_is_called():
-    rec = P.make_managed((2, 3), "float32", deleter=False, values=struct.pack("<6f", *range(6)))
+    rec = make_managed((2, 3), "float32", deleter=False, values=struct.pack("<6f", *range(6)))
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert np.asarray(t).tolist() == [[0, 1, 2], [3, 4, 5]]
@@ -298,17 +330,17 @@ def test_null_deleter_valid_tensor_imports_and_nothing_is_called():
     collect()
     assert rec.deleter_calls == 0
     # The destructor either ran and saw the used_ name, or dlbridge cleared it on import.
-    assert rec.destructor_seen in ([], [P.NAME_USED_VERSIONED])
+    assert rec.destructor_seen in ([], [NAME_USED_VERSIONED])
 
 
 def test_null_deleter_malformed_tensor_no_crash():
-    rec = P.make_managed((2, -3), deleter=False, versioned=False)
+    rec = make_managed((2, -3), deleter=False, versioned=False)
     cap = rec.capsule()
     _import_fails(cap, BufferError, "DLTensor.shape[1] = -3")
     del cap
     collect()
     assert rec.deleter_calls == 0
-    assert rec.destructor_seen == [P.NAME_LEGACY]
+    assert rec.destructor_seen == [NAME_LEGACY]
 
 
 # --------------------------------------------------------------------------------------------
@@ -318,7 +350,7 @@ def test_null_deleter_malformed_tensor_no_crash():
 
 @pytest.mark.parametrize("version", [(1, 2), (1, 3)])
 def test_null_strides_in_recent_version_is_buffer_error(version):
-    rec = P.make_managed((2, 3), strides=None, version=version)
+    rec = make_managed((2, 3), strides=None, version=version)
     cap = rec.capsule()
     _import_fails(cap, BufferError, "DLTensor.strides", "NULL", f"{version[0]}.{version[1]}")
     del cap
@@ -327,13 +359,18 @@ def test_null_strides_in_recent_version_is_buffer_error(version):
 
 
 @pytest.mark.parametrize(
-    "versioned, version", [(False, None), (True, (1, 0)), (True, (1, 1))],
+    ("versioned", "version"),
+    [(False, None), (True, (1, 0)), (True, (1, 1))],
     ids=["legacy", "v1.0", "v1.1"],
 )
 def test_null_strides_before_1_2_means_row_major(versioned, version):
     values = struct.pack("<6i", *range(6))
-    rec = P.make_managed(
-        (2, 3), "int32", strides=None, versioned=versioned, version=version or (1, 0),
+    rec = make_managed(
+        (2, 3),
+        "int32",
+        strides=None,
+        versioned=versioned,
+        version=version or (1, 0),
         values=values,
     )
     cap = rec.capsule()
@@ -342,7 +379,7 @@ def test_null_strides_before_1_2_means_row_major(versioned, version):
     assert t.strides == (3, 1)
     assert np.asarray(t).tolist() == [[0, 1, 2], [3, 4, 5]]
     # Re-exported with explicit strides.
-    assert P.read_capsule(t.__dlpack__(max_version=V13))["strides"] == (3, 1)
+    assert read_capsule(t.__dlpack__(max_version=V13))["strides"] == (3, 1)
     del t, cap
     collect()
     assert rec.deleter_calls == 1
@@ -350,8 +387,14 @@ def test_null_strides_before_1_2_means_row_major(versioned, version):
 
 @pytest.mark.parametrize("versioned", [True, False], ids=["versioned", "legacy"])
 def test_scalar_with_null_shape_and_strides_is_accepted(versioned):
-    rec = P.make_managed((), "float64", shape_null=True, strides=None, versioned=versioned,
-                         values=struct.pack("<d", 2.5))
+    rec = make_managed(
+        (),
+        "float64",
+        shape_null=True,
+        strides=None,
+        versioned=versioned,
+        values=struct.pack("<d", 2.5),
+    )
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.shape == () and t.strides == () and t.size == 1
@@ -363,7 +406,7 @@ def test_scalar_with_null_shape_and_strides_is_accepted(versioned):
 
 @pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 5, 2)])
 def test_null_data_for_empty_tensor_is_accepted(shape):
-    rec = P.make_managed(shape, "float32", data=None, strides=(7,) * len(shape))
+    rec = make_managed(shape, "float32", data=None, strides=(7,) * len(shape))
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)  # any strides and a NULL data pointer are fine when empty
     assert t.shape == shape and t.size == 0 and t.nbytes == 0
@@ -379,7 +422,7 @@ def test_null_data_for_empty_tensor_is_accepted(shape):
 
 
 def test_unknown_flag_bits_are_ignored():
-    rec = P.make_managed((2,), "int8", flags=(1 << 40) | (1 << 7))
+    rec = make_managed((2,), "int8", flags=(1 << 40) | (1 << 7))
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.readonly is False
@@ -390,7 +433,7 @@ def test_unknown_flag_bits_are_ignored():
 
 def test_size_one_dimension_with_any_stride():
     values = struct.pack("<8f", *range(8))
-    rec = P.make_managed((2, 1, 4), "float32", strides=(4, 12345, 1), values=values)
+    rec = make_managed((2, 1, 4), "float32", strides=(4, 12345, 1), values=values)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.shape == (2, 1, 4)
@@ -404,8 +447,8 @@ def test_size_one_dimension_with_any_stride():
 def test_negative_strides_from_raw_producer():
     values = struct.pack("<6h", *range(6))
     # data points at the last element; strides walk backwards.
-    rec0 = P.make_managed((6,), "int16", values=values)
-    rec = P.make_managed((2, 3), "int16", strides=(-3, -1), data=rec0.data_address + 10)
+    rec0 = make_managed((6,), "int16", values=values)
+    rec = make_managed((2, 3), "int16", strides=(-3, -1), data=rec0.data_address + 10)
     rec.keep.append(rec0)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
@@ -420,7 +463,7 @@ def test_negative_strides_from_raw_producer():
 
 def test_zero_strides_broadcast():
     values = struct.pack("<3i", 7, 8, 9)
-    rec = P.make_managed((4, 3), "int32", strides=(0, 1), values=values)
+    rec = make_managed((4, 3), "int32", strides=(0, 1), values=values)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.strides == (0, 1)
@@ -433,7 +476,7 @@ def test_zero_strides_broadcast():
 def test_pinned_memory_device_from_dlpack_device_wins():
     # PyTorch reports CUDAHost in __dlpack_device__ for pinned memory but writes CPU into the
     # capsule; the __dlpack_device__ value wins.
-    producer = P.RecordingProducer((4,), "float32", device=(P.kDLCUDAHost, 0))
+    producer = RecordingProducer((4,), "float32", device=(kDLCUDAHost, 0))
     t = dlbridge.from_dlpack(producer)
     assert t.device == (3, 0)
     del t, producer
@@ -441,7 +484,7 @@ def test_pinned_memory_device_from_dlpack_device_wins():
 
 
 def test_read_only_flag_is_kept_and_refused_on_legacy_export():
-    rec = P.make_managed((3,), "float32", flags=P.FLAG_READ_ONLY)
+    rec = make_managed((3,), "float32", flags=FLAG_READ_ONLY)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.readonly is True
@@ -459,14 +502,14 @@ def test_read_only_flag_is_kept_and_refused_on_legacy_export():
 
 
 def test_buffer_error_from_producer_propagates_without_retry():
-    producer = P.BufferErrorProducer("no can do: dtype unsupported")
+    producer = BufferErrorProducer("no can do: dtype unsupported")
     with pytest.raises(BufferError, match="no can do"):
         dlbridge.from_dlpack(producer)
     assert producer.calls == [{"max_version": V13}]
 
 
 def test_type_error_for_every_call_propagates_after_retries():
-    producer = P.AlwaysTypeErrorProducer()
+    producer = AlwaysTypeErrorProducer()
     with pytest.raises(TypeError, match="refuses every call"):
         dlbridge.from_dlpack(producer)
     # First the full call, then retries without max_version (here: without any keyword).
@@ -478,7 +521,7 @@ def test_type_error_for_every_call_propagates_after_retries():
 
 @pytest.mark.parametrize("copy", [True, False])
 def test_type_error_with_copy_retries_in_order(copy):
-    producer = P.AlwaysTypeErrorProducer()
+    producer = AlwaysTypeErrorProducer()
     with pytest.raises(TypeError, match="refuses every call"):
         dlbridge.from_dlpack(producer, copy=copy)
     # Full call, then without max_version; a last bare call is allowed only because dlbridge
@@ -488,19 +531,19 @@ def test_type_error_with_copy_retries_in_order(copy):
 
 
 def test_old_producer_with_copy_true_still_gives_a_private_copy():
-    producer = P.OldProducer((3,), "int32", values=struct.pack("<3i", 7, 8, 9))
+    producer = OldProducer((3,), "int32", values=struct.pack("<3i", 7, 8, 9))
     t = dlbridge.from_dlpack(producer, copy=True)
     rec = producer.records[0]
     assert t.data_ptr != rec.data_address
     assert np.asarray(t).tolist() == [7, 8, 9]
-    assert t.flags & P.FLAG_IS_COPIED
+    assert t.flags & FLAG_IS_COPIED
     del t
     collect()
     assert rec.deleter_calls == 1
 
 
 def test_old_producer_with_copy_false_shares_memory():
-    producer = P.OldProducer((3,), "int32")
+    producer = OldProducer((3,), "int32")
     t = dlbridge.from_dlpack(producer, copy=False)
     rec = producer.records[0]
     assert t.data_ptr == rec.data_address
@@ -510,7 +553,7 @@ def test_old_producer_with_copy_false_shares_memory():
 
 
 def test_old_producer_without_max_version_parameter():
-    producer = P.OldProducer((2, 3), "int32", values=struct.pack("<6i", *range(6)))
+    producer = OldProducer((2, 3), "int32", values=struct.pack("<6i", *range(6)))
     t = dlbridge.from_dlpack(producer)
     assert t.version is None  # a legacy capsule
     assert np.asarray(t).tolist() == [[0, 1, 2], [3, 4, 5]]
@@ -523,7 +566,7 @@ def test_old_producer_without_max_version_parameter():
 
 
 def test_oldest_producer_without_any_parameter():
-    producer = P.OldestProducer((3,), "uint8", values=b"\x01\x02\x03")
+    producer = OldestProducer((3,), "uint8", values=b"\x01\x02\x03")
     t = dlbridge.from_dlpack(producer)
     assert np.asarray(t).tolist() == [1, 2, 3]
     assert producer.calls == [{}]
@@ -534,7 +577,7 @@ def test_oldest_producer_without_any_parameter():
 
 
 def test_producer_raising_type_error_on_max_version_only():
-    producer = P.TypeErrorOnMaxVersionProducer((2,), "int64")
+    producer = TypeErrorOnMaxVersionProducer((2,), "int64")
     t = dlbridge.from_dlpack(producer)
     assert producer.calls == [{"max_version": V13}, {}]
     assert t.version is None
@@ -545,7 +588,7 @@ def test_producer_raising_type_error_on_max_version_only():
 
 
 def test_negotiation_passes_only_needed_keywords():
-    producer = P.RecordingProducer((2, 3), "float32")
+    producer = RecordingProducer((2, 3), "float32")
     t = dlbridge.from_dlpack(producer)
     assert producer.calls == [{"max_version": V13}]  # no stream, dl_device or copy for CPU
     assert t.version == (1, 3)
@@ -554,21 +597,21 @@ def test_negotiation_passes_only_needed_keywords():
 
 @pytest.mark.parametrize("copy", [True, False])
 def test_negotiation_passes_copy(copy):
-    producer = P.RecordingProducer((4,), "int32")
+    producer = RecordingProducer((4,), "int32")
     t = dlbridge.from_dlpack(producer, copy=copy)
     assert producer.calls == [{"max_version": V13, "copy": copy}]
     del t
 
 
 def test_negotiation_device_same_as_producer_is_not_passed():
-    producer = P.RecordingProducer((4,), "int32")
+    producer = RecordingProducer((4,), "int32")
     t = dlbridge.from_dlpack(producer, device=(1, 0))
     assert producer.calls == [{"max_version": V13}]
     del t
 
 
 def test_negotiation_device_passed_when_it_differs():
-    producer = P.RecordingProducer((4,), "int32", device=(P.kDLCUDAManaged, 0))
+    producer = RecordingProducer((4,), "int32", device=(kDLCUDAManaged, 0))
     t = dlbridge.from_dlpack(producer, device=(1, 0))
     assert producer.calls == [{"max_version": V13, "dl_device": (1, 0)}]
     assert t.device == (1, 0)
@@ -576,7 +619,7 @@ def test_negotiation_device_passed_when_it_differs():
 
 
 def test_negotiation_producer_refusing_the_device_raises_buffer_error():
-    producer = P.RecordingProducer((4,), "int32", refuse_device=True)
+    producer = RecordingProducer((4,), "int32", refuse_device=True)
     with pytest.raises(BufferError):
         dlbridge.from_dlpack(producer, device=(2, 0))
     assert producer.calls[0]["dl_device"] == (2, 0)
@@ -585,11 +628,11 @@ def test_negotiation_producer_refusing_the_device_raises_buffer_error():
 def test_producer_ignoring_the_requested_device_is_buffer_error():
     # Asked for dl_device=CPU, the producer hands over its CUDA tensor anyway: refused with
     # both devices named, and the tensor released once (never read: it is device memory).
-    record = P.make_managed((4,), "float32", device=(P.kDLCUDA, 0), data=0x1000)
-    producer = P.OneTensorProducer(record, device=(P.kDLCUDA, 0))
+    record = make_managed((4,), "float32", device=(kDLCUDA, 0), data=0x1000)
+    producer = OneTensorProducer(record, device=(kDLCUDA, 0))
     with pytest.raises(BufferError, match="on CUDA:0, not on the requested device CPU:0"):
-        dlbridge.from_dlpack(producer, device=(P.kDLCPU, 0))
-    assert producer.calls[0]["dl_device"] == (P.kDLCPU, 0)
+        dlbridge.from_dlpack(producer, device=(kDLCPU, 0))
+    assert producer.calls[0]["dl_device"] == (kDLCPU, 0)
     del producer
     collect()
     assert record.deleter_calls == 1
@@ -597,7 +640,7 @@ def test_producer_ignoring_the_requested_device_is_buffer_error():
 
 def test_copy_true_with_producer_that_ignores_it_still_copies():
     values = struct.pack("<4i", 1, 2, 3, 4)
-    producer = P.RecordingProducer((4,), "int32", values=values)
+    producer = RecordingProducer((4,), "int32", values=values)
     t = dlbridge.from_dlpack(producer, copy=True)
     assert t.data_ptr != producer.buffer_record.data_address
     assert np.asarray(t).tolist() == [1, 2, 3, 4]
@@ -606,16 +649,16 @@ def test_copy_true_with_producer_that_ignores_it_still_copies():
 
 def test_copy_true_with_producer_that_copies_is_not_copied_twice():
     values = struct.pack("<4i", 1, 2, 3, 4)
-    producer = P.RecordingProducer((4,), "int32", values=values, honour_copy=True)
+    producer = RecordingProducer((4,), "int32", values=values, honour_copy=True)
     t = dlbridge.from_dlpack(producer, copy=True)
     copied = producer.records[0]  # the fresh buffer the producer made
     assert t.data_ptr == copied.data_address
-    assert t.flags & P.FLAG_IS_COPIED
+    assert t.flags & FLAG_IS_COPIED
     assert np.asarray(t).tolist() == [1, 2, 3, 4]
 
 
 def test_paddle_style_device_id_none():
-    producer = P.RecordingProducer((3,), "float32", device=(1, None))
+    producer = RecordingProducer((3,), "float32", device=(1, None))
     t = dlbridge.from_dlpack(producer)
     assert t.device == (1, 0)
     assert producer.calls == [{"max_version": V13}]
@@ -623,7 +666,7 @@ def test_paddle_style_device_id_none():
 
 
 def test_int_enum_device():
-    producer = P.RecordingProducer((3,), "float32", device=(P.CPUDeviceType.kDLCPU, 0))
+    producer = RecordingProducer((3,), "float32", device=(CPUDeviceType.kDLCPU, 0))
     t = dlbridge.from_dlpack(producer)
     assert t.device == (1, 0)
     assert type(t.device[0]) is int
@@ -639,7 +682,7 @@ class _DeviceId(enum.IntEnum):
 
 
 def test_int_enum_device_id():
-    producer = P.RecordingProducer((3,), "float32", device=(_DeviceType.CPU, _DeviceId.FIRST))
+    producer = RecordingProducer((3,), "float32", device=(_DeviceType.CPU, _DeviceId.FIRST))
     t = dlbridge.from_dlpack(producer)
     assert t.device == (1, 0)
     del t
@@ -652,7 +695,7 @@ def test_int_enum_device_id():
 
 def test_deleter_runs_once_after_reexport_to_numpy():
     values = struct.pack("<4d", 1.0, 2.0, 3.0, 4.0)
-    rec = P.make_managed((4,), "float64", values=values)
+    rec = make_managed((4,), "float64", values=values)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     a = np.from_dlpack(t)
@@ -667,8 +710,8 @@ def test_deleter_runs_once_after_reexport_to_numpy():
 
 
 def test_many_imports_each_release_once():
-    records = [P.make_managed((3,), "uint8", versioned=bool(i % 2)) for i in range(50)]
-    tensors = [dlbridge.from_dlpack(P.OneTensorProducer(r)) for r in records]
+    records = [make_managed((3,), "uint8", versioned=bool(i % 2)) for i in range(50)]
+    tensors = [dlbridge.from_dlpack(OneTensorProducer(r)) for r in records]
     assert all(r.deleter_calls == 0 for r in records)
     del tensors
     collect()
@@ -677,7 +720,7 @@ def test_many_imports_each_release_once():
 
 def test_values_survive_until_tensor_dies():
     values = bytes(range(16))
-    rec = P.make_managed((16,), "uint8", values=values)
+    rec = make_managed((16,), "uint8", values=values)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     del cap
@@ -694,7 +737,7 @@ def test_values_survive_until_tensor_dies():
 
 
 def test_vector_lanes_dtype():
-    rec = P.make_managed((3,), (P.kDLFloat, 32, 4), values=struct.pack("<12f", *range(12)))
+    rec = make_managed((3,), (kDLFloat, 32, 4), values=struct.pack("<12f", *range(12)))
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.dtype == "float32x4"
@@ -707,7 +750,7 @@ def test_vector_lanes_dtype():
 
 
 def test_padded_flag_on_whole_byte_type_is_buffer_error():
-    rec = P.make_managed((3,), "float32", flags=P.FLAG_IS_SUBBYTE_TYPE_PADDED)
+    rec = make_managed((3,), "float32", flags=FLAG_IS_SUBBYTE_TYPE_PADDED)
     cap = rec.capsule()
     _import_fails(cap, BufferError, "IS_SUBBYTE_TYPE_PADDED", "DLTensor.dtype")
     del cap
@@ -715,9 +758,9 @@ def test_padded_flag_on_whole_byte_type_is_buffer_error():
     assert rec.deleter_calls == 1
 
 
-@pytest.mark.parametrize("n, packed_bytes", [(4, 2), (5, 3), (1, 1), (0, 0)])
+@pytest.mark.parametrize(("n", "packed_bytes"), [(4, 2), (5, 3), (1, 1), (0, 0)])
 def test_packed_float4_sizes(n, packed_bytes):
-    rec = P.make_managed((n,), (P.kDLFloat4_e2m1fn, 4, 1), values=bytes(range(8)))
+    rec = make_managed((n,), (kDLFloat4_e2m1fn, 4, 1), values=bytes(range(8)))
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.dtype == "float4_e2m1fn"
@@ -733,18 +776,22 @@ def test_packed_float4_sizes(n, packed_bytes):
 
 
 def test_padded_float4():
-    rec = P.make_managed((4,), (P.kDLFloat4_e2m1fn, 4, 1), values=b"\x01\x02\x03\x04",
-                         flags=P.FLAG_IS_SUBBYTE_TYPE_PADDED)
+    rec = make_managed(
+        (4,),
+        (kDLFloat4_e2m1fn, 4, 1),
+        values=b"\x01\x02\x03\x04",
+        flags=FLAG_IS_SUBBYTE_TYPE_PADDED,
+    )
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.nbytes == 4  # one byte per element
-    assert t.flags & P.FLAG_IS_SUBBYTE_TYPE_PADDED
+    assert t.flags & FLAG_IS_SUBBYTE_TYPE_PADDED
     with pytest.raises(BufferError):
         t.__dlpack__()  # a legacy capsule cannot say "padded"
-    info = P.read_capsule(t.__dlpack__(max_version=V13))
-    assert info["flags"] & P.FLAG_IS_SUBBYTE_TYPE_PADDED
+    info = read_capsule(t.__dlpack__(max_version=V13))
+    assert info["flags"] & FLAG_IS_SUBBYTE_TYPE_PADDED
     c = t.copy()
-    assert c.flags & P.FLAG_IS_SUBBYTE_TYPE_PADDED
+    assert c.flags & FLAG_IS_SUBBYTE_TYPE_PADDED
     assert read_bytes(c.data_ptr, 4) == b"\x01\x02\x03\x04"
     del t, c, cap
     collect()
@@ -752,7 +799,7 @@ def test_padded_float4():
 
 
 def test_unknown_device_type_is_held_but_never_read():
-    rec = P.make_managed((3,), "float32", device=(99, 0), data=0x1000)
+    rec = make_managed((3,), "float32", device=(99, 0), data=0x1000)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.device == (99, 0)
@@ -766,7 +813,7 @@ def test_unknown_device_type_is_held_but_never_read():
 
 
 def test_dlpack_device_raising_propagates():
-    class Raising(P.RecordingProducer):
+    class Raising(RecordingProducer):
         def __dlpack_device__(self):
             raise RuntimeError("no device for you")
 
@@ -790,7 +837,7 @@ def test_dlpack_device_raising_propagates():
 
 @pytest.mark.parametrize("answer", ["cpu", None, (1,), (1, 0, 0), ("1", 0)])
 def test_dlpack_device_malformed_is_type_error(answer):
-    class Odd(P.RecordingProducer):
+    class Odd(RecordingProducer):
         def __dlpack_device__(self):
             return answer
 
@@ -807,7 +854,7 @@ def test_dlpack_device_malformed_is_type_error(answer):
 def _with_raising_deleter(record, calls):
     """Give `record` a deleter (Python, through ctypes) that records its call and raises."""
 
-    @P.DELETER
+    @DELETER
     def raising(address):
         calls.append(address)
         raise RuntimeError("the producer's deleter failed")
@@ -827,8 +874,8 @@ def test_a_deleter_that_raises_is_reported_and_runs_once(monkeypatch, how):
     monkeypatch.setattr("sys.unraisablehook", lambda report: unraisable.append(report.exc_value))
     calls: list = []
     shape = (2, 3) if how == "imported" else (2, -3)
-    record = _with_raising_deleter(P.make_managed(shape), calls)
-    producer = P.OneTensorProducer(record)
+    record = _with_raising_deleter(make_managed(shape), calls)
+    producer = OneTensorProducer(record)
     if how == "imported":
         t = dlbridge.from_dlpack(producer)
         assert np.from_dlpack(t).shape == (2, 3)
@@ -844,7 +891,7 @@ def test_a_deleter_that_raises_is_reported_and_runs_once(monkeypatch, how):
 
 @pytest.mark.parametrize("error", [RuntimeError, KeyError, MemoryError, KeyboardInterrupt])
 def test_dlpack_raising_anything_propagates_unchanged(error):
-    class Raising(P.RecordingProducer):
+    class Raising(RecordingProducer):
         def __dlpack__(self, **kwargs):
             raise error("the producer failed")
 

@@ -1,4 +1,5 @@
-"""The catalogue of odd framework tensors and its reference reader (`dlbridge.check.catalogue`).
+"""The catalogue of odd framework tensors (`dlbridge.check.catalogue`) and the reference reader
+(`dlbridge.check.capsules.reference`).
 
 Only numpy and torch are exercised here (they can share a process); the other frameworks'
 kinds are run one per process by `python -m dlbridge.check.catalogue FRAMEWORK`.
@@ -12,17 +13,31 @@ import subprocess
 import sys
 import warnings
 
-import _producers as P
 import numpy as np
 import pytest
+
+from _helpers import COMPLEX_DTYPES, FLOAT_DTYPES, INTEGER_DTYPES, NUMPY_DTYPES, collect
 from dlbridge.check import catalogue
-from dlbridge.check.catalogue import (
-    Exported,
-    Kind,
-    Refused,
-    normalized_strides,
-    reference,
+from dlbridge.check.abi import (
+    FLAG_IS_SUBBYTE_TYPE_PADDED,
+    FLAG_READ_ONLY,
+    kDLCPU,
+    kDLCUDA,
+    kDLFloat4_e2m1fn,
 )
+from dlbridge.check.capsules import Exported, Refused, normalized_strides, reference
+from dlbridge.check.catalogue import Kind
+from dlbridge.check.fake_producers import (
+    AlwaysTypeErrorProducer,
+    FixedCapsuleProducer,
+    IntProducer,
+    OldestProducer,
+    OldProducer,
+    OneTensorProducer,
+    RecordingProducer,
+    TypeErrorOnMaxVersionProducer,
+)
+from dlbridge.check.records import make_from_numpy, make_major2, make_managed
 
 if os.environ.get("DLBRIDGE_TESTS_UNDER_ASAN") == "1":
     # Building PyTorch's catalogue probes dtypes through C++ exceptions, which abort under a
@@ -64,7 +79,13 @@ def _torch_bytes(tensor) -> bytes:
 
 def test_frameworks_and_unknown_name():
     assert catalogue.FRAMEWORKS == (
-        "torch", "numpy", "jax", "tensorflow", "paddle", "pyarrow", "dlbridge",
+        "torch",
+        "numpy",
+        "jax",
+        "tensorflow",
+        "paddle",
+        "pyarrow",
+        "dlbridge",
     )
     with pytest.raises(ValueError, match="unknown framework"):
         catalogue.kinds("mxnet")
@@ -82,7 +103,7 @@ def test_module_imports_no_framework():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
-@pytest.mark.parametrize("framework,catalogued", [("numpy", NUMPY), ("torch", TORCH)])
+@pytest.mark.parametrize(("framework", "catalogued"), [("numpy", NUMPY), ("torch", TORCH)])
 def test_kinds_are_well_formed(framework, catalogued):
     assert catalogued
     for name, kind in catalogued.items():
@@ -92,29 +113,75 @@ def test_kinds_are_well_formed(framework, catalogued):
         assert callable(kind.make)
 
 
+#: Plain strided PyTorch tensors of odd shapes and layouts, which every path must read.
+TORCH_PLAIN_KINDS = [
+    "zero_size",
+    "zero_dim",
+    "channels_last",
+    "expanded",
+    "storage_offset",
+    "flip",
+    "transposed",
+    "inference_mode",
+]
+
+
 def test_required_kinds_present():
-    for name in ["read_only", "byte_swapped", "structured", "object", "negative_strides",
-                 "broadcast", "zero_size", "zero_dim", "longdouble", "datetime64", "unicode",
-                 "masked_array", "matrix", "recarray", "unaligned_float64", "fortran_order",
-                 "noncontiguous_slice"] + [
-        f"dtype_{d}" for d in ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
-                               "uint32", "uint64", "float16", "float32", "float64",
-                               "complex64", "complex128"]]:
+    for name in [
+        "read_only",
+        "byte_swapped",
+        "structured",
+        "object",
+        "negative_strides",
+        "broadcast",
+        "zero_size",
+        "zero_dim",
+        "longdouble",
+        "datetime64",
+        "unicode",
+        "masked_array",
+        "matrix",
+        "recarray",
+        "unaligned_float64",
+        "fortran_order",
+        "noncontiguous_slice",
+    ] + [f"dtype_{d}" for d in NUMPY_DTYPES]:
         assert name in NUMPY, name
-    for name in ["requires_grad_leaf", "non_leaf", "requires_grad_leaf_view", "non_leaf_view",
-                 "parameter", "parameter_no_grad", "sparse_coo", "sparse_csr",
-                 "quantized_qint8", "conj_view", "neg_view", "nested_strided",
-                 "nested_jagged", "meta", "zero_size", "zero_dim", "channels_last",
-                 "expanded", "storage_offset", "flip", "transposed", "inference_mode"] + [
-        f"dtype_{d}" for d in ["float16", "float32", "float64", "bfloat16", "float8_e4m3fn",
-                               "float8_e5m2", "int8", "int16", "int32", "int64", "uint8",
-                               "uint16", "uint32", "uint64", "bool", "complex32",
-                               "complex64", "complex128", "bits8"]]:
+    for name in [
+        "requires_grad_leaf",
+        "non_leaf",
+        "requires_grad_leaf_view",
+        "non_leaf_view",
+        "parameter",
+        "parameter_no_grad",
+        "sparse_coo",
+        "sparse_csr",
+        "quantized_qint8",
+        "conj_view",
+        "neg_view",
+        "nested_strided",
+        "nested_jagged",
+        "meta",
+        *TORCH_PLAIN_KINDS,
+    ] + [
+        f"dtype_{d}"
+        for d in [
+            *FLOAT_DTYPES,
+            "bfloat16",
+            "float8_e4m3fn",
+            "float8_e5m2",
+            *INTEGER_DTYPES,
+            "bool",
+            "complex32",
+            *COMPLEX_DTYPES,
+            "bits8",
+        ]
+    ]:
         assert name in TORCH, name
 
 
 @pytest.mark.parametrize(
-    "framework,name", [("numpy", n) for n in NUMPY] + [("torch", n) for n in TORCH]
+    ("framework", "name"), [("numpy", n) for n in NUMPY] + [("torch", n) for n in TORCH]
 )
 def test_every_kind_builds_and_reads(framework, name):
     kind = (NUMPY if framework == "numpy" else TORCH)[name]
@@ -128,7 +195,7 @@ def test_every_kind_builds_and_reads(framework, name):
     assert result.capsule_name == "dltensor_versioned"
     assert result.version is not None and result.version[0] == 1
     assert len(result.shape) == len(result.strides)
-    assert result.device == (P.kDLCPU, 0)
+    assert result.device == (kDLCPU, 0)
     _, bits, lanes = result.dtype
     if (bits * lanes) % 8 == 0:
         assert result.elements is not None
@@ -142,10 +209,24 @@ def test_every_kind_builds_and_reads(framework, name):
 # --------------------------------------------------------------------------------------------
 
 NUMPY_VALUE_KINDS = [
-    "read_only", "negative_strides", "broadcast", "zero_size", "zero_dim", "masked_array",
-    "matrix", "recarray_field_aligned", "unaligned_float64", "fortran_order",
-    "noncontiguous_slice", "dtype_bool", "dtype_int8", "dtype_uint16", "dtype_float16",
-    "dtype_complex64", "dtype_complex128", "dtype_uint64",
+    "read_only",
+    "negative_strides",
+    "broadcast",
+    "zero_size",
+    "zero_dim",
+    "masked_array",
+    "matrix",
+    "recarray_field_aligned",
+    "unaligned_float64",
+    "fortran_order",
+    "noncontiguous_slice",
+    "dtype_bool",
+    "dtype_int8",
+    "dtype_uint16",
+    "dtype_float16",
+    "dtype_complex64",
+    "dtype_complex128",
+    "dtype_uint64",
 ]
 
 
@@ -161,10 +242,16 @@ def test_numpy_element_bytes(name):
 
 
 TORCH_VALUE_KINDS = [
-    "parameter_no_grad", "zero_size", "zero_dim", "channels_last", "expanded",
-    "storage_offset", "flip", "transposed", "inference_mode", "dtype_float32",
-    "dtype_bfloat16", "dtype_float8_e4m3fn", "dtype_complex64", "dtype_complex32",
-    "dtype_bool", "dtype_uint64", "dtype_float4_e2m1fn_x2",
+    "parameter_no_grad",
+    *TORCH_PLAIN_KINDS,
+    "dtype_float32",
+    "dtype_bfloat16",
+    "dtype_float8_e4m3fn",
+    "dtype_complex64",
+    "dtype_complex32",
+    "dtype_bool",
+    "dtype_uint64",
+    "dtype_float4_e2m1fn_x2",
 ]
 
 
@@ -196,8 +283,8 @@ def test_numpy_negative_strides_and_broadcast_strides():
 
 
 @pytest.mark.parametrize(
-    "name", ["requires_grad_leaf", "non_leaf", "requires_grad_leaf_view", "non_leaf_view",
-             "parameter"],
+    "name",
+    ["requires_grad_leaf", "non_leaf", "requires_grad_leaf_view", "non_leaf_view", "parameter"],
 )
 def test_torch_requires_grad_is_refused(name):
     tensor = _make(TORCH[name])
@@ -209,8 +296,16 @@ def test_torch_requires_grad_is_refused(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["sparse_coo", "sparse_csr", "quantized_qint8", "conj_view", "nested_jagged",
-             "meta", "dtype_bits8"],
+    "name",
+    [
+        "sparse_coo",
+        "sparse_csr",
+        "quantized_qint8",
+        "conj_view",
+        "nested_jagged",
+        "meta",
+        "dtype_bits8",
+    ],
 )
 def test_torch_unexportable_is_refused(name):
     result = reference(_make(TORCH[name]))
@@ -231,22 +326,39 @@ def test_torch_neg_view_documented_behaviour():
         assert _torch_bytes(tensor) == (-np.array([2.0, 3.0], dtype=np.float32)).tobytes()
 
 
-@pytest.mark.parametrize("name", ["byte_swapped", "structured", "object", "longdouble",
-                                  "datetime64", "unicode", "recarray", "recarray_field"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "byte_swapped",
+        "structured",
+        "object",
+        "longdouble",
+        "datetime64",
+        "unicode",
+        "recarray",
+        "recarray_field",
+    ],
+)
 def test_numpy_unexportable_is_refused(name):
     result = reference(_make(NUMPY[name]))
     assert isinstance(result, Refused) and result.exception == "BufferError", result
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("read_only", True), ("broadcast", True), ("unaligned_float64", True),
-    ("dtype_float64", False), ("negative_strides", False),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("read_only", True),
+        ("broadcast", True),
+        ("unaligned_float64", True),
+        ("dtype_float64", False),
+        ("negative_strides", False),
+    ],
+)
 def test_numpy_read_only_flag(name, expected):
     result = reference(_make(NUMPY[name]))
     assert isinstance(result, Exported)
     assert result.read_only is expected
-    assert bool(result.flags & P.FLAG_READ_ONLY) is expected
+    assert bool(result.flags & FLAG_READ_ONLY) is expected
 
 
 def test_torch_versioned_is_writable():
@@ -254,10 +366,13 @@ def test_torch_versioned_is_writable():
     assert result.version == (1, 3) and result.read_only is False
 
 
-@pytest.mark.parametrize("obj_factory", [
-    lambda: np.arange(6.0).reshape(2, 3),
-    lambda: torch.arange(6.0).reshape(2, 3),
-])
+@pytest.mark.parametrize(
+    "obj_factory",
+    [
+        lambda: np.arange(6.0).reshape(2, 3),
+        lambda: torch.arange(6.0).reshape(2, 3),
+    ],
+)
 def test_legacy_capsule_is_read_only(obj_factory):
     obj = obj_factory()
     result = reference(obj, max_version=None)
@@ -280,15 +395,14 @@ def test_numpy_read_only_legacy_is_refused():
 
 @pytest.mark.parametrize("max_version", [(1, 3), None])
 def test_deleter_called_once_counted(max_version):
-    producer = P.RecordingProducer(shape=(2, 3), values=np.arange(6.0, dtype=np.float32)
-                                   .tobytes())
+    producer = RecordingProducer(shape=(2, 3), values=np.arange(6.0, dtype=np.float32).tobytes())
     result = reference(producer, max_version=max_version)
     assert isinstance(result, Exported)
     assert result.elements == np.arange(6.0, dtype=np.float32).tobytes()
     assert len(producer.records) == 1
     record = producer.records[0]
     assert record.deleter_calls == 1
-    P.collect()
+    collect()
     assert record.deleter_calls == 1
     assert record.destructor_errors == []
     assert all(name.startswith(b"used_") for name in record.destructor_seen)
@@ -296,7 +410,7 @@ def test_deleter_called_once_counted(max_version):
     assert result.capsule_name == expected
 
 
-@pytest.mark.parametrize("cls", [P.OldProducer, P.OldestProducer, P.TypeErrorOnMaxVersionProducer])
+@pytest.mark.parametrize("cls", [OldProducer, OldestProducer, TypeErrorOnMaxVersionProducer])
 def test_old_producers_are_retried(cls):
     producer = cls(values=np.arange(6.0, dtype=np.float32).tobytes())
     result = reference(producer)
@@ -308,7 +422,7 @@ def test_old_producers_are_retried(cls):
 
 
 def test_always_type_error_is_refused_after_retry():
-    producer = P.AlwaysTypeErrorProducer()
+    producer = AlwaysTypeErrorProducer()
     result = reference(producer)
     assert isinstance(result, Refused) and result.exception == "TypeError"
     assert result.first_error is not None
@@ -316,17 +430,17 @@ def test_always_type_error_is_refused_after_retry():
 
 
 def test_major_version_2_is_released_not_read():
-    record = P.make_major2()
-    producer = P.FixedCapsuleProducer(record.capsule)
+    record = make_major2()
+    producer = FixedCapsuleProducer(record.capsule)
     with pytest.raises(ValueError, match="major version 2"):
         reference(producer)
-    P.collect()
+    collect()
     assert record.deleter_calls == 1
 
 
 def test_not_a_capsule():
     with pytest.raises(ValueError, match="not a PyCapsule"):
-        reference(P.IntProducer())
+        reference(IntProducer())
 
 
 def test_numpy_refcount_returns_to_baseline():
@@ -358,26 +472,26 @@ def test_torch_use_count_returns_to_baseline():
 
 
 def _from_record(record):
-    return reference(P.OneTensorProducer(record))
+    return reference(OneTensorProducer(record))
 
 
 def test_gather_negative_and_zero_strides():
     base = np.arange(12.0, dtype=np.float32).reshape(3, 4)
     view = base[::-1, ::2]
-    record = P.make_from_numpy(view)
+    record = make_from_numpy(view)
     result = _from_record(record)
     assert result.strides == (-4, 2)
     assert result.elements == np.ascontiguousarray(view).tobytes()
     assert record.deleter_calls == 1
 
-    record = P.make_from_numpy(base[0], strides=(0,))  # one element repeated
+    record = make_from_numpy(base[0], strides=(0,))  # one element repeated
     result = _from_record(record)
     assert result.elements == np.full(4, 0.0, dtype=np.float32).tobytes()
 
 
 def test_null_strides_mean_row_major():
     values = np.arange(6.0, dtype=np.float32)
-    record = P.make_managed((2, 3), "float32", strides=None, values=values.tobytes())
+    record = make_managed((2, 3), "float32", strides=None, values=values.tobytes())
     result = _from_record(record)
     assert result.strides == (3, 1)
     assert result.elements == values.tobytes()
@@ -385,7 +499,7 @@ def test_null_strides_mean_row_major():
 
 def test_byte_offset_is_added():
     values = np.arange(8.0, dtype=np.float32)
-    record = P.make_managed((2,), "float32", values=values.tobytes(), byte_offset=8)
+    record = make_managed((2,), "float32", values=values.tobytes(), byte_offset=8)
     result = _from_record(record)
     assert result.byte_offset == 8
     assert result.data == record.data_address + 8
@@ -393,21 +507,22 @@ def test_byte_offset_is_added():
 
 
 def test_null_data_zero_size():
-    record = P.make_managed((0, 3), "float32", data=None, strides=(7, 9))
+    record = make_managed((0, 3), "float32", data=None, strides=(7, 9))
     result = _from_record(record)
     assert result.data == 0 and result.elements == b""
     assert normalized_strides(result.shape, result.strides) == (0, 0)
 
 
 def test_sub_byte_and_device_memory_are_not_gathered():
-    record = P.make_managed((6,), (P.kDLFloat4_e2m1fn, 4, 1))
+    record = make_managed((6,), (kDLFloat4_e2m1fn, 4, 1))
     assert _from_record(record).elements is None
-    padded = P.make_managed((6,), (P.kDLFloat4_e2m1fn, 4, 1), values=bytes(range(1, 7)),
-                            flags=P.FLAG_IS_SUBBYTE_TYPE_PADDED)
+    padded = make_managed(
+        (6,), (kDLFloat4_e2m1fn, 4, 1), values=bytes(range(1, 7)), flags=FLAG_IS_SUBBYTE_TYPE_PADDED
+    )
     assert _from_record(padded).elements == bytes(range(1, 7))
-    on_gpu = P.make_managed((2,), "float32", device=(P.kDLCUDA, 0))
+    on_gpu = make_managed((2,), "float32", device=(kDLCUDA, 0))
     result = _from_record(on_gpu)
-    assert result.elements is None and result.device == (P.kDLCUDA, 0)
+    assert result.elements is None and result.device == (kDLCUDA, 0)
     assert on_gpu.deleter_calls == 1
 
 

@@ -11,24 +11,47 @@ import pathlib
 import subprocess
 import sys
 
-import _check_subjects as S
-import dlbridge
 import numpy as np
 import pytest
-from dlbridge.check import consumer_checks, producer_checks
-from dlbridge.check import exchange_table as X
-from dlbridge.check import producers as P
+
+import _check_subjects as S
+import dlbridge
+from dlbridge.check import consumer_checks, exchange_checks, producer_checks
+from dlbridge.check.abi import (
+    CURRENT_WORK_STREAM,
+    FLAG_READ_ONLY,
+    NAME_EXCHANGE_API,
+    NAME_LEGACY,
+    NAME_VERSIONED,
+    DLManagedTensorVersioned,
+    DLPackExchangeAPI,
+)
+from dlbridge.check.capi import PyCapsule_GetPointer, PyCapsule_New, static_name
+from dlbridge.check.capsules import (
+    capsule_name,
+    capsule_table,
+    consume_capsule,
+    read_capsule,
+    release,
+    table_member,
+)
 from dlbridge.check.cli import check_framework
 from dlbridge.check.frameworks import FRAMEWORKS, Framework
+from dlbridge.check.records import ManagedRecord, make_from_numpy
 from dlbridge.check.rules import RULES
 
 TESTS = pathlib.Path(__file__).resolve().parent
 
 
 def _producer_framework(cls) -> Framework:
-    return Framework(cls.__name__, "_check_subjects", make=lambda a: cls(a),
-                     consume=dlbridge.from_dlpack, to_numpy=np.from_dlpack,
-                     make_read_only=lambda a: cls(a, read_only=True))
+    return Framework(
+        cls.__name__,
+        "_check_subjects",
+        make=cls,
+        consume=dlbridge.from_dlpack,
+        to_numpy=np.from_dlpack,
+        make_read_only=lambda a: cls(a, read_only=True),
+    )
 
 
 BROKEN_PRODUCERS = [
@@ -56,8 +79,9 @@ BROKEN_PRODUCERS = [
 ]
 
 
-@pytest.mark.parametrize("rule,cls", BROKEN_PRODUCERS,
-                         ids=[f"{r}-{c.__name__}" for r, c in BROKEN_PRODUCERS])
+@pytest.mark.parametrize(
+    ("rule", "cls"), BROKEN_PRODUCERS, ids=[f"{r}-{c.__name__}" for r, c in BROKEN_PRODUCERS]
+)
 def test_a_producer_breaking_a_rule_is_reported(rule, cls):
     subject = producer_checks.Subject(_producer_framework(cls))
     outcome, detail = producer_checks.CHECKS[rule](subject)
@@ -72,7 +96,7 @@ def test_every_producer_rule_testable_on_the_cpu_has_a_breaking_producer():
     untestable_here = {
         "producer.copy-false-needs-copy",  # no CPU tensor needs a copy to reach the CPU
     }
-    expected = {r for r in producer_checks.CHECKS if r.startswith("producer.")}
+    expected = set(producer_checks.CHECKS)
     assert expected - covered == untestable_here
 
 
@@ -82,50 +106,48 @@ def test_every_producer_rule_testable_on_the_cpu_has_a_breaking_producer():
 def _table_class(table_or_capsule):
     """A Good producer whose type publishes `table_or_capsule` as its exchange API."""
     capsule = table_or_capsule
-    if isinstance(table_or_capsule, X.ExchangeAPI):
+    if isinstance(table_or_capsule, DLPackExchangeAPI):
         _TABLES.append(table_or_capsule)
-        capsule = _capsule(ctypes.addressof(table_or_capsule), X.CAPSULE_NAME)
+        capsule = _capsule(ctypes.addressof(table_or_capsule), NAME_EXCHANGE_API)
     return type("Published", (S.Good,), {"__dlpack_c_exchange_api__": capsule})
 
 
 _TABLES: list = []
-_NAMES: list = []
 
 
 def _capsule(address, name: bytes):
-    new = ctypes.pythonapi.PyCapsule_New
-    new.restype = ctypes.py_object
-    new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    static = ctypes.create_string_buffer(name)
-    _NAMES.append(static)
-    return new(address, ctypes.cast(static, ctypes.c_char_p), None)
+    return PyCapsule_New(address, static_name(name), None)
 
 
-def _dlbridge_table() -> X.ExchangeAPI:
-    return X.capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)
+def _dlbridge_table() -> DLPackExchangeAPI:
+    return capsule_table(dlbridge.Tensor.__dlpack_c_exchange_api__)
 
 
-def _copy_of_dlbridge_table() -> X.ExchangeAPI:
-    copy = X.ExchangeAPI()
-    ctypes.memmove(ctypes.addressof(copy), ctypes.addressof(_dlbridge_table()),
-                   ctypes.sizeof(copy))
+def _copy_of_dlbridge_table() -> DLPackExchangeAPI:
+    copy = DLPackExchangeAPI()
+    ctypes.memmove(ctypes.addressof(copy), ctypes.addressof(_dlbridge_table()), ctypes.sizeof(copy))
     return copy
 
 
 def _exchange_outcome(rule, cls):
-    return producer_checks.CHECKS[rule](producer_checks.Subject(_producer_framework(cls)))
+    return exchange_checks.CHECKS[rule](producer_checks.Subject(_producer_framework(cls)))
 
 
 def test_exchange_rules_pass_for_dlbridge_tensors():
-    fw = Framework("dlbridge", "dlbridge", make=lambda a: dlbridge.from_dlpack(a).copy(),
-                   consume=dlbridge.from_dlpack, to_numpy=np.from_dlpack)
+    fw = Framework(
+        "dlbridge",
+        "dlbridge",
+        make=lambda a: dlbridge.from_dlpack(a).copy(),
+        consume=dlbridge.from_dlpack,
+        to_numpy=np.from_dlpack,
+    )
     subject = producer_checks.Subject(fw)
-    for rule, check in producer_checks.CHECKS.items():
+    for rule, check in exchange_checks.CHECKS.items():
         if rule == "exchange.refusal-error-type":  # no catalogued dlbridge tensor is refused
             assert check(subject)[0] == "n/a", check(subject)
-        elif rule.startswith("exchange."):
+        else:
             assert check(subject)[0] == "pass", (rule, check(subject))
-    _, detail = producer_checks.CHECKS["exchange.agrees-with-dlpack"](subject)
+    _, detail = exchange_checks.CHECKS["exchange.agrees-with-dlpack"](subject)
     assert "catalogued kinds" in detail, detail  # every kind, not only the checker's tensor
 
 
@@ -154,7 +176,7 @@ def test_exchange_functions_that_misbehave_are_reported():
         assert _exchange_outcome(rule, cls)[0] == "fail", rule
 
 
-@X.CURRENT_WORK_STREAM
+@CURRENT_WORK_STREAM
 def _stream_seven(device_type, device_id, out):
     out[0] = 7
     return 0
@@ -175,8 +197,11 @@ def test_exchange_allocator_that_fails_is_reported():
 BROKEN_TABLES = [
     ("exchange.agrees-with-dlpack", S.TableExportsRefused, "exported 1 kind __dlpack__ refuses"),
     ("exchange.agrees-with-dlpack", S.TableDropsReadOnly, "READ_ONLY False vs True"),
-    ("exchange.refusal-error-type", S.TableRaisesTypeError,
-     "raised TypeError where __dlpack__ raises BufferError"),
+    (
+        "exchange.refusal-error-type",
+        S.TableRaisesTypeError,
+        "raised TypeError where __dlpack__ raises BufferError",
+    ),
 ]
 GOOD_TABLES = [
     ("exchange.agrees-with-dlpack", S.TableAgrees),
@@ -185,16 +210,18 @@ GOOD_TABLES = [
 ]
 
 
-@pytest.mark.parametrize("rule,cls,seen", BROKEN_TABLES,
-                         ids=[f"{r}-{c.__name__}" for r, c, _ in BROKEN_TABLES])
+@pytest.mark.parametrize(
+    ("rule", "cls", "seen"), BROKEN_TABLES, ids=[f"{r}-{c.__name__}" for r, c, _ in BROKEN_TABLES]
+)
 def test_a_table_disagreeing_with_dlpack_is_reported(rule, cls, seen):
     outcome, detail = _exchange_outcome(rule, cls)
     assert outcome == "fail", f"{cls.__name__} passed {rule}: {detail}"
     assert seen in detail, detail
 
 
-@pytest.mark.parametrize("rule,cls", GOOD_TABLES,
-                         ids=[f"{r}-{c.__name__}" for r, c in GOOD_TABLES])
+@pytest.mark.parametrize(
+    ("rule", "cls"), GOOD_TABLES, ids=[f"{r}-{c.__name__}" for r, c in GOOD_TABLES]
+)
 def test_a_table_agreeing_with_dlpack_passes(rule, cls):
     outcome, detail = _exchange_outcome(rule, cls)
     assert outcome == "pass", f"{cls.__name__} did not pass {rule}: {detail}"
@@ -203,27 +230,45 @@ def test_a_table_agreeing_with_dlpack_passes(rule, cls):
 def test_the_table_export_is_released_exactly_once():
     before = len(S._KEEP)
     assert _exchange_outcome("exchange.agrees-with-dlpack", S.TableAgrees)[0] == "pass"
-    exported = [r for r in S._KEEP[before:] if isinstance(r, P.ManagedRecord)
-                and r.struct.flags & P.FLAG_READ_ONLY]
+    exported = [
+        r
+        for r in S._KEEP[before:]
+        if isinstance(r, ManagedRecord) and r.struct.flags & FLAG_READ_ONLY
+    ]
     assert exported and all(r.deleter_calls == 1 for r in exported)
 
 
 def test_every_exchange_rule_has_a_breaking_table():
     covered = {rule for rule, _, _ in BROKEN_TABLES} | {
-        "exchange.capsule", "exchange.version", "exchange.members", "exchange.from-py-object",
-        "exchange.dltensor", "exchange.to-py-object", "exchange.allocator",
+        "exchange.capsule",
+        "exchange.version",
+        "exchange.members",
+        "exchange.from-py-object",
+        "exchange.dltensor",
+        "exchange.to-py-object",
+        "exchange.allocator",
         "exchange.work-stream",
     }
-    assert covered == {r for r in producer_checks.CHECKS if r.startswith("exchange.")}
+    assert covered == set(exchange_checks.CHECKS)
 
 
 # ---- consumers ------------------------------------------------------------------------------
 
 
-def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strides_error=False,
-                   negative_error=False, null_data_error=False, writable_view=False,
-                   accept_major2=False, no_retry=False, delete_count=1, refuse_legacy=False,
-                   legacy_share=None):
+def naive_consumer(
+    *,
+    ignore_byte_offset=False,
+    strict_strides=False,
+    null_strides_error=False,
+    negative_error=False,
+    null_data_error=False,
+    writable_view=False,
+    accept_major2=False,
+    no_retry=False,
+    delete_count=1,
+    refuse_legacy=False,
+    legacy_share=None,
+):
     """A from_dlpack written with ctypes, with one bug switched on (float32 only).
 
     `legacy_share` hands a legacy capsule out as a view of the producer's memory (never
@@ -237,32 +282,33 @@ def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strid
             if no_retry:
                 raise
             capsule = obj.__dlpack__()
-        name = P.capsule_name(capsule)
-        if name == P.NAME_LEGACY and refuse_legacy:
+        name = capsule_name(capsule)
+        if name == NAME_LEGACY and refuse_legacy:
             raise BufferError("legacy capsules are not supported")
-        if name == P.NAME_VERSIONED:
-            pointer = P.PyCapsule_GetPointer(capsule, name)
-            major = P.DLManagedTensorVersioned.from_address(pointer).version.major
+        if name == NAME_VERSIONED:
+            pointer = PyCapsule_GetPointer(capsule, name)
+            major = DLManagedTensorVersioned.from_address(pointer).version.major
             if major != 1:
                 if not accept_major2:
                     raise BufferError(f"major version {major}")
-                P.consume_capsule(capsule)
+                consume_capsule(capsule)
                 return np.zeros(0, np.float32)  # "imported" (without reading anything)
-        info = P.read_capsule(capsule)
+        info = read_capsule(capsule)
         shape = info["shape"] or ()
         strides = info["strides"]
         if strides is None:
             if null_strides_error:
                 raise ValueError("NULL strides")
-            strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
-        if strict_strides and strides != tuple(int(np.prod(shape[i + 1:]))
-                                               for i in range(len(shape))):
+            strides = tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
+        if strict_strides and strides != tuple(
+            int(np.prod(shape[i + 1 :])) for i in range(len(shape))
+        ):
             raise ValueError(f"strides {strides} are not row-major")
         if any(s < 0 for s in strides) and negative_error:
             raise ValueError("negative strides")
         if not info["data"] and null_data_error:
             raise ValueError("NULL data")
-        pointer, deleter, _ = P.consume_capsule(capsule)
+        pointer, deleter, _ = consume_capsule(capsule)
         first = (info["data"] or 0) + (0 if ignore_byte_offset else info["byte_offset"])
         if 0 in shape:
             result = np.zeros(shape, np.float32)
@@ -271,10 +317,11 @@ def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strid
             high = sum((e - 1) * s for e, s in zip(shape, strides) if s > 0)
             buffer = (ctypes.c_float * (high - low + 1)).from_address(first + 4 * low)
             view = np.lib.stride_tricks.as_strided(
-                np.frombuffer(buffer, np.float32)[-low:], shape, tuple(4 * s for s in strides))
+                np.frombuffer(buffer, np.float32)[-low:], shape, tuple(4 * s for s in strides)
+            )
             if writable_view:
                 return view  # shares the producer's memory, writable, never released
-            if legacy_share and name == P.NAME_LEGACY:
+            if legacy_share and name == NAME_LEGACY:
                 if legacy_share != "writable":
                     view.flags.writeable = False
                 if legacy_share == "re-export writable":
@@ -282,7 +329,7 @@ def naive_consumer(*, ignore_byte_offset=False, strict_strides=False, null_strid
                 return view
             result = np.array(view, copy=True)
         for _ in range(delete_count):
-            P.release(pointer, deleter)
+            release(pointer, deleter)
         return result
 
     return consume
@@ -293,12 +340,18 @@ class WritableReExport(np.ndarray):
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         versioned = max_version is not None and max_version[0] >= 1
-        return P.make_from_numpy(np.asarray(self), versioned=versioned).capsule()
+        return make_from_numpy(np.asarray(self), versioned=versioned).capsule()
 
 
 def _consumer_framework(**bug) -> Framework:
-    return Framework("naive", "numpy", make=np.array, consume=naive_consumer(**bug),
-                     to_numpy=np.asarray, read_only=lambda r: not r.flags.writeable)
+    return Framework(
+        "naive",
+        "numpy",
+        make=np.array,
+        consume=naive_consumer(**bug),
+        to_numpy=np.asarray,
+        read_only=lambda r: not r.flags.writeable,
+    )
 
 
 BROKEN_CONSUMERS = [
@@ -324,9 +377,11 @@ GOOD_CONSUMERS = {
 }
 
 
-@pytest.mark.parametrize("rule,bug", BROKEN_CONSUMERS,
-                         ids=[f"{r}-{'-'.join(map(str, next(iter(b.items()))))}"
-                              for r, b in BROKEN_CONSUMERS])
+@pytest.mark.parametrize(
+    ("rule", "bug"),
+    BROKEN_CONSUMERS,
+    ids=[f"{r}-{'-'.join(map(str, next(iter(b.items()))))}" for r, b in BROKEN_CONSUMERS],
+)
 def test_a_consumer_breaking_a_rule_is_reported(rule, bug):
     outcome, detail = consumer_checks.CHECKS[rule](_consumer_framework(**bug))
     assert outcome == "fail", f"{bug} passed {rule}: {detail}"
@@ -347,19 +402,20 @@ def test_legacy_capsules_copied_pass_and_dlbridge_imports_them_read_only():
 def blind_table_consumer(obj):
     """A from_dlpack that takes the type's exchange table whenever there is one, as tvm-ffi
     does PyTorch's, without asking __dlpack__: the export is copied into NumPy bytes."""
-    table = producer_checks._usable_table_of(type(obj))[0]
+    table = exchange_checks._usable_table_of(type(obj))[0]
     if table is None:
         return np.from_dlpack(obj)
-    out = ctypes.POINTER(P.DLManagedTensorVersioned)()
-    X.function(table, "managed_tensor_from_py_object_no_sync")(id(obj), ctypes.byref(out))
-    exported = producer_checks._read_export(out)  # released once
+    out = ctypes.POINTER(DLManagedTensorVersioned)()
+    table_member(table, "managed_tensor_from_py_object_no_sync")(id(obj), ctypes.byref(out))
+    exported = exchange_checks._read_export(out)  # released once
     return np.frombuffer(exported.elements or b"", np.uint8).copy()
 
 
 def test_a_consumer_taking_the_table_blindly_is_reported():
     pytest.importorskip("torch")
-    blind = Framework("blind", "numpy", make=np.array, consume=blind_table_consumer,
-                      to_numpy=np.asarray)
+    blind = Framework(
+        "blind", "numpy", make=np.array, consume=blind_table_consumer, to_numpy=np.asarray
+    )
     outcome, detail = consumer_checks.producer_refusals(blind)
     assert outcome == "fail", detail
     assert "torch tensors __dlpack__ refuses: requires_grad_leaf" in detail, detail
@@ -377,23 +433,24 @@ def test_dlbridge_refuses_what_producers_refuse():
 
 
 def test_the_refusal_rules_never_bring_tensorflow_and_paddle_together():
-    tf_like = Framework("tf-like", "tensorflow", make=np.array, consume=np.from_dlpack,
-                        to_numpy=np.asarray)
+    tf_like = Framework(
+        "tf-like", "tensorflow", make=np.array, consume=np.from_dlpack, to_numpy=np.asarray
+    )
     assert consumer_checks._can_import("paddle", tf_like) is not None
-    paddle_like = Framework("paddle-like", "paddle", make=np.array, consume=np.from_dlpack,
-                            to_numpy=np.asarray)
+    paddle_like = Framework(
+        "paddle-like", "paddle", make=np.array, consume=np.from_dlpack, to_numpy=np.asarray
+    )
     assert consumer_checks._can_import("tensorflow", paddle_like) is not None
 
 
 def test_a_consumer_refusing_versioned_capsules_is_reported():
     def legacy_only(obj):
         capsule = obj.__dlpack__(max_version=(1, 3))
-        if P.capsule_name(capsule) != P.NAME_LEGACY:
+        if capsule_name(capsule) != NAME_LEGACY:
             raise BufferError("versioned capsules are not supported")
         return naive_consumer()(obj)
 
-    fw = Framework("legacy-only", "numpy", make=np.array, consume=legacy_only,
-                   to_numpy=np.asarray)
+    fw = Framework("legacy-only", "numpy", make=np.array, consume=legacy_only, to_numpy=np.asarray)
     assert consumer_checks.CHECKS["consumer.versioned-capsule"](fw)[0] == "fail"
 
 
@@ -401,13 +458,14 @@ def test_every_consumer_rule_has_a_breaking_consumer():
     covered = {rule for rule, _ in BROKEN_CONSUMERS} | {
         "consumer.versioned-capsule",  # a test of its own
         # test_a_consumer_taking_the_table_blindly_is_reported:
-        "consumer.producer-refusals", "consumer.producer-refusal-error-type",
+        "consumer.producer-refusals",
+        "consumer.producer-refusal-error-type",
     }
     assert covered == set(consumer_checks.CHECKS)
 
 
 def test_every_rule_is_checked_and_every_check_has_a_rule():
-    checks = set(producer_checks.CHECKS) | set(consumer_checks.CHECKS)
+    checks = set(producer_checks.CHECKS) | set(exchange_checks.CHECKS) | set(consumer_checks.CHECKS)
     assert checks == set(RULES)
 
 
@@ -416,8 +474,9 @@ def test_every_rule_is_checked_and_every_check_has_a_rule():
 
 @pytest.fixture
 def subjects_importable(monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [
-        str(TESTS), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
+    )
 
 
 def test_dlbridge_passes_every_rule():
@@ -448,8 +507,14 @@ def test_a_hanging_producer_is_reported_and_the_run_goes_on(subjects_importable)
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "dlbridge", "check", *args], text=True,
-                          capture_output=True, env=env, timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", *args],
+        text=True,
+        capture_output=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
 
 
 def test_cli_json_and_exit_status_for_a_conforming_producer():
@@ -461,8 +526,9 @@ def test_cli_json_and_exit_status_for_a_conforming_producer():
 
 
 def test_cli_exit_status_1_and_markdown_for_a_must_failure(subjects_importable):
-    done = _cli("_check_subjects:leaky", "--no-matrix", "--markdown", "--quiet",
-                env=dict(os.environ))
+    done = _cli(
+        "_check_subjects:leaky", "--no-matrix", "--markdown", "--quiet", env=dict(os.environ)
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "| _check_subjects:leaky | `producer.no-leak` (protocol 5) | MUST |" in done.stdout
 

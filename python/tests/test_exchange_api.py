@@ -8,13 +8,21 @@ from ctypes import POINTER, c_void_p
 import numpy as np
 import pytest
 
-import _producers as P
 import dlbridge
+from _helpers import collect, exchange_function
+from dlbridge.check.abi import (
+    FLAG_READ_ONLY,
+    SET_ERROR,
+    DLDataType,
+    DLDevice,
+    DLManagedTensorVersioned,
+    DLPackExchangeAPI,
+    DLTensor,
+)
+from dlbridge.check.capsules import capsule_table, free
+from dlbridge.check.records import make_from_numpy, make_major2, make_managed
 
-from _helpers import exchange_function
-from dlbridge.check.exchange_table import SET_ERROR, ExchangeAPI, capsule_table, free
-
-assert ctypes.sizeof(ExchangeAPI) == 56
+assert ctypes.sizeof(DLPackExchangeAPI) == 56
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +43,7 @@ def _free(tensor_pointer):
 def test_the_table_is_version_1_3_with_every_member(table):
     assert (table.header.version.major, table.header.version.minor) == (1, 3)
     assert table.header.prev_api is None
-    for name, _ in ExchangeAPI._fields_[1:]:
+    for name, _ in DLPackExchangeAPI._fields_[1:]:
         assert getattr(table, name), name
 
 
@@ -43,7 +51,7 @@ def test_managed_tensor_from_py_object_shares_memory():
     source = np.arange(6, dtype=np.int32).reshape(2, 3)
     t = dlbridge.from_dlpack(source)
     export = _function("managed_tensor_from_py_object_no_sync")
-    out = POINTER(P.DLManagedTensorVersioned)()
+    out = POINTER(DLManagedTensorVersioned)()
     assert export(id(t), ctypes.byref(out)) == 0
     managed = out.contents
     assert (managed.version.major, managed.version.minor) == (1, 3)
@@ -60,15 +68,15 @@ def test_managed_tensor_from_py_object_keeps_read_only():
     source.flags.writeable = False
     t = dlbridge.from_dlpack(source)
     export = _function("managed_tensor_from_py_object_no_sync")
-    out = POINTER(P.DLManagedTensorVersioned)()
+    out = POINTER(DLManagedTensorVersioned)()
     assert export(id(t), ctypes.byref(out)) == 0
-    assert out.contents.flags & P.FLAG_READ_ONLY
+    assert out.contents.flags & FLAG_READ_ONLY
     _free(out)
 
 
 def test_managed_tensor_from_py_object_refuses_other_types():
     export = _function("managed_tensor_from_py_object_no_sync")
-    out = POINTER(P.DLManagedTensorVersioned)()
+    out = POINTER(DLManagedTensorVersioned)()
     wrong = object()
     # The error the call leaves set surfaces as an exception of the call.
     with pytest.raises(TypeError):
@@ -77,10 +85,10 @@ def test_managed_tensor_from_py_object_refuses_other_types():
 
 
 def test_managed_tensor_to_py_object_steals_the_tensor():
-    record = P.make_from_numpy(np.arange(4, dtype=np.float64))
+    record = make_from_numpy(np.arange(4, dtype=np.float64))
     wrap = _function("managed_tensor_to_py_object_no_sync")
     out = c_void_p()
-    tensor_pointer = ctypes.cast(record.address, POINTER(P.DLManagedTensorVersioned))
+    tensor_pointer = ctypes.cast(record.address, POINTER(DLManagedTensorVersioned))
     assert wrap(tensor_pointer, ctypes.byref(out)) == 0
     obj = ctypes.cast(out, ctypes.py_object).value
     ctypes.pythonapi.Py_DecRef(ctypes.py_object(obj))  # the call returned a new reference
@@ -88,7 +96,7 @@ def test_managed_tensor_to_py_object_steals_the_tensor():
     assert np.from_dlpack(obj).tolist() == [0.0, 1.0, 2.0, 3.0]
     assert record.deleter_calls == 0
     del obj
-    P.collect()
+    collect()
     assert record.deleter_calls == 1
 
 
@@ -96,7 +104,7 @@ def test_dltensor_from_py_object_fills_a_borrowed_descriptor():
     source = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
     t = dlbridge.from_dlpack(source)
     describe = _function("dltensor_from_py_object_no_sync")
-    out = P.DLTensor()
+    out = DLTensor()
     assert describe(id(t), ctypes.byref(out)) == 0
     assert out.data == t.data_ptr and out.ndim == 2 and out.byte_offset == 0
     assert [out.shape[i] for i in range(2)] == [3, 2]
@@ -120,12 +128,12 @@ def test_the_allocator_makes_rust_owned_tensors_and_reports_errors():
         errors.append((kind.decode(), message.decode()))
 
     shape = (ctypes.c_int64 * 2)(2, 3)
-    prototype = P.DLTensor()
-    prototype.device = P.DLDevice(1, 0)
+    prototype = DLTensor()
+    prototype.device = DLDevice(1, 0)
     prototype.ndim = 2
-    prototype.dtype = P.DLDataType(2, 32, 1)
+    prototype.dtype = DLDataType(2, 32, 1)
     prototype.shape = ctypes.cast(shape, POINTER(ctypes.c_int64))
-    out = POINTER(P.DLManagedTensorVersioned)()
+    out = POINTER(DLManagedTensorVersioned)()
     assert allocate(ctypes.byref(prototype), ctypes.byref(out), None, set_error) == 0
     tensor = out.contents.dl_tensor
     assert [tensor.shape[i] for i in range(2)] == [2, 3]
@@ -134,7 +142,7 @@ def test_the_allocator_makes_rust_owned_tensors_and_reports_errors():
     _free(out)
     assert errors == []
 
-    prototype.device = P.DLDevice(2, 0)  # CUDA: not ours to allocate
+    prototype.device = DLDevice(2, 0)  # CUDA: not ours to allocate
     assert allocate(ctypes.byref(prototype), ctypes.byref(out), None, set_error) == -1
     assert errors and errors[0][0] == "BufferError" and "CUDA" in errors[0][1]
 
@@ -146,7 +154,7 @@ def test_null_pointers_from_a_c_caller_are_errors_not_crashes():
     export = _function("managed_tensor_from_py_object_no_sync")
     describe = _function("dltensor_from_py_object_no_sync")
     wrap = _function("managed_tensor_to_py_object_no_sync")
-    out = POINTER(P.DLManagedTensorVersioned)()
+    out = POINTER(DLManagedTensorVersioned)()
     with pytest.raises(ValueError, match="output pointer `out` is NULL"):
         export(id(t), None)
     with pytest.raises(ValueError, match="`py_object` is NULL"):
@@ -154,7 +162,7 @@ def test_null_pointers_from_a_c_caller_are_errors_not_crashes():
     with pytest.raises(ValueError, match="output pointer `out` is NULL"):
         describe(id(t), None)
     with pytest.raises(ValueError, match="`py_object` is NULL"):
-        describe(None, ctypes.byref(P.DLTensor()))
+        describe(None, ctypes.byref(DLTensor()))
     with pytest.raises(BufferError, match="NULL"):
         wrap(None, ctypes.byref(c_void_p()))
     assert not out
@@ -167,7 +175,7 @@ def test_null_pointers_from_a_c_caller_are_errors_not_crashes():
         errors.append(message.decode())
 
     assert allocate(None, ctypes.byref(out), None, set_error) == -1
-    assert allocate(ctypes.byref(P.DLTensor()), None, None, set_error) == -1
+    assert allocate(ctypes.byref(DLTensor()), None, None, set_error) == -1
     assert errors == ["NULL prototype or output pointer"] * 2
     stream = _function("current_work_stream")
     assert stream(1, 0, None) == 0
@@ -178,13 +186,13 @@ def test_to_py_object_releases_what_it_refuses_exactly_once():
     # descriptor, an unknown major version), it is released there and then, once.
     wrap = _function("managed_tensor_to_py_object_no_sync")
     cases = {
-        "NULL out_py_object": (P.make_managed((2, 3)), None, ValueError),
-        "negative extent": (P.make_managed((2, -3)), c_void_p(), BufferError),
-        "major version 2": (P.make_major2(), c_void_p(), BufferError),
-        "NULL data": (P.make_managed((2, 3), data=None), c_void_p(), BufferError),
+        "NULL out_py_object": (make_managed((2, 3)), None, ValueError),
+        "negative extent": (make_managed((2, -3)), c_void_p(), BufferError),
+        "major version 2": (make_major2(), c_void_p(), BufferError),
+        "NULL data": (make_managed((2, 3), data=None), c_void_p(), BufferError),
     }
     for what, (record, out, error) in cases.items():
-        pointer = ctypes.cast(record.address, POINTER(P.DLManagedTensorVersioned))
+        pointer = ctypes.cast(record.address, POINTER(DLManagedTensorVersioned))
         with pytest.raises(error):
             wrap(pointer, None if out is None else ctypes.byref(out))
         assert record.deleter_calls == 1, what

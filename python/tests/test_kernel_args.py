@@ -8,7 +8,6 @@ import pytest
 import dlbridge
 from _kernels import kernels as K
 
-
 torch = pytest.importorskip("torch")
 
 
@@ -44,12 +43,14 @@ def test_any_layout_reads_any_strides():
 
 
 @pytest.mark.parametrize(
-    "call, message",
+    ("call", "message"),
     [
         (
             lambda: K.scale(np.zeros((2, 3)), np.zeros((2, 3), np.float32), 1.0),
-            "expected a float32 C-contiguous cpu tensor with 2 dimensions, got float64 "
-            "shape (2, 3) strides (3, 1) on CPU:0",
+            (
+                "expected a float32 C-contiguous cpu tensor with 2 dimensions, got float64 "
+                "shape (2, 3) strides (3, 1) on CPU:0"
+            ),
         ),
         (
             lambda: K.scale(np.zeros((3, 2), np.float32).T, np.zeros((2, 3), np.float32), 1.0),
@@ -61,8 +62,10 @@ def test_any_layout_reads_any_strides():
         ),
         (
             lambda: K.add_one(np.frombuffer(bytes(16), dtype=np.float64)),
-            "expected a writable float64 cpu tensor with 1 dimension, got float64 shape (2,) "
-            "strides (1,) on CPU:0 (read-only)",
+            (
+                "expected a writable float64 cpu tensor with 1 dimension, got float64 shape "
+                "(2,) strides (1,) on CPU:0 (read-only)"
+            ),
         ),
         (lambda: K.total("not a tensor"), "is not a DLPack producer"),
     ],
@@ -75,7 +78,7 @@ def test_violations_name_what_was_expected_and_received(call, message):
 
 def test_overlapping_layouts_are_refused_for_writing():
     broadcast = np.broadcast_to(np.zeros(1), (4,))
-    broadcast.flags.writeable  # numpy marks broadcasts read-only already
+    assert not broadcast.flags.writeable  # numpy marks broadcasts read-only already
     with pytest.raises(TypeError):
         K.add_one(broadcast)
 
@@ -116,9 +119,15 @@ def test_a_written_argument_may_not_alias_another(framework):
     else:
         x = torch.ones(2, 3)
         view_of_x = x[:, :]
-    with pytest.raises(ValueError, match="tensor argument 2 of this call .written. overlaps the memory of tensor argument 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"tensor argument 2 of this call .written. overlaps the memory of tensor argument 1",
+    ):
         K.scale(x, x, 2.0)
-    with pytest.raises(ValueError, match="tensor argument 2 of this call .written. overlaps the memory of tensor argument 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"tensor argument 2 of this call .written. overlaps the memory of tensor argument 1",
+    ):
         K.scale(x, view_of_x, 2.0)
     assert np.asarray(x).tolist() == [[1.0] * 3] * 2  # nothing was written
     # Reading one tensor through several arguments is fine, and nothing stays claimed.
@@ -184,7 +193,9 @@ def test_partial_shape_is_checked(framework):
     wrong = source[:, :, :2]
     with pytest.raises(ValueError) as error:
         K.channel_means(wrong)
-    assert "expected a uint8 cpu tensor of shape (_, _, 3), got uint8 shape (2, 4, 2)" in str(error.value)
+    assert "expected a uint8 cpu tensor of shape (_, _, 3), got uint8 shape (2, 4, 2)" in str(
+        error.value
+    )
     with pytest.raises(TypeError, match=r"of shape \(_, _, 3\), got uint8 shape \(8, 3\)"):
         K.channel_means(source.reshape(8, 3))  # wrong number of dimensions: a type error
 
@@ -195,7 +206,13 @@ def test_exact_shape_is_checked_for_written_arguments(framework):
     K.eye2(out)
     assert np.asarray(out).tolist() == [[1.0, 0.0], [0.0, 1.0]]
     big = np.zeros((2, 3)) if framework == "numpy" else torch.zeros(2, 3, dtype=torch.float64)
-    with pytest.raises(ValueError, match=r"expected a writable float64 cpu tensor of shape \(2, 2\), got float64 shape \(2, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"expected a writable float64 cpu tensor of shape \(2, 2\), "
+            r"got float64 shape \(2, 3\)"
+        ),
+    ):
         K.eye2(big)
     assert not np.asarray(big).any()  # nothing written
 

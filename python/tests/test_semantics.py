@@ -10,9 +10,11 @@ import os
 import subprocess
 import sys
 
-import dlbridge
 import pytest
-from _kernels import kernels as K, require_kernels
+
+import dlbridge
+from _kernels import kernels as K
+from _kernels import require_kernels
 from _semantics import HERE, check_kind
 from conftest import UNDER_ASAN
 from dlbridge.check import catalogue
@@ -22,9 +24,22 @@ pytest.importorskip("torch")
 #: The PyTorch kinds its exchange table (and, for some, `__dlpack__`) refuses by throwing a
 #: C++ exception, which aborts under AddressSanitizer (`conftest.UNDER_ASAN`).
 TORCH_REFUSED_IN_CPP = {
-    "sparse_coo", "sparse_csr", "quantized_qint8", "nested_strided", "nested_jagged", "meta",
-    "dtype_bcomplex32", "dtype_bits16", "dtype_bits1x8", "dtype_bits2x4", "dtype_bits4x2",
-    "dtype_bits8", "dtype_qint32", "dtype_qint8", "dtype_quint2x4", "dtype_quint4x2",
+    "sparse_coo",
+    "sparse_csr",
+    "quantized_qint8",
+    "nested_strided",
+    "nested_jagged",
+    "meta",
+    "dtype_bcomplex32",
+    "dtype_bits16",
+    "dtype_bits1x8",
+    "dtype_bits2x4",
+    "dtype_bits4x2",
+    "dtype_bits8",
+    "dtype_qint32",
+    "dtype_qint8",
+    "dtype_quint2x4",
+    "dtype_quint4x2",
     "dtype_quint8",
 }
 

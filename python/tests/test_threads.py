@@ -14,12 +14,13 @@ import threading
 
 import numpy as np
 import pytest
+from dlbridge._dlbridge import _exchange_api_exports
 
-import _producers as P
 import dlbridge
 from _helpers import CountingDeleters, HandsOver, through_exchange_tables
 from _kernels import kernels, require_kernels
-from dlbridge._dlbridge import _exchange_api_exports
+from dlbridge.check.fake_producers import OneTensorProducer
+from dlbridge.check.records import make_managed
 
 THREADS = 8
 ROUNDS = 2_000
@@ -61,6 +62,7 @@ def test_eight_threads_import_export_and_run_kernels_concurrently():
                 assert out[1, 1] == 2.0 * source[1, 1]
                 again = dlbridge.from_dlpack(dlbridge.from_dlpack(back))
                 assert again.shape == (3, 4)
+
         return body
 
     _run([work(i) for i in range(THREADS)])
@@ -75,9 +77,9 @@ def test_tensors_exported_on_one_thread_are_dropped_on_another():
 
     def produce():
         for i in range(ROUNDS):
-            record = P.make_managed((2, 3), values=np.full(6, i, np.float32).tobytes())
+            record = make_managed((2, 3), values=np.full(6, i, np.float32).tobytes())
             records.append(record)
-            handoff.put(dlbridge.from_dlpack(P.OneTensorProducer(record)))
+            handoff.put(dlbridge.from_dlpack(OneTensorProducer(record)))
         handoff.put(done)
 
     def consume():
@@ -101,11 +103,11 @@ def test_writers_on_separate_threads_never_share_memory():
         def body():
             for _ in range(ROUNDS // 4):
                 kernels.add_one(arrays[i])
+
         return body
 
     _run([work(i) for i in range(THREADS)])
     assert all((a == ROUNDS // 4).all() for a in arrays)
-
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +141,7 @@ def test_eight_threads_exchange_torch_tensors_concurrently(torch):
                 through_tables = pass_through_tables(t, counting)
                 assert through_tables[0, 1] == source[0, 1]
                 del through_tables
+
         return body
 
     _run([work(i) for i in range(THREADS)])
@@ -182,6 +185,7 @@ def test_deleters_run_on_threads_that_never_held_the_gil(producer):
                 capsule = counting.interpose_capsule(source.__dlpack__(max_version=(1, 0)))
                 kernels.release_on_new_thread(HandsOver(capsule))
                 kernels.release_on_new_thread(source)
+
         return body
 
     _run([work(i) for i in range(THREADS)])
@@ -192,8 +196,8 @@ def test_deleters_run_on_threads_that_never_held_the_gil(producer):
 
 
 def test_hand_built_deleters_run_on_threads_that_never_held_the_gil():
-    records = [P.make_managed((2, 3)) for _ in range(ROUNDS // 4)]
+    records = [make_managed((2, 3)) for _ in range(ROUNDS // 4)]
     for record in records:
-        kernels.release_on_new_thread(P.OneTensorProducer(record))
+        kernels.release_on_new_thread(OneTensorProducer(record))
     gc.collect()
     assert [r.deleter_calls for r in records] == [1] * len(records)

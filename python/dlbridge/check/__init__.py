@@ -7,10 +7,21 @@ built here that send what the standard allows), and its interop with every other
 framework. Each framework runs in processes of its own, so one that crashes or hangs is
 reported as such.
 
-Modules: `rules` (the rules, their level and section), `producer_checks`, `consumer_checks`,
-`matrix`, `frameworks` (how each framework is driven), `producers` (the ctypes toolkit of
-hand-built tensors), `exchange_table` (the C table through ctypes), `worker` (the
-subprocess side), `cli` (orchestration), `report` (text, Markdown, JSON).
+Modules, each importing only modules listed before it:
+- `rules`: the rules (level, section, text) and the outcome vocabulary;
+- `abi`: the C ABI of `dlpack.h` in ctypes (structs, constants, capsule names, the C
+  exchange table's layout and prototypes);
+- `capi`: the functions of Python's C API called through ctypes, bound once;
+- `capsules`: what a producer hands out, read without dlbridge (tensor capsules, the
+  reference reader `reference`, the C exchange table a type publishes);
+- `records`: hand-built managed tensors with any field values and counted deleters;
+- `fake_producers`: hostile and odd producers over those tensors (fed to consumers);
+- `catalogue`: the odd tensors each framework can produce;
+- `frameworks`: how each framework is driven (make, consume, read back);
+- `producer_checks`, `exchange_checks` (the C exchange table), `consumer_checks`: the checks;
+- `matrix`: the interop matrix;
+- `report`: text, Markdown, JSON;
+- `worker`: the subprocess side; `cli`: orchestration.
 """
 
 from .cli import main, run

@@ -1,5 +1,5 @@
-"""A catalogue of the odd tensors each framework can produce, and a reference reader for
-what the framework's own `__dlpack__` hands out for each of them, without dlbridge.
+"""A catalogue of the odd tensors each framework can produce; what the framework's own
+`__dlpack__` hands out for each of them is read by `capsules.reference`, without dlbridge.
 
 It drives differential tests (dlbridge's fast import paths against the framework's
 `__dlpack__`) and rules of `dlbridge check`.
@@ -8,16 +8,9 @@ It drives differential tests (dlbridge's fast import paths against the framework
   each call, and a one-line note. It imports the framework (and nothing else of the
   others): TensorFlow and PaddlePaddle crash when imported into one process, so run one
   framework's kinds per process.
-- `reference(obj)` calls `obj.__dlpack__(max_version=...)` (retrying `obj.__dlpack__()`
-  on TypeError, as a consumer does for old producers), reads the capsule with the ctypes
-  structs of `producers`, gathers the element bytes in row-major order through the strides,
-  then takes ownership (renames the capsule to `used_*`) and calls the deleter once.
-  It returns `Exported` or, when `__dlpack__` raised, `Refused`.
-- `normalized_strides(shape, strides)` makes strides comparable (DLPack allows any stride
-  on an extent-1 dimension and any strides on a zero-size tensor).
 - `python -m dlbridge.check.catalogue FRAMEWORK` prints the kind -> result table.
 
-Nothing but the standard library and `producers` is imported at module level.
+Nothing but the standard library and `capsules` is imported at module level.
 
 Findings (torch 2.15, numpy 2.4, jax 0.10.2, tensorflow 2.21, paddle 3.3.1, pyarrow 26.0.1;
 all on CPU):
@@ -66,18 +59,19 @@ all on CPU):
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import producers as _p
+from .capsules import reference
 
-FRAMEWORKS: tuple[str, ...] = (
-    "torch", "numpy", "jax", "tensorflow", "paddle", "pyarrow", "dlbridge",
+#: The NumPy dtypes catalogued as one kind each (`dtype_<name>`).
+NUMPY_DTYPES = (
+    "bool",
+    *(f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)),
+    *("float16", "float32", "float64", "complex64", "complex128"),
 )
 
-#: Device types whose memory the host can read directly.
-HOST_DEVICES = frozenset({_p.kDLCPU, _p.kDLCUDAHost, _p.kDLROCMHost, _p.kDLCUDAManaged})
+FRAMEWORKS = ("torch", "numpy", "jax", "tensorflow", "paddle", "pyarrow", "dlbridge")
 
 
 @dataclass(frozen=True)
@@ -92,236 +86,6 @@ class Kind:
     name: str
     make: Callable[[], object]
     note: str
-
-
-# --------------------------------------------------------------------------------------------
-# The reference reader.
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Exported:
-    """What `__dlpack__` handed out, read with ctypes.
-
-    `strides` are in elements; a NULL strides pointer is reported as compact row-major.
-    `data` is the address of the first element (the struct's data + byte_offset), 0 for a
-    NULL data pointer. `elements` holds the element bytes gathered in row-major order for
-    host devices and byte-addressable dtypes (None otherwise). `first_error` is
-    "Type: message" of the TypeError that made `reference` retry without max_version (None
-    when the first call succeeded).
-    """
-
-    capsule_name: str
-    version: tuple[int, int] | None
-    flags: int
-    device: tuple[int, int]
-    dtype: tuple[int, int, int]
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    byte_offset: int
-    data: int
-    elements: bytes | None
-    first_error: str | None = None
-
-    @property
-    def read_only(self) -> bool:
-        """True when the consumer must not write: READ_ONLY is set, or the capsule is legacy
-        (a legacy capsule cannot say its memory is writable, and "not known" is not
-        claimed)."""
-        if self.version is None:
-            return True
-        return bool(self.flags & _p.FLAG_READ_ONLY)
-
-    @property
-    def is_copied(self) -> bool:
-        return bool(self.flags & _p.FLAG_IS_COPIED)
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for extent in self.shape:
-            n *= extent
-        return n
-
-    def summary(self) -> str:
-        """One line: capsule, version, flags, device, dtype, shape, strides."""
-        version = "legacy" if self.version is None else f"v{self.version[0]}.{self.version[1]}"
-        flags = []
-        if self.flags & _p.FLAG_READ_ONLY:
-            flags.append("RO")
-        if self.flags & _p.FLAG_IS_COPIED:
-            flags.append("COPIED")
-        if self.flags & _p.FLAG_IS_SUBBYTE_TYPE_PADDED:
-            flags.append("PADDED")
-        extra = ""
-        if self.byte_offset:
-            extra += f" byte_offset={self.byte_offset}"
-        if not self.data:
-            extra += " data=NULL"
-        elif self.data % max(1, _itemsize(self.dtype) or 1):
-            extra += f" data%{_itemsize(self.dtype)}={self.data % _itemsize(self.dtype)}"
-        if self.elements is None:
-            extra += " elements=n/a"
-        return (
-            f"{version} flags={'|'.join(flags) or 0} dev={self.device} dtype={self.dtype} "
-            f"shape={self.shape} strides={self.strides}{extra}"
-        )
-
-
-@dataclass(frozen=True)
-class Refused:
-    """`__dlpack__` raised: the exception's type name and message."""
-
-    exception: str
-    message: str
-    first_error: str | None = None
-
-    def summary(self) -> str:
-        return f"Refused({self.exception}: {self.message.splitlines()[0][:90] if self.message else ''})"
-
-
-def _itemsize(dtype) -> int | None:
-    """Bytes per element, or None for a dtype whose elements are not whole bytes."""
-    _, bits, lanes = dtype
-    total = bits * lanes
-    if total == 0 or total % 8:
-        return None
-    return total // 8
-
-
-def _compact_strides(shape) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for extent in reversed(shape):
-        strides.append(acc)
-        acc *= max(extent, 1)
-    return tuple(reversed(strides))
-
-
-def normalized_strides(shape, strides) -> tuple[int, ...]:
-    """Strides made comparable: 0 for every extent-1 dimension, and all 0 for a zero-size
-    tensor (DLPack allows any stride there)."""
-    shape, strides = tuple(shape), tuple(strides)
-    if len(shape) != len(strides):
-        raise ValueError(f"shape {shape} and strides {strides} differ in length")
-    if any(extent == 0 for extent in shape):
-        return (0,) * len(shape)
-    return tuple(0 if extent == 1 else stride for extent, stride in zip(shape, strides))
-
-
-def _gather(address: int, shape, strides, itemsize: int) -> bytes:
-    """The elements at `address` with `strides` (in elements), in row-major order."""
-    if any(extent == 0 for extent in shape):
-        return b""
-    if not shape:
-        return ctypes.string_at(address, itemsize)
-    out = bytearray()
-    last_extent, last_stride = shape[-1], strides[-1]
-    row_compact = last_stride == 1
-
-    def walk(dim: int, base: int) -> None:
-        if dim == len(shape) - 1:
-            if row_compact:
-                out.extend(ctypes.string_at(base, last_extent * itemsize))
-            else:
-                step = last_stride * itemsize
-                for i in range(last_extent):
-                    out.extend(ctypes.string_at(base + i * step, itemsize))
-            return
-        step = strides[dim] * itemsize
-        for i in range(shape[dim]):
-            walk(dim + 1, base + i * step)
-
-    walk(0, address)
-    return bytes(out)
-
-
-def _is_capsule(obj) -> bool:
-    return type(obj).__name__ == "PyCapsule"
-
-
-def _read(capsule, first_error: str | None) -> Exported:
-    """Read a capsule fully, then consume it and call its deleter once."""
-    if not _is_capsule(capsule):
-        raise ValueError(f"__dlpack__ returned {type(capsule).__name__}, not a PyCapsule")
-    name = _p.PyCapsule_GetName(capsule)
-    if name not in (_p.NAME_LEGACY, _p.NAME_VERSIONED):
-        raise ValueError(f"__dlpack__ returned a capsule named {name!r}")
-    if name == _p.NAME_VERSIONED:
-        pointer = _p.PyCapsule_GetPointer(capsule, name)
-        version = _p.DLManagedTensorVersioned.from_address(pointer).version
-        if version.major != 1:
-            # Only version, manager_ctx and deleter may be read: release and say so.
-            pointer, deleter, _ = _p.consume_capsule(capsule)
-            _p.release(pointer, deleter)
-            raise ValueError(f"DLPack major version {version.major} (minor {version.minor})")
-    info = _p.read_capsule(capsule)
-    ndim = info["ndim"]
-    shape = info["shape"] if info["shape"] is not None else ()
-    if len(shape) != ndim:  # NULL shape with ndim > 0: a broken producer
-        raise ValueError(f"ndim {ndim} but a NULL shape pointer")
-    strides = info["strides"] if info["strides"] is not None else _compact_strides(shape)
-    dtype = info["dtype"]
-    raw_data = info["data"] or 0
-    data = raw_data + info["byte_offset"] if raw_data else 0
-    flags = info["flags"] or 0
-    itemsize = _itemsize(dtype)
-    if itemsize is None and flags & _p.FLAG_IS_SUBBYTE_TYPE_PADDED and dtype[1] < 8:
-        itemsize = dtype[2]  # padded sub-byte lanes: one byte each
-    size = 1
-    for extent in shape:
-        size *= extent
-    elements = None
-    if info["device"][0] in HOST_DEVICES and itemsize is not None:
-        if size == 0:
-            elements = b""
-        elif data:
-            elements = _gather(data, shape, strides, itemsize)
-    result = Exported(
-        capsule_name=name.decode(),
-        version=info["version"],
-        flags=flags,
-        device=info["device"],
-        dtype=dtype,
-        shape=tuple(shape),
-        strides=tuple(strides),
-        byte_offset=info["byte_offset"],
-        data=data,
-        elements=elements,
-        first_error=first_error,
-    )
-    pointer, deleter, _ = _p.consume_capsule(capsule)
-    _p.release(pointer, deleter)
-    return result
-
-
-def reference(obj, *, max_version=(1, 3), copy=None) -> Exported | Refused:
-    """What `obj.__dlpack__` hands out, read without dlbridge.
-
-    Calls `obj.__dlpack__(max_version=max_version)` (or `obj.__dlpack__()` when
-    max_version is None: a legacy request), with `copy=copy` when it is not None; on
-    TypeError retries without max_version as a consumer does for old producers. An
-    exception from the (last) call gives `Refused`.
-    The capsule is read with the ctypes structs of `producers`, its elements gathered in
-    row-major order (host devices and byte-addressable dtypes), then it is renamed to
-    `used_*` and its deleter called exactly once.
-
-    Raises ValueError when `__dlpack__` returns something unreadable (not a capsule, an
-    unknown capsule name, a major version other than 1: the tensor is released first).
-    """
-    first_error = None
-    keywords = {} if copy is None else {"copy": copy}
-    try:
-        if max_version is None:
-            capsule = obj.__dlpack__(**keywords)
-        else:
-            try:
-                capsule = obj.__dlpack__(max_version=tuple(max_version), **keywords)
-            except TypeError as error:
-                first_error = f"{type(error).__name__}: {error}"
-                capsule = obj.__dlpack__(**keywords)
-    except Exception as error:  # noqa: BLE001 - any refusal is reported
-        return Refused(type(error).__name__, str(error), first_error)
-    return _read(capsule, first_error)
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,9 +120,7 @@ def _torch_dtype_maker(torch, dtype):
     name = str(dtype).split(".")[-1]
 
     def quantized():
-        return torch.quantize_per_tensor(
-            torch.arange(6.0).reshape(2, 3), 0.5, 0, dtype
-        )
+        return torch.quantize_per_tensor(torch.arange(6.0).reshape(2, 3), 0.5, 0, dtype)
 
     def complex_():
         values = torch.arange(6.0) + 0.5j * torch.arange(6.0).flip(0)
@@ -407,55 +169,110 @@ def _torch_kinds() -> list:
         return torch.quantize_per_tensor(torch.arange(6.0).reshape(2, 3), 0.5, 0, torch.qint8)
 
     entries = [
-        ("requires_grad_leaf", requires_grad_leaf,
-         "leaf with requires_grad=True: __dlpack__ refuses (BufferError), the C table exports"),
-        ("non_leaf", lambda: requires_grad_leaf() * 2,
-         "non-leaf x*2 of a grad leaf (requires grad, has grad_fn)"),
-        ("requires_grad_leaf_view", lambda: requires_grad_leaf()[0],
-         "view x[0] of a grad leaf (a non-leaf view that requires grad)"),
-        ("non_leaf_view", lambda: (requires_grad_leaf() * 2)[:, 1],
-         "strided view (x*2)[:, 1] of a non-leaf that requires grad"),
-        ("parameter", lambda: torch.nn.Parameter(torch.arange(6.0).reshape(2, 3)),
-         "nn.Parameter (requires grad)"),
-        ("parameter_no_grad",
-         lambda: torch.nn.Parameter(torch.arange(6.0).reshape(2, 3), requires_grad=False),
-         "nn.Parameter(requires_grad=False): a Tensor subclass that exports"),
-        ("sparse_coo", lambda: torch.eye(3).to_sparse(),
-         "sparse COO layout: refused (BufferError)"),
-        ("sparse_csr", lambda: _quiet(lambda: torch.eye(3).to_sparse_csr()),
-         "sparse CSR layout: refused (BufferError)"),
-        ("quantized_qint8", lambda: _quiet(quantized_qint8),
-         "quantize_per_tensor qint8: refused (BufferError), the C table raises RuntimeError"),
-        ("conj_view", lambda: torch.tensor([1 + 2j, 3j]).conj(),
-         "complex .conj(): a lazy view with the conjugate bit set, refused (BufferError)"),
-        ("neg_view", lambda: torch.tensor([1 + 2j, 3j]).conj().imag,
-         "imag of a conj view: is_neg() True, values [-2, -3]; exported WITHOUT the sign"),
-        ("nested_strided",
-         lambda: _quiet(lambda: torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])),
-         "strided nested tensor: refused with RuntimeError (not BufferError)"),
-        ("nested_jagged",
-         lambda: torch.nested.nested_tensor(
-             [torch.ones(2, 4), torch.ones(3, 4)], layout=torch.jagged),
-         "jagged-layout nested tensor: refused (BufferError)"),
-        ("meta", lambda: torch.empty(2, 3, device="meta"),
-         "meta device (no memory): refused (BufferError)"),
-        ("zero_size", lambda: torch.empty(0, 3),
-         "shape (0, 3): NULL data pointer"),
-        ("zero_dim", lambda: torch.tensor(3.5),
-         "0-d tensor: ndim 0, empty shape and strides"),
-        ("channels_last", lambda: torch.arange(120.0).reshape(2, 3, 4, 5).to(
-            memory_format=torch.channels_last),
-         "4-d channels_last: NHWC strides (60, 1, 15, 3)"),
-        ("expanded", lambda: torch.arange(3.0).reshape(3, 1).expand(3, 4),
-         "expand of (3, 1) to (3, 4): stride 0"),
-        ("storage_offset", lambda: torch.arange(10.0)[3:],
-         "arange(10.)[3:]: storage offset 3, data points past the storage start"),
-        ("flip", lambda: torch.arange(4.0).flip(0),
-         "flip(0): torch copies (no negative strides in torch)"),
-        ("transposed", lambda: torch.arange(6.0).reshape(2, 3).t(),
-         ".t(): column-major strides (1, 3)"),
-        ("inference_mode", inference_mode,
-         "made under torch.inference_mode(): an inference tensor"),
+        (
+            "requires_grad_leaf",
+            requires_grad_leaf,
+            "leaf with requires_grad=True: __dlpack__ refuses (BufferError), the C table exports",
+        ),
+        (
+            "non_leaf",
+            lambda: requires_grad_leaf() * 2,
+            "non-leaf x*2 of a grad leaf (requires grad, has grad_fn)",
+        ),
+        (
+            "requires_grad_leaf_view",
+            lambda: requires_grad_leaf()[0],
+            "view x[0] of a grad leaf (a non-leaf view that requires grad)",
+        ),
+        (
+            "non_leaf_view",
+            lambda: (requires_grad_leaf() * 2)[:, 1],
+            "strided view (x*2)[:, 1] of a non-leaf that requires grad",
+        ),
+        (
+            "parameter",
+            lambda: torch.nn.Parameter(torch.arange(6.0).reshape(2, 3)),
+            "nn.Parameter (requires grad)",
+        ),
+        (
+            "parameter_no_grad",
+            lambda: torch.nn.Parameter(torch.arange(6.0).reshape(2, 3), requires_grad=False),
+            "nn.Parameter(requires_grad=False): a Tensor subclass that exports",
+        ),
+        (
+            "sparse_coo",
+            lambda: torch.eye(3).to_sparse(),
+            "sparse COO layout: refused (BufferError)",
+        ),
+        (
+            "sparse_csr",
+            lambda: _quiet(lambda: torch.eye(3).to_sparse_csr()),
+            "sparse CSR layout: refused (BufferError)",
+        ),
+        (
+            "quantized_qint8",
+            lambda: _quiet(quantized_qint8),
+            "quantize_per_tensor qint8: refused (BufferError), the C table raises RuntimeError",
+        ),
+        (
+            "conj_view",
+            lambda: torch.tensor([1 + 2j, 3j]).conj(),
+            "complex .conj(): a lazy view with the conjugate bit set, refused (BufferError)",
+        ),
+        (
+            "neg_view",
+            lambda: torch.tensor([1 + 2j, 3j]).conj().imag,
+            "imag of a conj view: is_neg() True, values [-2, -3]; exported WITHOUT the sign",
+        ),
+        (
+            "nested_strided",
+            lambda: _quiet(lambda: torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])),
+            "strided nested tensor: refused with RuntimeError (not BufferError)",
+        ),
+        (
+            "nested_jagged",
+            lambda: torch.nested.nested_tensor(
+                [torch.ones(2, 4), torch.ones(3, 4)], layout=torch.jagged
+            ),
+            "jagged-layout nested tensor: refused (BufferError)",
+        ),
+        (
+            "meta",
+            lambda: torch.empty(2, 3, device="meta"),
+            "meta device (no memory): refused (BufferError)",
+        ),
+        ("zero_size", lambda: torch.empty(0, 3), "shape (0, 3): NULL data pointer"),
+        ("zero_dim", lambda: torch.tensor(3.5), "0-d tensor: ndim 0, empty shape and strides"),
+        (
+            "channels_last",
+            lambda: torch.arange(120.0).reshape(2, 3, 4, 5).to(memory_format=torch.channels_last),
+            "4-d channels_last: NHWC strides (60, 1, 15, 3)",
+        ),
+        (
+            "expanded",
+            lambda: torch.arange(3.0).reshape(3, 1).expand(3, 4),
+            "expand of (3, 1) to (3, 4): stride 0",
+        ),
+        (
+            "storage_offset",
+            lambda: torch.arange(10.0)[3:],
+            "arange(10.)[3:]: storage offset 3, data points past the storage start",
+        ),
+        (
+            "flip",
+            lambda: torch.arange(4.0).flip(0),
+            "flip(0): torch copies (no negative strides in torch)",
+        ),
+        (
+            "transposed",
+            lambda: torch.arange(6.0).reshape(2, 3).t(),
+            ".t(): column-major strides (1, 3)",
+        ),
+        (
+            "inference_mode",
+            inference_mode,
+            "made under torch.inference_mode(): an inference tensor",
+        ),
     ]
     dtypes = {}
     for attribute in dir(torch):
@@ -466,8 +283,7 @@ def _torch_kinds() -> list:
         make = _torch_dtype_maker(torch, dtypes[name])
         if make is None:
             continue
-        entries.append((f"dtype_{name}", _quietly(make),
-                        f"a (2, 3) tensor of torch.{name}"))
+        entries.append((f"dtype_{name}", _quietly(make), f"a (2, 3) tensor of torch.{name}"))
     return _kind_list("torch", entries)
 
 
@@ -503,44 +319,84 @@ def _numpy_kinds() -> list:
         return np.frombuffer(buffer, dtype=np.float64, count=4, offset=1)
 
     entries = [
-        ("read_only", read_only,
-         "writeable=False: READ_ONLY on the versioned path, refused on the legacy path"),
-        ("byte_swapped", lambda: np.arange(6, dtype=">f4").reshape(2, 3),
-         "big-endian '>f4': refused (BufferError, native byte order only)"),
+        (
+            "read_only",
+            read_only,
+            "writeable=False: READ_ONLY on the versioned path, refused on the legacy path",
+        ),
+        (
+            "byte_swapped",
+            lambda: np.arange(6, dtype=">f4").reshape(2, 3),
+            "big-endian '>f4': refused (BufferError, native byte order only)",
+        ),
         ("structured", structured, "structured dtype: refused (BufferError)"),
-        ("object", lambda: np.array([1, "a", None], dtype=object),
-         "object dtype: refused (BufferError)"),
-        ("negative_strides", lambda: np.arange(5.0)[::-1],
-         "a[::-1]: stride -1"),
-        ("broadcast", lambda: np.broadcast_to(np.arange(3.0), (4, 3)),
-         "np.broadcast_to: stride 0 and read-only"),
+        (
+            "object",
+            lambda: np.array([1, "a", None], dtype=object),
+            "object dtype: refused (BufferError)",
+        ),
+        ("negative_strides", lambda: np.arange(5.0)[::-1], "a[::-1]: stride -1"),
+        (
+            "broadcast",
+            lambda: np.broadcast_to(np.arange(3.0), (4, 3)),
+            "np.broadcast_to: stride 0 and read-only",
+        ),
         ("zero_size", lambda: np.empty((0, 3)), "shape (0, 3): numpy sends strides (0, 0)"),
         ("zero_dim", lambda: np.array(3.5), "0-d array: NULL shape and strides"),
-        ("longdouble", lambda: np.arange(3, dtype=np.longdouble),
-         "longdouble (x87 80-bit in 16 bytes): refused (BufferError)"),
-        ("datetime64", lambda: np.arange(3).astype("datetime64[s]"),
-         "datetime64: refused (BufferError)"),
+        (
+            "longdouble",
+            lambda: np.arange(3, dtype=np.longdouble),
+            "longdouble (x87 80-bit in 16 bytes): refused (BufferError)",
+        ),
+        (
+            "datetime64",
+            lambda: np.arange(3).astype("datetime64[s]"),
+            "datetime64: refused (BufferError)",
+        ),
         ("unicode", lambda: np.array(["ab", "c"]), "unicode '<U2': refused (BufferError)"),
-        ("masked_array", lambda: np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0]),
-         "np.ma masked array: exports its data, the mask is ignored"),
-        ("matrix", lambda: np.matrix([[1.0, 2.0], [3.0, 4.0]]),
-         "np.matrix subclass: exports as a plain 2-d array"),
-        ("recarray", lambda: structured().view(np.recarray),
-         "recarray view of a structured array: refused (BufferError)"),
-        ("recarray_field", lambda: structured().view(np.recarray).b,
-         "float64 field of packed (i4, f8) records: byte stride 12, refused (BufferError)"),
-        ("recarray_field_aligned",
-         lambda: np.rec.fromarrays([np.arange(3.0), np.arange(3.0) + 10], names="a,b").b,
-         "float64 field of (f8, f8) records: stride 2 (elements), data 8 bytes in"),
-        ("unaligned_float64", unaligned,
-         "float64 from a bytes buffer at offset 1: misaligned data, read-only (bytes)"),
-        ("fortran_order", lambda: np.asfortranarray(np.arange(6.0).reshape(2, 3)),
-         "Fortran-ordered (2, 3): strides (1, 2)"),
-        ("noncontiguous_slice", lambda: np.arange(20.0).reshape(4, 5)[::2, 1:4],
-         "a[::2, 1:4] of (4, 5): strides (10, 1), data past the buffer start"),
+        (
+            "masked_array",
+            lambda: np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0]),
+            "np.ma masked array: exports its data, the mask is ignored",
+        ),
+        (
+            "matrix",
+            lambda: np.matrix([[1.0, 2.0], [3.0, 4.0]]),
+            "np.matrix subclass: exports as a plain 2-d array",
+        ),
+        (
+            "recarray",
+            lambda: structured().view(np.recarray),
+            "recarray view of a structured array: refused (BufferError)",
+        ),
+        (
+            "recarray_field",
+            lambda: structured().view(np.recarray).b,
+            "float64 field of packed (i4, f8) records: byte stride 12, refused (BufferError)",
+        ),
+        (
+            "recarray_field_aligned",
+            lambda: np.rec.fromarrays([np.arange(3.0), np.arange(3.0) + 10], names="a,b").b,
+            "float64 field of (f8, f8) records: stride 2 (elements), data 8 bytes in",
+        ),
+        (
+            "unaligned_float64",
+            unaligned,
+            "float64 from a bytes buffer at offset 1: misaligned data, read-only (bytes)",
+        ),
+        (
+            "fortran_order",
+            lambda: np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+            "Fortran-ordered (2, 3): strides (1, 2)",
+        ),
+        (
+            "noncontiguous_slice",
+            lambda: np.arange(20.0).reshape(4, 5)[::2, 1:4],
+            "a[::2, 1:4] of (4, 5): strides (10, 1), data past the buffer start",
+        ),
     ]
-    for name in ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                 "uint64", "float16", "float32", "float64", "complex64", "complex128"]:
+    for name in NUMPY_DTYPES:
+
         def make(name=name):
             values = np.arange(1, 7).reshape(2, 3)
             if name.startswith("complex"):
@@ -558,18 +414,29 @@ def _jax_kinds() -> list:
     import jax.numpy as jnp
 
     entries = [
-        ("float32_2d", lambda: jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3),
-         "(2, 3) float32: jax always returns a legacy capsule (read-only by default)"),
-        ("bfloat16", lambda: jnp.arange(6.0).astype(jnp.bfloat16).reshape(2, 3),
-         "bfloat16 (code 4)"),
-        ("zero_dim", lambda: jnp.array(3.5, dtype=jnp.float32),
-         "0-d: NULL shape and strides"),
-        ("zero_size", lambda: jnp.zeros((0, 3), dtype=jnp.float32),
-         "shape (0, 3): non-NULL data, strides (3, 1)"),
+        (
+            "float32_2d",
+            lambda: jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3),
+            "(2, 3) float32: jax always returns a legacy capsule (read-only by default)",
+        ),
+        (
+            "bfloat16",
+            lambda: jnp.arange(6.0).astype(jnp.bfloat16).reshape(2, 3),
+            "bfloat16 (code 4)",
+        ),
+        ("zero_dim", lambda: jnp.array(3.5, dtype=jnp.float32), "0-d: NULL shape and strides"),
+        (
+            "zero_size",
+            lambda: jnp.zeros((0, 3), dtype=jnp.float32),
+            "shape (0, 3): non-NULL data, strides (3, 1)",
+        ),
         ("bool", lambda: jnp.array([True, False, True]), "bool (code 6, bits 8)"),
         ("int8", lambda: jnp.arange(6, dtype=jnp.int8).reshape(2, 3), "int8"),
-        ("transposed", lambda: jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3).T,
-         "x.T: jax materializes it, compact (3, 2)"),
+        (
+            "transposed",
+            lambda: jnp.arange(6.0, dtype=jnp.float32).reshape(2, 3).T,
+            "x.T: jax materializes it, compact (3, 2)",
+        ),
         ("complex64", lambda: (jnp.arange(3.0) + 0.5j).astype(jnp.complex64), "complex64"),
     ]
     for name, note in [
@@ -599,19 +466,31 @@ def _tensorflow_kinds() -> list:
 
     # Never a string tensor here: __dlpack__ on one aborts the process (a TF CHECK failure).
     entries = [
-        ("float32_2d", lambda: tf.reshape(tf.range(6.0), (2, 3)),
-         "(2, 3) float32: tensorflow returns a legacy capsule"),
+        (
+            "float32_2d",
+            lambda: tf.reshape(tf.range(6.0), (2, 3)),
+            "(2, 3) float32: tensorflow returns a legacy capsule",
+        ),
         ("zero_dim", lambda: tf.constant(3.5), "0-d: NULL shape and strides"),
         ("zero_size", lambda: tf.zeros((0, 3)), "shape (0, 3): NULL data pointer"),
         ("bool", lambda: tf.constant([True, False, True]), "bool"),
         ("int64", lambda: tf.range(6, dtype=tf.int64), "int64"),
         ("bfloat16", lambda: tf.cast(tf.range(6.0), tf.bfloat16), "bfloat16 (code 4)"),
-        ("variable_value", lambda: tf.Variable([[1.0, 2.0], [3.0, 4.0]]).value(),
-         "tf.Variable(...).value(): an EagerTensor over the variable's buffer"),
-        ("variable", lambda: tf.Variable([[1.0, 2.0], [3.0, 4.0]]),
-         "tf.Variable itself: no __dlpack__ at all (AttributeError)"),
-        ("transposed", lambda: tf.transpose(tf.reshape(tf.range(6.0), (2, 3))),
-         "tf.transpose: materialized, compact"),
+        (
+            "variable_value",
+            lambda: tf.Variable([[1.0, 2.0], [3.0, 4.0]]).value(),
+            "tf.Variable(...).value(): an EagerTensor over the variable's buffer",
+        ),
+        (
+            "variable",
+            lambda: tf.Variable([[1.0, 2.0], [3.0, 4.0]]),
+            "tf.Variable itself: no __dlpack__ at all (AttributeError)",
+        ),
+        (
+            "transposed",
+            lambda: tf.transpose(tf.reshape(tf.range(6.0), (2, 3))),
+            "tf.transpose: materialized, compact",
+        ),
         ("complex64", lambda: tf.complex(tf.range(3.0), tf.range(3.0) + 0.5), "complex64"),
         ("uint64", lambda: tf.constant([1, 2, 3], dtype=tf.uint64), "uint64"),
     ]
@@ -648,28 +527,50 @@ def _paddle_kinds() -> list:
         return x
 
     entries = [
-        ("stop_gradient_false_leaf", grad_leaf,
-         "leaf with stop_gradient=False: refused (BufferError)"),
+        (
+            "stop_gradient_false_leaf",
+            grad_leaf,
+            "leaf with stop_gradient=False: refused (BufferError)",
+        ),
         ("non_leaf", lambda: grad_leaf() * 2, "x*2 of a grad leaf: refused (BufferError)"),
-        ("plain", lambda: paddle.arange(6, dtype="float32").reshape([2, 3]),
-         "(2, 3) float32; __dlpack_device__ says device_id None"),
-        ("strided_view", lambda: paddle.arange(12, dtype="float32").reshape([3, 4])[:, 1:3],
-         "x[:, 1:3]: strides (4, 1), data points at the first element"),
-        ("zero_size", lambda: paddle.zeros([0, 3]),
-         "shape (0, 3): NULL data, strides (0, 3)"),
+        (
+            "plain",
+            lambda: paddle.arange(6, dtype="float32").reshape([2, 3]),
+            "(2, 3) float32; __dlpack_device__ says device_id None",
+        ),
+        (
+            "strided_view",
+            lambda: paddle.arange(12, dtype="float32").reshape([3, 4])[:, 1:3],
+            "x[:, 1:3]: strides (4, 1), data points at the first element",
+        ),
+        ("zero_size", lambda: paddle.zeros([0, 3]), "shape (0, 3): NULL data, strides (0, 3)"),
         ("zero_dim", lambda: paddle.to_tensor(3.5), "0-d"),
-        ("bfloat16", lambda: paddle.arange(6, dtype="float32").astype("bfloat16"),
-         "bfloat16 (code 4)"),
+        (
+            "bfloat16",
+            lambda: paddle.arange(6, dtype="float32").astype("bfloat16"),
+            "bfloat16 (code 4)",
+        ),
         ("bool", lambda: paddle.to_tensor([True, False, True]), "bool"),
         ("complex64", lambda: paddle.to_tensor([1 + 2j, 3j], dtype="complex64"), "complex64"),
         ("int64", lambda: paddle.arange(6), "int64"),
-        ("int64_stop_gradient_false", int_grad,
-         "an int64 tensor with stop_gradient=False (PaddlePaddle allows it, unlike PyTorch "
-         + "for integer tensors): refused (BufferError)"),
-        ("transposed", lambda: paddle.arange(6, dtype="float32").reshape([2, 3]).t(),
-         ".t(): a strided view with strides (1, 3)"),
-        ("float8_e4m3fn", lambda: paddle.arange(6, dtype="float32").astype("float8_e4m3fn"),
-         "float8_e4m3fn (code 10)"),
+        (
+            "int64_stop_gradient_false",
+            int_grad,
+            (
+                "an int64 tensor with stop_gradient=False (PaddlePaddle allows it, unlike "
+                "PyTorch for integer tensors): refused (BufferError)"
+            ),
+        ),
+        (
+            "transposed",
+            lambda: paddle.arange(6, dtype="float32").reshape([2, 3]).t(),
+            ".t(): a strided view with strides (1, 3)",
+        ),
+        (
+            "float8_e4m3fn",
+            lambda: paddle.arange(6, dtype="float32").astype("float8_e4m3fn"),
+            "float8_e4m3fn (code 10)",
+        ),
     ]
     return _kind_list("paddle", entries)
 
@@ -682,29 +583,54 @@ def _pyarrow_kinds() -> list:
     import pyarrow as pa
 
     entries = [
-        ("float64", lambda: pa.array([1.0, 2.0, 3.0]),
-         "pa.array float64 without nulls: always READ_ONLY"),
+        (
+            "float64",
+            lambda: pa.array([1.0, 2.0, 3.0]),
+            "pa.array float64 without nulls: always READ_ONLY",
+        ),
         ("int32", lambda: pa.array([1, 2, 3], type=pa.int32()), "pa.array int32"),
-        ("with_nulls", lambda: pa.array([1.0, None, 3.0]),
-         "an array with nulls: refused with ArrowTypeError (a TypeError subclass)"),
-        ("tensor", lambda: pa.Tensor.from_numpy(np.arange(6.0).reshape(2, 3)),
-         "pa.Tensor over a writable numpy array: no READ_ONLY"),
-        ("tensor_transposed", lambda: pa.Tensor.from_numpy(np.arange(6.0).reshape(2, 3).T),
-         "pa.Tensor over a Fortran-ordered view: strides (1, 3)"),
-        ("tensor_read_only",
-         lambda: pa.Tensor.from_numpy(np.broadcast_to(np.arange(3.0), (2, 3))),
-         "pa.Tensor over a broadcast (read-only, stride 0) numpy view"),
-        ("bool", lambda: pa.array([True, False, True]),
-         "bit-packed boolean array: refused with ArrowTypeError"),
-        ("sliced", lambda: pa.array([1.0, 2.0, 3.0, 4.0, 5.0]).slice(2),
-         "slice(2): an array offset, data points past the buffer start"),
-        ("nulls_sliced_away", lambda: pa.array([None, 1.0, 2.0]).slice(1),
-         "a slice without the null of an array with a validity bitmap: exports"),
+        (
+            "with_nulls",
+            lambda: pa.array([1.0, None, 3.0]),
+            "an array with nulls: refused with ArrowTypeError (a TypeError subclass)",
+        ),
+        (
+            "tensor",
+            lambda: pa.Tensor.from_numpy(np.arange(6.0).reshape(2, 3)),
+            "pa.Tensor over a writable numpy array: no READ_ONLY",
+        ),
+        (
+            "tensor_transposed",
+            lambda: pa.Tensor.from_numpy(np.arange(6.0).reshape(2, 3).T),
+            "pa.Tensor over a Fortran-ordered view: strides (1, 3)",
+        ),
+        (
+            "tensor_read_only",
+            lambda: pa.Tensor.from_numpy(np.broadcast_to(np.arange(3.0), (2, 3))),
+            "pa.Tensor over a broadcast (read-only, stride 0) numpy view",
+        ),
+        (
+            "bool",
+            lambda: pa.array([True, False, True]),
+            "bit-packed boolean array: refused with ArrowTypeError",
+        ),
+        (
+            "sliced",
+            lambda: pa.array([1.0, 2.0, 3.0, 4.0, 5.0]).slice(2),
+            "slice(2): an array offset, data points past the buffer start",
+        ),
+        (
+            "nulls_sliced_away",
+            lambda: pa.array([None, 1.0, 2.0]).slice(1),
+            "a slice without the null of an array with a validity bitmap: exports",
+        ),
         ("empty", lambda: pa.array([], type=pa.float64()), "length 0: NULL data"),
-        ("string", lambda: pa.array(["a", "b"]),
-         "string array: refused with ArrowTypeError"),
-        ("chunked_array", lambda: pa.chunked_array([[1.0, 2.0], [3.0]]),
-         "ChunkedArray: no __dlpack__ (AttributeError)"),
+        ("string", lambda: pa.array(["a", "b"]), "string array: refused with ArrowTypeError"),
+        (
+            "chunked_array",
+            lambda: pa.chunked_array([[1.0, 2.0], [3.0]]),
+            "ChunkedArray: no __dlpack__ (AttributeError)",
+        ),
     ]
     return _kind_list("pyarrow", entries)
 
@@ -721,16 +647,29 @@ def _dlbridge_kinds() -> list:
 
     entries = [
         ("rust_owned", lambda: dlbridge.arange(6, "float32"), "Rust-owned memory: writable"),
-        ("from_numpy", lambda: dlbridge.from_dlpack(np.arange(6.0).reshape(2, 3)),
-         "a NumPy array imported zero-copy: writable"),
-        ("from_read_only_numpy", read_only,
-         "a read-only NumPy array imported: READ_ONLY on re-export, never writable"),
-        ("from_legacy_capsule",
-         lambda: dlbridge.from_dlpack(np.arange(4.0).__dlpack__()),
-         "imported from a legacy capsule (which cannot say its memory may be written): "
-         + "read-only"),
-        ("negative_strides", lambda: dlbridge.from_dlpack(np.arange(5.0)[::-1]),
-         "a reversed NumPy view: stride -1"),
+        (
+            "from_numpy",
+            lambda: dlbridge.from_dlpack(np.arange(6.0).reshape(2, 3)),
+            "a NumPy array imported zero-copy: writable",
+        ),
+        (
+            "from_read_only_numpy",
+            read_only,
+            "a read-only NumPy array imported: READ_ONLY on re-export, never writable",
+        ),
+        (
+            "from_legacy_capsule",
+            lambda: dlbridge.from_dlpack(np.arange(4.0).__dlpack__()),
+            (
+                "imported from a legacy capsule (which cannot say its memory may be written): "
+                "read-only"
+            ),
+        ),
+        (
+            "negative_strides",
+            lambda: dlbridge.from_dlpack(np.arange(5.0)[::-1]),
+            "a reversed NumPy view: stride -1",
+        ),
         ("zero_size", lambda: dlbridge.zeros((0, 3)), "no elements"),
         ("zero_dim", lambda: dlbridge.from_dlpack(np.array(3.0)), "0-d"),
         ("bfloat16", lambda: dlbridge.arange(4, "bfloat16"), "bfloat16 (no buffer format)"),

@@ -15,10 +15,10 @@ import sys
 import time
 from collections.abc import Iterable
 
-from . import consumer_checks, producer_checks
+from . import consumer_checks, exchange_checks, producer_checks
 from .frameworks import FRAMEWORKS, resolve
 from .report import render_json, render_markdown, render_text
-from .rules import MUST, RULES
+from .rules import FAIL, MUST, NA, PASS, RULES
 
 
 def _stream(job: dict, timeout: float, on_line) -> tuple:
@@ -29,8 +29,7 @@ def _stream(job: dict, timeout: float, on_line) -> tuple:
 
     command = [sys.executable, "-m", "dlbridge.check.worker", json.dumps(job)]
     env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CPP_MIN_LOG_LEVEL="3")
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               env=env)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     running, finished, pending = None, False, b""
     deadline = time.monotonic() + timeout
     descriptor = process.stdout.fileno()
@@ -84,7 +83,7 @@ def check_framework(name: str, timeout: float) -> list:
     """Every rule's result for one framework; a crash or hang is the failure of the check
     that was running, and the rest goes on in a new process."""
     results: dict = {}
-    order = list(producer_checks.CHECKS) + list(consumer_checks.CHECKS)
+    order = [*producer_checks.CHECKS, *exchange_checks.CHECKS, *consumer_checks.CHECKS]
     while True:
         job = {"kind": "framework", "name": name, "skip": sorted(results)}
         done, running, why = _stream(job, timeout, lambda r: results.__setitem__(r["rule"], r))
@@ -93,10 +92,13 @@ def check_framework(name: str, timeout: float) -> list:
         if running is None or running in results:
             for rule_id in order:
                 if rule_id not in results:
-                    results[rule_id] = {"rule": rule_id, "outcome": "fail",
-                                        "detail": f"not run: {why} before this check"}
+                    results[rule_id] = {
+                        "rule": rule_id,
+                        "outcome": FAIL,
+                        "detail": f"not run: {why} before this check",
+                    }
             break
-        results[running] = {"rule": running, "outcome": "fail", "detail": f"crash: {why}"}
+        results[running] = {"rule": running, "outcome": FAIL, "detail": f"crash: {why}"}
     return [results[r] for r in order if r in results]
 
 
@@ -110,8 +112,7 @@ def run_matrix(names: list, timeout: float, progress) -> list:
         pending = [[producer, consumer] for consumer in consumers]
         while pending:
             got = []
-            done, running, why = _stream({"kind": "matrix", "pairs": pending}, timeout,
-                                         got.append)
+            done, running, why = _stream({"kind": "matrix", "pairs": pending}, timeout, got.append)
             results += got
             finished = {(r["producer"], r["consumer"]) for r in got}
             pending = [p for p in pending if tuple(p) not in finished]
@@ -121,14 +122,20 @@ def run_matrix(names: list, timeout: float, progress) -> list:
             if running is None:
                 running = pending[0]
             alone = []
-            ok, _, why_alone = _stream({"kind": "matrix", "pairs": [running]}, timeout,
-                                       alone.append)
+            ok, _, why_alone = _stream(
+                {"kind": "matrix", "pairs": [running]}, timeout, alone.append
+            )
             if ok and alone:
                 alone[0]["note"] = f"crashed after other frameworks in one process ({why})"
                 results += alone
             else:
-                results.append({"producer": running[0], "consumer": running[1],
-                                "error": f"crash: {why_alone or why}"})
+                results.append(
+                    {
+                        "producer": running[0],
+                        "consumer": running[1],
+                        "error": f"crash: {why_alone or why}",
+                    }
+                )
             pending = [p for p in pending if p != list(running)]
     return results
 
@@ -149,8 +156,13 @@ def _progress_printer(enabled: bool):
 def _versions(names: Iterable[str]) -> dict:
     from importlib import metadata
 
-    distributions = {"tensorflow": "tensorflow-cpu", "paddle": "paddlepaddle",
-                     "tvm_ffi": "apache-tvm-ffi", "torch": "torch", "jax": "jax"}
+    distributions = {
+        "tensorflow": "tensorflow-cpu",
+        "paddle": "paddlepaddle",
+        "tvm_ffi": "apache-tvm-ffi",
+        "torch": "torch",
+        "jax": "jax",
+    }
     versions = {}
     for name in names:
         for candidate in (distributions.get(name, name), name):
@@ -173,20 +185,22 @@ def run(names: list, *, matrix: bool = True, timeout: float = 120, progress=None
     pairs = run_matrix(names, timeout, progress) if matrix and len(names) > 0 else []
     summary = {}
     for name, results in frameworks.items():
-        failed = [r for r in results if r["outcome"] == "fail"]
+        failed = [r for r in results if r["outcome"] == FAIL]
         summary[name] = {
             "must_failures": sum(1 for r in failed if RULES[r["rule"]].level == MUST),
             "should_failures": sum(1 for r in failed if RULES[r["rule"]].level != MUST),
-            "passed": sum(1 for r in results if r["outcome"] == "pass"),
-            "not_applicable": sum(1 for r in results if r["outcome"] == "n/a"),
+            "passed": sum(1 for r in results if r["outcome"] == PASS),
+            "not_applicable": sum(1 for r in results if r["outcome"] == NA),
         }
     if progress:
         progress("")
     return {
         "python": sys.version.split()[0],
         "versions": _versions(n for n in names if ":" not in n),
-        "rules": {rule.id: {"level": rule.level, "section": rule.section, "text": rule.text}
-                  for rule in RULES.values()},
+        "rules": {
+            rule.id: {"level": rule.level, "section": rule.section, "text": rule.text}
+            for rule in RULES.values()
+        },
         "frameworks": frameworks,
         "summary": summary,
         "matrix": pairs,
@@ -197,17 +211,26 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="dlbridge check",
         description="Check DLPack conformance of installed frameworks (producers, consumers, "
-                    "the C exchange table) and their interop, rule by rule.")
-    parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"frameworks ({', '.join(FRAMEWORKS)}) or module:factory; "
-                             "default: every installed one")
+        "the C exchange table) and their interop, rule by rule.",
+    )
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"frameworks ({', '.join(FRAMEWORKS)}) or module:factory; "
+        "default: every installed one",
+    )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the report as JSON")
     output.add_argument("--markdown", action="store_true", help="print Markdown tables")
     parser.add_argument("--no-matrix", action="store_true", help="skip the interop matrix")
-    parser.add_argument("--timeout", type=float, default=120,
-                        help="seconds one check (or one matrix pair) may take before it is "
-                             "reported hung (default 120)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=120,
+        help="seconds one check (or one matrix pair) may take before it is "
+        "reported hung (default 120)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     arguments = parser.parse_args(argv)
     names = arguments.names or installed()
@@ -219,8 +242,9 @@ def main(argv=None) -> int:
         if not framework.user_factory and not framework.available():
             parser.error(f"{name} is not installed here")
     progress = _progress_printer(not arguments.quiet)
-    report = run(names, matrix=not arguments.no_matrix, timeout=arguments.timeout,
-                 progress=progress)
+    report = run(
+        names, matrix=not arguments.no_matrix, timeout=arguments.timeout, progress=progress
+    )
     if arguments.json:
         print(render_json(report))
     elif arguments.markdown:

@@ -1,6 +1,11 @@
 """Consumer checks: a framework's `from_dlpack` fed by producers built here with ctypes
-(`producers.py`), each sending one thing the standard allows or requires a consumer to
-handle, with the producer's deleter counted."""
+(`fake_producers`), each sending one thing the standard allows or requires a consumer to
+handle, with the producer's deleter counted; then every tensor a real producer's
+`__dlpack__` refuses.
+
+Each check is a function of the `Framework` that returns `(outcome, detail)` for its rule:
+PASS, FAIL or NA (the rule does not apply, with the reason).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,15 @@ import sys
 
 import numpy as np
 
-from . import catalogue
-from . import producers as P
-from .frameworks import Framework
+from . import capsules, catalogue
+from .abi import FLAG_READ_ONLY
+from .capsules import Refused
+from .fake_producers import NegotiatingProducer, OldProducer, OneTensorProducer
+from .frameworks import Framework, data_address
+from .records import LOST_EXCEPTIONS, ManagedRecord, make_major2, make_managed
+from .rules import FAIL, NA, PASS
 
-PASS, FAIL, NA = "pass", "fail", "n/a"
-
+#: The values of the tensors fed.
 VALUES = np.arange(6, dtype=np.float32).reshape(2, 3)
 
 
@@ -38,80 +46,45 @@ def _describe(error: Refusal) -> str:
 def _lost_exception(since: int):
     """The exception a consumer had set when it released one of the toolkit's capsules (a
     ctypes callback must clear it, and the consumer then reports SystemError instead)."""
-    lost = P.LOST_EXCEPTIONS[since:]
-    del P.LOST_EXCEPTIONS[since:]
+    lost = LOST_EXCEPTIONS[since:]
+    del LOST_EXCEPTIONS[since:]
     for _, kind, value in lost:
         if isinstance(kind, type) and issubclass(kind, BaseException):
             return kind, value
     return None
 
 
+def _refusal(error: Exception, lost_before: int) -> Refusal:
+    """The Refusal of `error`, raised by a consumer since `len(LOST_EXCEPTIONS)` was
+    `lost_before`: a SystemError that stands for an exception a toolkit callback had to
+    clear is reported as that exception."""
+    refusal = Refusal(error)
+    lost = _lost_exception(lost_before)
+    if lost is not None and isinstance(error, SystemError):
+        refusal.kind, refusal.text = lost[0], f"{lost[1]} (raised as the capsule was released)"
+    return refusal
+
+
 def _import(framework: Framework, producer):
     """(numpy copy of the result, read-only or None, shares the producer's data, error)."""
-    lost_before = len(P.LOST_EXCEPTIONS)
+    lost_before = len(LOST_EXCEPTIONS)
     try:
         result = framework.consume(producer)
         array = np.array(framework.to_numpy(result), copy=True)
         read_only = framework.read_only(result)
-        shared = _data_address(result)
+        shared = data_address(result)
         del result
         return array, read_only, shared, None
     except Exception as error:  # noqa: BLE001 - every exception is a finding here
-        refusal = Refusal(error)
-        lost = _lost_exception(lost_before)
-        if lost is not None and isinstance(error, SystemError):
-            refusal.kind = lost[0]
-            refusal.text = f"{lost[1]} (raised as the capsule was released)"
-        return None, None, None, refusal
+        return None, None, None, _refusal(error, lost_before)
 
 
-def _data_address(result):
-    try:
-        import dlbridge
-
-        return dlbridge.from_dlpack(result).data_ptr
-    except Exception:  # noqa: BLE001 - not every result can be exported again
-        return None
-
-
-class NegotiatingProducer:
-    """A conforming producer over hand-made tensors: a legacy capsule unless `max_version`
-    asks for major 1 or later, a fresh tensor per call, every call and tensor recorded.
-    `make(versioned)` builds the tensor; `read_only` refuses the legacy path as the standard
-    says a producer must."""
-
-    def __init__(self, make, read_only: bool = False):
-        self.make = make
-        self.read_only = read_only
-        self.calls: list = []
-        self.records: list = []
-
-    def __dlpack_device__(self):
-        return (P.kDLCPU, 0)
-
-    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        self.calls.append({"max_version": max_version, "copy": copy})
-        versioned = max_version is not None and max_version[0] >= 1
-        if self.read_only and not versioned:
-            raise BufferError("read-only data cannot be exported as a legacy capsule")
-        record = self.make(versioned)
-        self.records.append(record)
-        return record.capsule()
-
-    def asked_versioned(self) -> bool:
-        return any(c["max_version"] is not None and c["max_version"][0] >= 1 for c in self.calls)
-
-    def deleter_calls(self) -> list:
-        gc.collect()
-        return [record.deleter_calls for record in self.records]
-
-
-def _released(record: P.ManagedRecord) -> int:
+def _released(record: ManagedRecord) -> int:
     gc.collect()
     return record.deleter_calls
 
 
-def _judge(array, error, calls: list, expected: np.ndarray, what: str, refuse_ok: bool):
+def _judge(array, error, calls: list, expected: np.ndarray, what: str, *, refuse_ok: bool):
     """The outcome of one import: refused (a pass only where BufferError is allowed), wrong
     values, or right values with every tensor handed out released exactly once."""
     if error is not None:
@@ -125,32 +98,33 @@ def _judge(array, error, calls: list, expected: np.ndarray, what: str, refuse_ok
     return PASS, f"{what}: values right"
 
 
-def _values_case(framework: Framework, record: P.ManagedRecord, expected: np.ndarray,
-                 what: str):
+def _values_case(framework: Framework, record: ManagedRecord, expected: np.ndarray, what: str):
     """Feeds one fixed tensor (whatever the consumer asks for: it must check the capsule's
     name and version itself) and compares the values."""
-    producer = P.OneTensorProducer(record)
+    producer = OneTensorProducer(record)
     array, _, _, error = _import(framework, producer)
     del producer
     return _judge(array, error, [_released(record)], expected, what, refuse_ok=False)
 
 
-def _negotiated_case(framework: Framework, make, expected: np.ndarray, what: str, *,
-                     refuse_ok: bool = False):
+def _negotiated_case(
+    framework: Framework, make, expected: np.ndarray, what: str, *, refuse_ok: bool = False
+):
     """Feeds a conforming producer (`NegotiatingProducer` over `make`) and compares."""
     producer = NegotiatingProducer(make)
     array, _, _, error = _import(framework, producer)
-    return _judge(array, error, producer.deleter_calls(), expected, what, refuse_ok)
+    return _judge(array, error, producer.deleter_calls(), expected, what, refuse_ok=refuse_ok)
 
 
 def legacy_capsule(framework: Framework):
-    record = P.make_managed((2, 3), versioned=False, values=VALUES.tobytes())
+    record = make_managed((2, 3), versioned=False, values=VALUES.tobytes())
     return _values_case(framework, record, VALUES, "legacy capsule")
 
 
 def versioned_capsule(framework: Framework):
     producer = NegotiatingProducer(
-        lambda v: P.make_managed((2, 3), versioned=v, values=VALUES.tobytes()))
+        lambda v: make_managed((2, 3), versioned=v, values=VALUES.tobytes())
+    )
     array, _, _, error = _import(framework, producer)
     if not producer.asked_versioned():
         return NA, f"never asks for max_version >= (1, 0): calls {producer.calls}"
@@ -163,7 +137,8 @@ def versioned_capsule(framework: Framework):
 
 def deleter_once(framework: Framework):
     producer = NegotiatingProducer(
-        lambda v: P.make_managed((2, 3), versioned=v, values=VALUES.tobytes()))
+        lambda v: make_managed((2, 3), versioned=v, values=VALUES.tobytes())
+    )
     _, _, _, error = _import(framework, producer)
     calls = producer.deleter_calls()
     if error is not None and not calls:
@@ -176,13 +151,15 @@ def deleter_once(framework: Framework):
 
 
 def null_strides(framework: Framework):
-    legacy = P.make_managed((2, 3), versioned=False, strides=None, values=VALUES.tobytes())
+    legacy = make_managed((2, 3), versioned=False, strides=None, values=VALUES.tobytes())
     outcome, detail = _values_case(framework, legacy, VALUES, "legacy, NULL strides")
     if outcome == FAIL:
         return outcome, detail
     producer = NegotiatingProducer(
-        lambda v: P.make_managed((2, 3), versioned=v, version=(1, 1), strides=None,
-                                 values=VALUES.tobytes()))
+        lambda v: make_managed(
+            (2, 3), versioned=v, version=(1, 1), strides=None, values=VALUES.tobytes()
+        )
+    )
     array, _, _, error = _import(framework, producer)
     producer.deleter_calls()
     if not producer.asked_versioned():
@@ -198,8 +175,10 @@ def extent_one_strides(framework: Framework):
     column = np.arange(3, dtype=np.float32).reshape(3, 1)
     return _negotiated_case(
         framework,
-        lambda v: P.make_managed((3, 1), versioned=v, strides=(1, 77), values=column.tobytes()),
-        column, "shape (3, 1) strides (1, 77)")
+        lambda v: make_managed((3, 1), versioned=v, strides=(1, 77), values=column.tobytes()),
+        column,
+        "shape (3, 1) strides (1, 77)",
+    )
 
 
 def negative_strides(framework: Framework):
@@ -208,35 +187,41 @@ def negative_strides(framework: Framework):
     def make(versioned):
         # `data` points at the last element (byte_offset 0, which some consumers demand);
         # stride -1 walks back to the first.
-        record = P.make_managed((4,), versioned=versioned, strides=(-1,),
-                                data=values.ctypes.data + 12)
+        record = make_managed(
+            (4,), versioned=versioned, strides=(-1,), data=values.ctypes.data + 12
+        )
         record.keep.append(values)
         return record
 
-    return _negotiated_case(framework, make, values[::-1].copy(), "stride -1",
-                            refuse_ok=True)
+    return _negotiated_case(framework, make, values[::-1].copy(), "stride -1", refuse_ok=True)
 
 
 def zero_size_null_data(framework: Framework):
     return _negotiated_case(
-        framework, lambda v: P.make_managed((0, 3), versioned=v, data=None),
-        np.zeros((0, 3), np.float32), "(0, 3), NULL data")
+        framework,
+        lambda v: make_managed((0, 3), versioned=v, data=None),
+        np.zeros((0, 3), np.float32),
+        "(0, 3), NULL data",
+    )
 
 
 def byte_offset(framework: Framework):
     values = np.arange(8, dtype=np.float32)
     return _negotiated_case(
         framework,
-        lambda v: P.make_managed((2, 3), versioned=v, values=values.tobytes(), byte_offset=8),
-        values[2:8].reshape(2, 3), "byte_offset 8")
+        lambda v: make_managed((2, 3), versioned=v, values=values.tobytes(), byte_offset=8),
+        values[2:8].reshape(2, 3),
+        "byte_offset 8",
+    )
 
 
 def read_only(framework: Framework):
     records = []
 
     def make(versioned):
-        record = P.make_managed((2, 3), versioned=versioned, values=VALUES.tobytes(),
-                                flags=P.FLAG_READ_ONLY)
+        record = make_managed(
+            (2, 3), versioned=versioned, values=VALUES.tobytes(), flags=FLAG_READ_ONLY
+        )
         records.append(record)
         return record
 
@@ -257,8 +242,8 @@ def read_only(framework: Framework):
 
 
 def major_version_2(framework: Framework):
-    record = P.make_major2()
-    producer = P.OneTensorProducer(record)
+    record = make_major2()
+    producer = OneTensorProducer(record)
     _, _, _, error = _import(framework, producer)
     del producer
     calls = _released(record)
@@ -270,7 +255,7 @@ def major_version_2(framework: Framework):
 
 
 def old_producer(framework: Framework):
-    producer = P.OldProducer(values=VALUES.tobytes())
+    producer = OldProducer(values=VALUES.tobytes())
     array, _, _, error = _import(framework, producer)
     if error is not None:
         return FAIL, f"{_describe(error)} (calls: {producer.calls})"
@@ -286,29 +271,30 @@ def _legacy_result(framework: Framework):
     """Imports a legacy capsule over writable memory (a producer that always answers legacy,
     as JAX and TensorFlow do) and looks at the result while it lives: a dict of `error`
     (a Refusal or None), `read_only`, `shared` (True, False, or None when the result cannot
-    be exported again to tell), `reexport` (`catalogue.reference` of the result's versioned
+    be exported again to tell), `reexport` (`capsules.reference` of the result's versioned
     re-export, when it shares the memory and has `__dlpack__`) and `memory` (the address of
     the capsule's first element)."""
-    record = P.make_managed((2, 3), versioned=False, values=VALUES.tobytes())
-    producer = P.OneTensorProducer(record)
-    seen = {"error": None, "read_only": None, "shared": None, "reexport": None,
-            "memory": record.first_element_address()}
-    lost_before = len(P.LOST_EXCEPTIONS)
+    record = make_managed((2, 3), versioned=False, values=VALUES.tobytes())
+    producer = OneTensorProducer(record)
+    seen = {
+        "error": None,
+        "read_only": None,
+        "shared": None,
+        "reexport": None,
+        "memory": record.first_element_address(),
+    }
+    lost_before = len(LOST_EXCEPTIONS)
     try:
         result = framework.consume(producer)
     except Exception as error:  # noqa: BLE001 - every exception is a finding here
-        refusal = Refusal(error)
-        lost = _lost_exception(lost_before)
-        if lost is not None and isinstance(error, SystemError):
-            refusal.kind, refusal.text = lost[0], f"{lost[1]} (raised as the capsule was released)"
-        seen["error"] = refusal
+        seen["error"] = _refusal(error, lost_before)
         return seen
     seen["read_only"] = framework.read_only(result)
-    address = _data_address(result)
+    address = data_address(result)
     if address is not None:
         seen["shared"] = address == seen["memory"]
     if seen["shared"] and hasattr(result, "__dlpack__"):
-        seen["reexport"] = catalogue.reference(result, max_version=(1, 3))
+        seen["reexport"] = capsules.reference(result, max_version=(1, 3))
     del result, producer
     gc.collect()
     return seen
@@ -333,21 +319,26 @@ def legacy_re_export(framework: Framework):
     if seen["error"] is not None:
         return NA, f"the legacy capsule was refused: {_describe(seen['error'])}"
     if not seen["shared"]:
-        return NA, ("the result is a copy" if seen["shared"] is False
-                    else "cannot tell whether the result shares the memory")
+        return NA, (
+            "the result is a copy"
+            if seen["shared"] is False
+            else "cannot tell whether the result shares the memory"
+        )
     again = seen["reexport"]
     if again is None:
         return NA, "the result has no __dlpack__"
-    if isinstance(again, catalogue.Refused):
+    if isinstance(again, Refused):
         return NA, f"the re-export is refused ({again.exception}: {again.message[:80]})"
     if again.version is None:
         return PASS, "re-exported as a legacy capsule (no claim that the memory is writable)"
-    if again.flags & P.FLAG_READ_ONLY:
+    if again.flags & FLAG_READ_ONLY:
         return PASS, f"versioned re-export (v{again.version[0]}.{again.version[1]}) READ_ONLY"
     if again.is_copied or (again.size and again.data != seen["memory"]):
         return PASS, "the re-export is a copy"
-    return FAIL, (f"the versioned re-export (v{again.version[0]}.{again.version[1]}, flags "
-                  f"{again.flags:#x}) of the legacy capsule's memory lacks READ_ONLY")
+    return FAIL, (
+        f"the versioned re-export (v{again.version[0]}.{again.version[1]}, flags "
+        f"{again.flags:#x}) of the legacy capsule's memory lacks READ_ONLY"
+    )
 
 
 # ---- what real producers refuse ---------------------------------------------------------------
@@ -392,11 +383,11 @@ def _refused_kinds(producer: str) -> list:
     cases = []
     for kind in catalogue.kinds(producer):
         try:
-            reference = catalogue.reference(kind.make())
+            reference = capsules.reference(kind.make())
             obj = kind.make()
         except Exception:  # noqa: BLE001 - a kind that cannot be built is not fed
             reference = obj = None
-        if not isinstance(reference, catalogue.Refused):
+        if not isinstance(reference, Refused):
             continue
         try:
             obj.__dlpack_device__()
@@ -452,8 +443,10 @@ def producer_refusals(framework: Framework):
     for producer, cases in fed.items():
         taken = [kind for kind, _, _, refusal in cases if refusal is None]
         if taken:
-            accepted.append(f"accepted {len(taken)} of the {len(cases)} {producer} tensors "
-                            f"__dlpack__ refuses: {', '.join(taken)}")
+            accepted.append(
+                f"accepted {len(taken)} of the {len(cases)} {producer} tensors "
+                f"__dlpack__ refuses: {', '.join(taken)}"
+            )
     if accepted:
         return FAIL, "; ".join(accepted) + _left_out(left_out)
     counts = ", ".join(f"{len(cases)} {producer}" for producer, cases in fed.items() if cases)
@@ -482,7 +475,8 @@ def producer_refusal_error_type(framework: Framework):
             f"{producer}: raised {raised} where __dlpack__ raises {expected} on "
             f"{len(kinds)} kind{'s' * (len(kinds) != 1)}: {', '.join(k for k, _ in kinds)} "
             f"({kinds[0][1].splitlines()[0][:80] if kinds[0][1] else ''})"
-            for (producer, raised, expected), kinds in groups.items())
+            for (producer, raised, expected), kinds in groups.items()
+        )
     return PASS, f"the producer's exception class for all {refused} refusals"
 
 

@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .capsules import is_capsule
+
 
 @dataclass
 class Framework:
@@ -91,7 +93,7 @@ def _tf_make(array):
 
 def _tf_consume(obj):
     # TensorFlow's from_dlpack takes a legacy capsule only, not a producer object.
-    capsule = obj if type(obj).__name__ == "PyCapsule" else obj.__dlpack__()
+    capsule = obj if is_capsule(obj) else obj.__dlpack__()
     return _lazy("tensorflow").experimental.dlpack.from_dlpack(capsule)
 
 
@@ -109,6 +111,10 @@ def _arrow_make(array):
 
 def _arrow_read_only_make(array):
     return _lazy("pyarrow").Tensor.from_numpy(_numpy_read_only(array))
+
+
+def _arrow_view(view):
+    return _lazy("pyarrow").Tensor.from_numpy(view)
 
 
 def _arrow_consume(obj):
@@ -157,27 +163,56 @@ FRAMEWORKS = {
     fw.name: fw
     for fw in [
         Framework(
-            "numpy", "numpy", lambda a: np.array(a, copy=True), np.from_dlpack, np.asarray,
-            make_read_only=_numpy_read_only, read_only=lambda r: not r.flags.writeable,
+            "numpy",
+            "numpy",
+            lambda a: np.array(a, copy=True),
+            np.from_dlpack,
+            np.asarray,
+            make_read_only=_numpy_read_only,
+            read_only=lambda r: not r.flags.writeable,
         ),
-        Framework("torch", "torch", _torch_make, lambda o: _lazy("torch").from_dlpack(o),
-                  _torch_to_numpy),
-        Framework("jax", "jax", _jax_make, _jax_consume, np.asarray,
-                  read_only=lambda r: True),
-        Framework("tensorflow", "tensorflow", _tf_make, _tf_consume, lambda r: r.numpy(),
-                  read_only=lambda r: True),
+        Framework(
+            "torch", "torch", _torch_make, lambda o: _lazy("torch").from_dlpack(o), _torch_to_numpy
+        ),
+        Framework("jax", "jax", _jax_make, _jax_consume, np.asarray, read_only=lambda r: True),
+        Framework(
+            "tensorflow",
+            "tensorflow",
+            _tf_make,
+            _tf_consume,
+            lambda r: r.numpy(),
+            read_only=lambda r: True,
+        ),
         Framework("paddle", "paddle", _paddle_make, _paddle_consume, lambda r: r.numpy()),
-        Framework("pyarrow", "pyarrow", _arrow_make, _arrow_consume,
-                  lambda r: r.to_numpy(), make_read_only=_arrow_read_only_make,
-                  make_view=lambda v: _lazy("pyarrow").Tensor.from_numpy(v),
-                  read_only=lambda r: not r.is_mutable),
-        Framework("tvm_ffi", "tvm_ffi", _tvm_make, _tvm_consume, _via_numpy,
-                  make_view=lambda v: _lazy("tvm_ffi").from_dlpack(v)),
-        Framework("cupy", "cupy", _cupy_make, _cupy_consume, lambda r: r.get(),
-                  needs_gpu=True),
-        Framework("dlbridge", "dlbridge", _dlbridge_make, _dlbridge_consume, _via_numpy,
-                  make_read_only=_dlbridge_read_only_make, read_only=lambda r: r.readonly,
-                  make_view=_dlbridge_consume),
+        Framework(
+            "pyarrow",
+            "pyarrow",
+            _arrow_make,
+            _arrow_consume,
+            lambda r: r.to_numpy(),
+            make_read_only=_arrow_read_only_make,
+            make_view=_arrow_view,
+            read_only=lambda r: not r.is_mutable,
+        ),
+        Framework(
+            "tvm_ffi",
+            "tvm_ffi",
+            _tvm_make,
+            _tvm_consume,
+            _via_numpy,
+            make_view=lambda v: _lazy("tvm_ffi").from_dlpack(v),
+        ),
+        Framework("cupy", "cupy", _cupy_make, _cupy_consume, lambda r: r.get(), needs_gpu=True),
+        Framework(
+            "dlbridge",
+            "dlbridge",
+            _dlbridge_make,
+            _dlbridge_consume,
+            _via_numpy,
+            make_read_only=_dlbridge_read_only_make,
+            read_only=lambda r: r.readonly,
+            make_view=_dlbridge_consume,
+        ),
     ]
 }
 
@@ -199,6 +234,17 @@ def custom(spec: str) -> Framework:
     return Framework(spec, module_name, make, no_consumer, _via_numpy, user_factory=True)
 
 
+def data_address(obj):
+    """The address of the first element of `obj` as dlbridge imports it, or None when dlbridge
+    cannot import it (not every result can be exported again)."""
+    try:
+        import dlbridge
+
+        return dlbridge.from_dlpack(obj).data_ptr
+    except Exception:  # noqa: BLE001 - not every object exports
+        return None
+
+
 def resolve(name: str) -> Framework:
     """The framework of a command-line NAME."""
     if ":" in name:
@@ -207,4 +253,6 @@ def resolve(name: str) -> Framework:
         return FRAMEWORKS[name]
     except KeyError:
         known = ", ".join(FRAMEWORKS)
-        raise ValueError(f"unknown framework {name!r} (known: {known}, or module:factory)")
+        raise ValueError(
+            f"unknown framework {name!r} (known: {known}, or module:factory)"
+        ) from None

@@ -12,10 +12,10 @@ import time
 
 import numpy as np
 
-from .frameworks import Framework
+from .frameworks import Framework, data_address
+from .rules import FAIL, PASS, UNSUPPORTED
 
-DTYPES = ["float32", "float64", "float16", "int8", "int32", "int64", "uint8", "bool",
-          "complex64"]
+DTYPES = ["float32", "float64", "float16", "int8", "int32", "int64", "uint8", "bool", "complex64"]
 LAYOUTS = ["contiguous", "transposed", "strided", "zero-size"]
 
 
@@ -39,17 +39,8 @@ def _expected(base: np.ndarray, layout: str) -> np.ndarray:
     return np.asarray(_shape(base, layout))
 
 
-def _address(obj):
-    try:
-        import dlbridge
-
-        return dlbridge.from_dlpack(obj).data_ptr
-    except Exception:  # noqa: BLE001 - not every object exports
-        return None
-
-
 def run_case(producer: Framework, consumer: Framework, dtype: str, layout: str) -> dict:
-    """One exchange: {"outcome": "pass"|"fail"|"unsupported", "detail", "zero_copy"}."""
+    """One exchange: {"outcome": PASS, FAIL or UNSUPPORTED, "detail", "zero_copy"}."""
     base = _base(dtype, layout)
     try:
         if producer.make_view is not None and layout in ("transposed", "strided"):
@@ -59,27 +50,30 @@ def run_case(producer: Framework, consumer: Framework, dtype: str, layout: str) 
             x = _shape(made, layout) if layout != "zero-size" else made
         own = np.asarray(producer.to_numpy(x))
     except Exception as error:  # noqa: BLE001
-        return {"outcome": "unsupported", "detail": f"producer: {type(error).__name__}"}
+        return {"outcome": UNSUPPORTED, "detail": f"producer: {type(error).__name__}"}
     if own.dtype != base.dtype:  # e.g. pyarrow's tensors hold bool as uint8
-        return {"outcome": "unsupported", "detail": f"producer makes {own.dtype} of {dtype}"}
+        return {"outcome": UNSUPPORTED, "detail": f"producer makes {own.dtype} of {dtype}"}
     try:
         result = consumer.consume(x)
         array = np.asarray(consumer.to_numpy(result))
     except Exception as error:  # noqa: BLE001
-        return {"outcome": "unsupported",
-                "detail": f"consumer: {type(error).__name__}: {str(error)[:120]}"}
+        return {
+            "outcome": UNSUPPORTED,
+            "detail": f"consumer: {type(error).__name__}: {str(error)[:120]}",
+        }
     expected = _expected(base, layout)
-    if array.shape != expected.shape or not np.array_equal(array.astype(expected.dtype),
-                                                            expected):
-        return {"outcome": "fail",
-                "detail": f"read {array.dtype}{array.shape} {array.ravel()[:6].tolist()}, "
-                          f"expected {expected.dtype}{expected.shape} "
-                          f"{expected.ravel()[:6].tolist()}"}
+    if array.shape != expected.shape or not np.array_equal(array.astype(expected.dtype), expected):
+        return {
+            "outcome": FAIL,
+            "detail": f"read {array.dtype}{array.shape} {array.ravel()[:6].tolist()}, "
+            f"expected {expected.dtype}{expected.shape} "
+            f"{expected.ravel()[:6].tolist()}",
+        }
     if array.dtype != expected.dtype:
-        return {"outcome": "fail", "detail": f"dtype {array.dtype}, expected {expected.dtype}"}
-    source, target = _address(x), _address(result)
+        return {"outcome": FAIL, "detail": f"dtype {array.dtype}, expected {expected.dtype}"}
+    source, target = data_address(x), data_address(result)
     zero_copy = None if source is None or target is None else source == target
-    return {"outcome": "pass", "detail": "", "zero_copy": zero_copy}
+    return {"outcome": PASS, "detail": "", "zero_copy": zero_copy}
 
 
 def time_exchange(consumer: Framework, x, calls: int = 200, rounds: int = 5) -> float:
@@ -103,19 +97,20 @@ def run_pair(producer: Framework, consumer: Framework) -> dict:
             cases[f"{dtype}/{layout}"] = run_case(producer, consumer, dtype, layout)
     headline = cases["float32/contiguous"]
     nanoseconds = None
-    if headline["outcome"] == "pass":
+    if headline["outcome"] == PASS:
         try:
             x = producer.make(_base("float32", "contiguous"))
             nanoseconds = time_exchange(consumer, x)
         except Exception:  # noqa: BLE001 - timing is best effort
             nanoseconds = None
-    counts = {k: sum(1 for c in cases.values() if c["outcome"] == k)
-              for k in ("pass", "fail", "unsupported")}
+    counts = {
+        k: sum(1 for c in cases.values() if c["outcome"] == k) for k in (PASS, FAIL, UNSUPPORTED)
+    }
     return {
         "producer": producer.name,
         "consumer": consumer.name,
         "counts": counts,
         "zero_copy": headline.get("zero_copy"),
         "ns": nanoseconds,
-        "failures": {k: c["detail"] for k, c in cases.items() if c["outcome"] == "fail"},
+        "failures": {k: c["detail"] for k, c in cases.items() if c["outcome"] == FAIL},
     }

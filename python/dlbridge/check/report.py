@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from .rules import RULES
+from .rules import FAIL, NA, PASS, RULES, UNSUPPORTED
 
-_COLOURS = {"pass": "\x1b[32m", "fail": "\x1b[31m", "n/a": "\x1b[33m"}
+_COLOURS = {PASS: "\x1b[32m", FAIL: "\x1b[31m", NA: "\x1b[33m"}
 _RESET = "\x1b[0m"
-_LABELS = {"pass": "PASS", "fail": "FAIL", "n/a": "n/a"}
+_LABELS = {PASS: "PASS", FAIL: "FAIL", NA: "n/a"}
 
 
 def render_json(report: dict) -> str:
@@ -22,18 +22,21 @@ def _label(outcome: str, colour: bool) -> str:
 
 def _summary_line(name: str, summary: dict) -> str:
     must, should = summary["must_failures"], summary["should_failures"]
-    verdict = "breaks MUST rules" if must else ("conforms (SHOULD failures)" if should
-                                                else "conforms")
-    return (f"{name}: {must} MUST failure{'s' * (must != 1)}, {should} SHOULD "
-            f"failure{'s' * (should != 1)}, {summary['passed']} passed, "
-            f"{summary['not_applicable']} n/a: {verdict}")
+    verdict = (
+        "breaks MUST rules" if must else ("conforms (SHOULD failures)" if should else "conforms")
+    )
+    return (
+        f"{name}: {must} MUST failure{'s' * (must != 1)}, {should} SHOULD "
+        f"failure{'s' * (should != 1)}, {summary['passed']} passed, "
+        f"{summary['not_applicable']} n/a: {verdict}"
+    )
 
 
 def _pair_cell(pair: dict) -> str:
     if "error" in pair:
         return f"CRASH ({pair['error'][:40]})"
     counts = pair["counts"]
-    cell = f"{counts['pass']}/{counts['fail']}/{counts['unsupported']}"
+    cell = f"{counts[PASS]}/{counts[FAIL]}/{counts[UNSUPPORTED]}"
     if pair.get("zero_copy") is True:
         cell += " zc"
     elif pair.get("zero_copy") is False:
@@ -61,8 +64,9 @@ def render_text(report: dict, colour: bool = False) -> str:
         for result in results:
             rule = RULES[result["rule"]]
             detail = " ".join(result["detail"].split())
-            lines.append(f"  {_label(result['outcome'], colour)} {rule.level:<6} "
-                         f"{rule.id:<38} {detail}")
+            lines.append(
+                f"  {_label(result['outcome'], colour)} {rule.level:<6} {rule.id:<38} {detail}"
+            )
     lines.append("")
     lines.append("Summary")
     for name, summary in report["summary"].items():
@@ -70,16 +74,21 @@ def render_text(report: dict, colour: bool = False) -> str:
     if report["matrix"]:
         producers, consumers, cell = _matrix_rows(report)
         lines.append("")
-        lines.append("Interop matrix: rows produce, columns consume; pass/fail/unsupported of "
-                     "the dtype x layout cases, zero-copy (zc) or copy, and the median time of "
-                     "one float32 4x3 exchange")
+        lines.append(
+            "Interop matrix: rows produce, columns consume; pass/fail/unsupported of "
+            "the dtype x layout cases, zero-copy (zc) or copy, and the median time of "
+            "one float32 4x3 exchange"
+        )
         width = max(18, *(len(c) for c in cell.values())) + 2
         lines.append(" " * 12 + "".join(f"{c:<{width}}" for c in consumers))
         for producer in producers:
             row = "".join(f"{cell.get((producer, c), '-'):<{width}}" for c in consumers)
             lines.append(f"{producer:<12}{row}")
-        failures = [(p["producer"], p["consumer"], k, v) for p in report["matrix"]
-                    for k, v in p.get("failures", {}).items()]
+        failures = [
+            (p["producer"], p["consumer"], k, v)
+            for p in report["matrix"]
+            for k, v in p.get("failures", {}).items()
+        ]
         if failures:
             lines.append("")
             lines.append("Wrong values in the matrix:")
@@ -96,8 +105,10 @@ def render_markdown(report: dict) -> str:
     lines.append("| framework | MUST failures | SHOULD failures | passed | n/a |")
     lines.append("|---|---|---|---|---|")
     for name, s in report["summary"].items():
-        lines.append(f"| {name} | {s['must_failures']} | {s['should_failures']} | "
-                     f"{s['passed']} | {s['not_applicable']} |")
+        lines.append(
+            f"| {name} | {s['must_failures']} | {s['should_failures']} | "
+            f"{s['passed']} | {s['not_applicable']} |"
+        )
     lines.append("")
     lines.append("Failures, rule by rule:")
     lines.append("")
@@ -106,7 +117,7 @@ def render_markdown(report: dict) -> str:
     any_failure = False
     for name, results in report["frameworks"].items():
         for result in results:
-            if result["outcome"] != "fail":
+            if result["outcome"] != FAIL:
                 continue
             any_failure = True
             rule = RULES[result["rule"]]
@@ -117,13 +128,16 @@ def render_markdown(report: dict) -> str:
     if report["matrix"]:
         producers, consumers, cell = _matrix_rows(report)
         lines.append("")
-        lines.append("Interop matrix (rows produce, columns consume): pass/fail/unsupported "
-                     "of the dtype x layout cases; zc = zero-copy; median time of one float32 "
-                     "exchange.")
+        lines.append(
+            "Interop matrix (rows produce, columns consume): pass/fail/unsupported "
+            "of the dtype x layout cases; zc = zero-copy; median time of one float32 "
+            "exchange."
+        )
         lines.append("")
         lines.append("| producer \\ consumer | " + " | ".join(consumers) + " |")
         lines.append("|---|" + "---|" * len(consumers))
-        for producer in producers:
-            lines.append(f"| {producer} | " + " | ".join(cell.get((producer, c), "-")
-                                                       for c in consumers) + " |")
+        lines.extend(
+            f"| {producer} | " + " | ".join(cell.get((producer, c), "-") for c in consumers) + " |"
+            for producer in producers
+        )
     return "\n".join(lines)

@@ -17,6 +17,8 @@ import json
 import sys
 import traceback
 
+from .rules import FAIL, NA
+
 
 def _emit(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
@@ -24,7 +26,7 @@ def _emit(message: dict) -> None:
 
 
 def _framework_job(name: str, skip: set) -> None:
-    from . import consumer_checks, producer_checks
+    from . import consumer_checks, exchange_checks, producer_checks
     from .frameworks import resolve
 
     framework = resolve(name)
@@ -32,7 +34,7 @@ def _framework_job(name: str, skip: set) -> None:
     def consumer_rule(rule_id):
         _emit({"running": rule_id})
         if framework.user_factory:
-            outcome, detail = "n/a", "a user's factory has no from_dlpack"
+            outcome, detail = NA, "a user's factory has no from_dlpack"
         else:
             outcome, detail = _guarded(consumer_checks.CHECKS[rule_id], framework)
         _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
@@ -44,7 +46,8 @@ def _framework_job(name: str, skip: set) -> None:
         consumer_rule(rule_id)
     subject = None
     subject_error = None
-    for rule_id, check in producer_checks.CHECKS.items():
+    # The producer checks and the exchange table's share one Subject.
+    for rule_id, check in {**producer_checks.CHECKS, **exchange_checks.CHECKS}.items():
         if rule_id in skip:
             continue
         _emit({"running": rule_id})
@@ -54,7 +57,7 @@ def _framework_job(name: str, skip: set) -> None:
             except Exception as error:  # noqa: BLE001
                 subject_error = f"cannot make a tensor: {type(error).__name__}: {error}"
         if subject_error is not None:
-            outcome, detail = "n/a", subject_error
+            outcome, detail = NA, subject_error
         else:
             outcome, detail = _guarded(check, subject)
         _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
@@ -68,8 +71,10 @@ def _guarded(check, argument):
         return check(argument)
     except Exception as error:  # noqa: BLE001 - a check that breaks is reported, not fatal
         where = traceback.extract_tb(error.__traceback__)[-1]
-        return "fail", (f"the check could not complete: {type(error).__name__}: {error} "
-                        f"({where.name}:{where.lineno})")[:300]
+        return FAIL, (
+            f"the check could not complete: {type(error).__name__}: {error} "
+            f"({where.name}:{where.lineno})"
+        )[:300]
 
 
 def _matrix_job(pairs: list) -> None:
@@ -81,8 +86,11 @@ def _matrix_job(pairs: list) -> None:
         try:
             result = run_pair(resolve(producer), resolve(consumer))
         except Exception as error:  # noqa: BLE001
-            result = {"producer": producer, "consumer": consumer, "error":
-                      f"{type(error).__name__}: {error}"[:300]}
+            result = {
+                "producer": producer,
+                "consumer": consumer,
+                "error": f"{type(error).__name__}: {error}"[:300],
+            }
         _emit({"result": result})
 
 

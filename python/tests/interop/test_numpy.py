@@ -20,7 +20,6 @@ import weakref
 import numpy as np
 import pytest
 
-import _producers as P
 import dlbridge
 from _helpers import (
     IS_COPIED,
@@ -36,6 +35,7 @@ from _helpers import (
     rust_tensor_with_bytes,
     size_of,
 )
+from dlbridge.check.records import make_managed
 
 
 def _np_source(shape, dtype):
@@ -99,8 +99,15 @@ def test_numpy_write_seen_by_dlbridge_and_back():
         lambda b: b[1:, 2:],
         lambda b: np.lib.stride_tricks.as_strided(b, shape=(3, 1, 4), strides=(48, 7 * 8, 8)),
     ],
-    ids=["transposed", "stepped-rows", "stepped-cols", "reversed", "reversed-both", "offset",
-         "size1-odd-stride"],
+    ids=[
+        "transposed",
+        "stepped-rows",
+        "stepped-cols",
+        "reversed",
+        "reversed-both",
+        "offset",
+        "size1-odd-stride",
+    ],
 )
 def test_numpy_views_to_dlbridge(make):
     base = np.arange(36, dtype=np.float64).reshape(6, 6)
@@ -282,7 +289,7 @@ def test_tensor_released_after_numpy_array_dies():
 
 
 def test_ctypes_legacy_tensor_through_dlbridge_to_numpy():
-    rec = P.make_managed((2, 2), "float32", versioned=False)
+    rec = make_managed((2, 2), "float32", versioned=False)
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     a = np.from_dlpack(t)
@@ -340,8 +347,14 @@ def test_random_views_round_trip(view):
 
 
 def _description(t):
-    return (t.shape, t.strides if t.size else None, t.dtype, t.device, t.readonly,
-            t.data_ptr if t.size else None)
+    return (
+        t.shape,
+        t.strides if t.size else None,
+        t.dtype,
+        t.device,
+        t.readonly,
+        t.data_ptr if t.size else None,
+    )
 
 
 @hypothesis.settings(max_examples=300, deadline=None, database=None)
@@ -390,7 +403,7 @@ def test_subclasses_go_through_dlpack():
 
 
 @pytest.mark.parametrize(
-    "make, error",
+    ("make", "error"),
     [
         (lambda: np.arange(4, dtype=">i4"), "byte order"),  # byte-swapped
         (lambda: np.zeros(3, dtype=np.longdouble), "DLPack"),

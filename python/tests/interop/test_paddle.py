@@ -29,10 +29,8 @@ import pytest
 
 paddle = pytest.importorskip("paddle")
 
-import _producers as P  # noqa: E402
-import dlbridge  # noqa: E402
-from _semantics import every_path_test  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
     IS_COPIED,
     SHAPE_IDS,
     SHAPES,
@@ -44,12 +42,24 @@ from _helpers import (  # noqa: E402
     size_of,
     write_bytes,
 )
+from _semantics import every_path_test
+from dlbridge.check.capsules import capsule_name, read_capsule
 
 PADDLE_EXPORT = {
-    "bool": "bool", "int8": "int8", "uint8": "uint8", "int16": "int16", "int32": "int32",
-    "int64": "int64", "float16": "float16", "bfloat16": "bfloat16", "float32": "float32",
-    "float64": "float64", "complex64": "complex64", "complex128": "complex128",
-    "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+    "bool": "bool",
+    "int8": "int8",
+    "uint8": "uint8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "float32": "float32",
+    "float64": "float64",
+    "complex64": "complex64",
+    "complex128": "complex128",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2",
 }
 PADDLE_IMPORT = dict(PADDLE_EXPORT, uint32="uint32", uint64="uint64")
 
@@ -163,7 +173,7 @@ def test_dlbridge_capsules_to_paddle(name):
     for cap in (t.__dlpack__(), t.__dlpack__(max_version=(1, 3))):
         x = paddle.utils.dlpack.from_dlpack(cap)
         assert x.data_ptr() == t.data_ptr
-        assert P.capsule_name(cap).startswith(b"used_")
+        assert capsule_name(cap).startswith(b"used_")
 
 
 def test_dlbridge_to_paddle_writes_seen_both_ways():
@@ -176,7 +186,8 @@ def test_dlbridge_to_paddle_writes_seen_both_ways():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[1:, 2:]],
+    "make",
+    [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[1:, 2:]],
     ids=["transposed", "stepped", "offset"],
 )
 def test_dlbridge_views_to_paddle(make):
@@ -198,7 +209,7 @@ def test_tensor_released_after_paddle_tensor_dies():
         del x
         gc.collect()
         assert refcount(t) == rc
-        assert P.read_capsule(t.__dlpack__())["manager_ctx"] is not None
+        assert read_capsule(t.__dlpack__())["manager_ctx"] is not None
 
 
 def test_paddle_tensor_outlives_dlbridge_tensor():

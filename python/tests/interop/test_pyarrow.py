@@ -27,10 +27,10 @@ import pytest
 
 pa = pytest.importorskip("pyarrow")
 
-import _producers as P  # noqa: E402
-import dlbridge  # noqa: E402
-from _semantics import every_path_test  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
+    FLOAT_DTYPES,
+    INTEGER_DTYPES,
     READ_ONLY,
     SHAPE_IDS,
     SHAPES,
@@ -41,11 +41,10 @@ from _helpers import (  # noqa: E402
     rust_tensor_with_bytes,
     size_of,
 )
+from _semantics import every_path_test
+from dlbridge.check.capsules import read_capsule
 
-ARROW_DTYPES = [
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64",
-]
+ARROW_DTYPES = [*INTEGER_DTYPES, *FLOAT_DTYPES]
 ONE_D = [(0,), (1,), (7,)]
 
 
@@ -59,7 +58,7 @@ def _array_address(arr) -> int:
 
 def _tensor_address(x) -> int | None:
     # (pa.Tensor refuses the legacy path for immutable tensors, so ask for a versioned one)
-    info = P.read_capsule(x.__dlpack__(max_version=(1, 3)))
+    info = read_capsule(x.__dlpack__(max_version=(1, 3)))
     return None if info["data"] is None else info["data"] + info["byte_offset"]
 
 
@@ -186,7 +185,8 @@ def test_dlbridge_to_arrow_tensor_writes_seen_both_ways():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[1:, 2:]],
+    "make",
+    [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[1:, 2:]],
     ids=["transposed", "stepped", "offset"],
 )
 def test_dlbridge_views_to_arrow_tensor(make):

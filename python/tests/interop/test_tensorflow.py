@@ -25,15 +25,13 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import numpy as np
+import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-import _producers as P  # noqa: E402
-import dlbridge  # noqa: E402
-from _semantics import every_path_test  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
     SHAPE_IDS,
     SHAPES,
     np_address,
@@ -43,12 +41,25 @@ from _helpers import (  # noqa: E402
     rust_tensor_with_bytes,
     size_of,
 )
+from _semantics import every_path_test
+from dlbridge.check.abi import FLAG_READ_ONLY, NAME_USED_LEGACY
+from dlbridge.check.capsules import capsule_name, read_capsule
 
 TF_DTYPES = {
-    "bool": tf.bool, "int8": tf.int8, "uint8": tf.uint8, "int16": tf.int16,
-    "uint16": tf.uint16, "int32": tf.int32, "uint32": tf.uint32, "int64": tf.int64,
-    "uint64": tf.uint64, "float16": tf.float16, "bfloat16": tf.bfloat16,
-    "float32": tf.float32, "float64": tf.float64, "complex64": tf.complex64,
+    "bool": tf.bool,
+    "int8": tf.int8,
+    "uint8": tf.uint8,
+    "int16": tf.int16,
+    "uint16": tf.uint16,
+    "int32": tf.int32,
+    "uint32": tf.uint32,
+    "int64": tf.int64,
+    "uint64": tf.uint64,
+    "float16": tf.float16,
+    "bfloat16": tf.bfloat16,
+    "float32": tf.float32,
+    "float64": tf.float64,
+    "complex64": tf.complex64,
     "complex128": tf.complex128,
 }
 
@@ -63,7 +74,7 @@ def _tf_source(shape, name):
 
 def _tf_address(x) -> int | None:
     """TF's data pointer, read from an (unconsumed, then freed) export capsule."""
-    info = P.read_capsule(tf.experimental.dlpack.to_dlpack(x))
+    info = read_capsule(tf.experimental.dlpack.to_dlpack(x))
     return None if info["data"] is None else info["data"] + info["byte_offset"]
 
 
@@ -101,7 +112,7 @@ def test_tf_raw_capsule_to_dlbridge(name):
     x = _tf_source((2, 3), name)
     cap = tf.experimental.dlpack.to_dlpack(x)
     t = dlbridge.from_dlpack(cap)
-    assert P.capsule_name(cap) == P.NAME_USED_LEGACY
+    assert capsule_name(cap) == NAME_USED_LEGACY
     assert t.dtype == name and t.shape == (2, 3)
     assert read_bytes(t.data_ptr, t.nbytes) == _tf_bytes(x)
 
@@ -158,7 +169,7 @@ def test_dlbridge_offset_view_to_tf():
     # byte_offset 0, which is all TF accepts.
     base = np.arange(10, dtype=np.float64)
     t = dlbridge.from_dlpack(base[3:])
-    info = P.read_capsule(t.__dlpack__())
+    info = read_capsule(t.__dlpack__())
     assert info["byte_offset"] == 0 and info["data"] == np_address(base) + 24
     x = _to_tf(t)
     assert _tf_address(x) == np_address(base) + 24
@@ -173,7 +184,8 @@ def test_dlbridge_size1_odd_stride_to_tf():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda b: b.T, lambda b: b[::2], lambda b: b[::-1]],
+    "make",
+    [lambda b: b.T, lambda b: b[::2], lambda b: b[::-1]],
     ids=["transposed", "stepped", "reversed"],
 )
 def test_dlbridge_strided_to_tf_is_refused_by_tf(make):
@@ -240,7 +252,7 @@ def test_memory_from_a_legacy_only_producer_is_never_made_writable():
     tensor = dlbridge.from_dlpack(source)  # TensorFlow exports only legacy capsules
     assert tensor.version is None and tensor.readonly
     assert not np.from_dlpack(tensor).flags.writeable
-    assert P.read_capsule(tensor.__dlpack__(max_version=(1, 3)))["flags"] & P.FLAG_READ_ONLY
+    assert read_capsule(tensor.__dlpack__(max_version=(1, 3)))["flags"] & FLAG_READ_ONLY
     with pytest.raises(TypeError, match="legacy DLPack capsule, which cannot say"):
         K.fill(tensor, 0.0)
     with pytest.raises(TypeError, match="read-only"):

@@ -25,8 +25,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import dlbridge  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
     SHAPE_IDS,
     SHAPES,
     collect,
@@ -130,8 +130,15 @@ def test_torch_writes_seen_both_ways():
         lambda b: b[0].expand(3, 6),
         lambda b: b.unsqueeze(1),
     ],
-    ids=["transposed", "stepped-rows", "stepped-cols", "offset", "size1-col", "expanded",
-         "unsqueezed"],
+    ids=[
+        "transposed",
+        "stepped-rows",
+        "stepped-cols",
+        "offset",
+        "size1-col",
+        "expanded",
+        "unsqueezed",
+    ],
 )
 def test_torch_views_to_dlbridge(make):
     base = torch.arange(36, dtype=torch.float64).reshape(6, 6)
@@ -446,7 +453,9 @@ def test_every_public_view_of_a_negated_tensor_is_refused(name, dtype):
     with pytest.raises(BufferError, match="negation bit"):
         K.inspect_argument(view)
     expected = view.resolve_neg().numpy()
-    np.testing.assert_array_equal(np.from_dlpack(dlbridge.from_dlpack(view.resolve_neg())), expected)
+    np.testing.assert_array_equal(
+        np.from_dlpack(dlbridge.from_dlpack(view.resolve_neg())), expected
+    )
 
 
 def test_tensors_requiring_grad_are_refused_as_dlpack_refuses_them():

@@ -24,9 +24,10 @@ import pytest
 
 tvm_ffi = pytest.importorskip("tvm_ffi")
 
-import _producers as P  # noqa: E402
-import dlbridge  # noqa: E402
-from _helpers import (  # noqa: E402
+import dlbridge
+from _helpers import (
+    FLOAT8_DTYPES,
+    INTEGER_DTYPES,
     SHAPE_IDS,
     SHAPES,
     np_address,
@@ -36,27 +37,26 @@ from _helpers import (  # noqa: E402
     rust_tensor_with_bytes,
     size_of,
 )
+from dlbridge.check.abi import DTYPES, NAME_USED_LEGACY, itemsize
+from dlbridge.check.capsules import capsule_name
+from dlbridge.check.fake_producers import OneTensorProducer
+from dlbridge.check.records import make_managed
 
-TVM_DTYPES = [
-    "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-    "float16", "bfloat16", "float32", "float64",
-    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-]
+TVM_DTYPES = ["bool", *INTEGER_DTYPES, "float16", "bfloat16", "float32", "float64", *FLOAT8_DTYPES]
 
 
 def _tvm_source(shape, name):
     """A tvm_ffi.Tensor over dlbridge-independent memory (a ctypes legacy producer)."""
-    rec = P.make_managed(shape, name, versioned=False, values=pattern_bytes(name, size_of(shape)))
-    return tvm_ffi.from_dlpack(P.OneTensorProducer(rec)), rec
+    rec = make_managed(shape, name, versioned=False, values=pattern_bytes(name, size_of(shape)))
+    return tvm_ffi.from_dlpack(OneTensorProducer(rec)), rec
 
 
 def _tvm_bytes(y) -> bytes:
     n = size_of(tuple(y.shape))
-    itemsize = {"bool": 1}.get(str(y.dtype), None)
-    if itemsize is None:
-        itemsize = P.itemsize(P.DTYPES[str(y.dtype)])
-    return read_bytes(y.data_ptr(), n * itemsize)
+    element_size = {"bool": 1}.get(str(y.dtype))
+    if element_size is None:
+        element_size = itemsize(DTYPES[str(y.dtype)])
+    return read_bytes(y.data_ptr(), n * element_size)
 
 
 # --------------------------------------------------------------------------------------------
@@ -93,7 +93,8 @@ def test_tvm_writes_seen_both_ways():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[::-1], lambda b: b[1:, ::-2]],
+    "make",
+    [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[::-1], lambda b: b[1:, ::-2]],
     ids=["transposed", "stepped", "reversed", "offset-reversed"],
 )
 def test_tvm_views_to_dlbridge(make):
@@ -107,8 +108,8 @@ def test_tvm_views_to_dlbridge(make):
 
 def test_tvm_byte_offset_to_dlbridge():
     values = bytes(range(32))
-    rec = P.make_managed((4,), "int32", versioned=False, values=values, byte_offset=8)
-    y = tvm_ffi.from_dlpack(P.OneTensorProducer(rec))
+    rec = make_managed((4,), "int32", versioned=False, values=values, byte_offset=8)
+    y = tvm_ffi.from_dlpack(OneTensorProducer(rec))
     t = dlbridge.from_dlpack(y)
     assert t.data_ptr == rec.data_address + 8 == y.data_ptr()
     assert read_bytes(t.data_ptr, 16) == values[8:24]
@@ -149,7 +150,7 @@ def test_dlbridge_to_tvm_raw_capsule():
     cap = t.__dlpack__()
     y = tvm_ffi.from_dlpack(cap)
     assert y.data_ptr() == t.data_ptr
-    assert P.capsule_name(cap) == P.NAME_USED_LEGACY
+    assert capsule_name(cap) == NAME_USED_LEGACY
 
 
 def test_dlbridge_to_tvm_writes_seen_both_ways():
@@ -162,7 +163,8 @@ def test_dlbridge_to_tvm_writes_seen_both_ways():
 
 
 @pytest.mark.parametrize(
-    "make", [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[::-1], lambda b: b[:, ::-3]],
+    "make",
+    [lambda b: b.T, lambda b: b[::2, 1::2], lambda b: b[::-1], lambda b: b[:, ::-3]],
     ids=["transposed", "stepped", "reversed", "reversed-stepped"],
 )
 def test_dlbridge_views_to_tvm(make):
