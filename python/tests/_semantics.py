@@ -11,7 +11,7 @@ the mismatches (an empty list when every path agrees):
 - the raw capsules `x.__dlpack__(max_version=(1, 3))` and `x.__dlpack__()` (legacy, which is
   read-only for every consumer that can express it);
 - typed arguments, read (`TensorArg`) and written (`TensorArgMut`), through
-  `_testing.inspect_argument`, which runs their extraction and says which path it took;
+  `kernels.inspect_argument`, which runs their extraction and says which path it took;
 - the buffer protocol, by handing the typed arguments `memoryview(x)` where it exists.
 
 The answer must equal the reference's in values (element bytes), data type, shape, strides
@@ -196,7 +196,7 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
     """Every path for one catalogue kind: the mismatches, and the path each typed argument
     took (`exchange`, `exchange-export`, `numpy`, `buffer`, `dlpack`)."""
     import dlbridge
-    from _kernels import kernels as _testing
+    from _kernels import kernels
 
     problems: list[str] = []
     paths: dict[str, str] = {}
@@ -254,7 +254,7 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
         problems,
         "TensorArg",
         read_reference,
-        _attempt(lambda: _seen_by_argument(_testing.inspect_argument(x, False))),
+        _attempt(lambda: _seen_by_argument(kernels.inspect_argument(x, False))),
         writability=False,
         stricter=stricter,
     )
@@ -267,7 +267,7 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
         problems,
         "TensorArgMut",
         write_expected,
-        _attempt(lambda: _seen_by_argument(_testing.inspect_argument(x, True))),
+        _attempt(lambda: _seen_by_argument(kernels.inspect_argument(x, True))),
         stricter=stricter if not isinstance(write_expected, str) else None,
     )
     if seen is not None:
@@ -283,7 +283,7 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
             name = f"buffer {'TensorArgMut' if writable else 'TensorArg'}"
             buffer_seen, buffer_error = _attempt(
                 lambda writable=writable: _seen_by_argument(
-                    _testing.inspect_argument(view, writable)
+                    kernels.inspect_argument(view, writable)
                 )
             )
             if buffer_error is not None and isinstance(buffer_error, (TypeError, BufferError)):
