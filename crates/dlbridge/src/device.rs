@@ -1,4 +1,6 @@
-//! Devices: where a tensor's memory lives.
+//! Devices: where a tensor's memory lives, and whether the CPU can read it.
+//!
+//! Vocabulary: imports nothing of the crate.
 
 use std::fmt;
 

@@ -1,4 +1,8 @@
 //! Element data types: the `DLDataType` triple of code, bits and lanes, with names.
+//!
+//! Vocabulary, like `version`, `device` and `flags`: it imports nothing of the crate. The
+//! header's rule for a valid data type, [`DataType::check`], reports an `Error` and is part of
+//! validation (V4), so it is defined in the `validate` module.
 
 use std::fmt;
 use std::str::FromStr;
@@ -279,29 +283,6 @@ impl DataType {
         }
     }
 
-    /// Checks what the header requires of a data type whatever the tensor: non-zero `bits` and
-    /// `lanes`, and the width fixed by the code's name (6 for float6, 4 for float4, 8 for the
-    /// float8 family, 16 for bfloat). Unknown codes pass: their width is taken as given.
-    pub fn check(self) -> Result<(), crate::Error> {
-        if self.bits == 0 || self.lanes == 0 {
-            return Err(crate::Error::InvalidDataType {
-                dtype: self,
-                reason: if self.bits == 0 {
-                    "bits is 0"
-                } else {
-                    "lanes is 0"
-                },
-            });
-        }
-        match self.code.required_bits() {
-            Some(bits) if bits != self.bits => Err(crate::Error::InvalidDataType {
-                dtype: self,
-                reason: "bits does not match the width its code names",
-            }),
-            _ => Ok(()),
-        }
-    }
-
     /// Whether this type has a usual name (see the type's documentation).
     fn has_usual_name(self) -> bool {
         match self.code.required_bits() {
@@ -546,19 +527,5 @@ mod tests {
             DataType::new(DataTypeCode::INT, 12, 1).size_in_bytes(),
             Some(2)
         );
-    }
-
-    #[test]
-    fn check_rejects_zero_fields_and_wrong_fixed_widths() {
-        assert!(DataType::new(DataTypeCode::FLOAT, 0, 1).check().is_err());
-        assert!(DataType::new(DataTypeCode::FLOAT, 32, 0).check().is_err());
-        assert!(DataType::new(DataTypeCode::FLOAT4_E2M1FN, 8, 1)
-            .check()
-            .is_err());
-        assert!(DataType::new(DataTypeCode::FLOAT6_E3M2FN, 8, 1)
-            .check()
-            .is_err());
-        assert!(DataType::new(DataTypeCode::BFLOAT, 32, 1).check().is_err());
-        assert!(DataType::new(DataTypeCode(250), 8, 1).check().is_ok());
     }
 }

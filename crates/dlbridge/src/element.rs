@@ -3,7 +3,7 @@
 use half::{bf16, f16};
 use num_complex::Complex;
 
-use crate::DataType;
+use crate::dtype::DataType;
 
 /// A Rust type whose values are laid out exactly as elements of a DLPack data type.
 ///

@@ -1,8 +1,14 @@
 //! The one error type of the crate: every rejection names the field and the value.
+//!
+//! [`MAX_NDIM`], the bound validation puts on `ndim` (V1 in the `validate` module), is defined
+//! here, beside the error that quotes it, so that validation can import both.
 
 use std::fmt;
 
-use crate::{DataType, Device, Flags, Version};
+use crate::device::Device;
+use crate::dtype::DataType;
+use crate::flags::Flags;
+use crate::version::Version;
 
 /// The largest `ndim` accepted from a producer or for an export.
 ///

@@ -4,7 +4,11 @@
 //! re-exported here under their C names: [`DLPackVersion`], [`DLDeviceType`], [`DLDevice`],
 //! [`DLDataTypeCode`], [`DLDataType`]. Device type and data type code are newtypes over their
 //! integer with an associated constant for every value the header names: a value unknown to
-//! this crate is still a valid Rust value.
+//! this crate is still a valid Rust value. The header's constants are defined with the
+//! vocabulary they belong to and re-exported here too: [`DLPACK_MAJOR_VERSION`] and
+//! [`DLPACK_MINOR_VERSION`] (with [`DLPackVersion`]), the `DLPACK_FLAG_BITMASK_*` bits (with
+//! [`crate::Flags`]). This module defines the structs and function types that hold them;
+//! the vocabulary imports nothing from here.
 //!
 //! Every layout here is compared with the real header by the `abi_header` test, which compiles
 //! a C program against `dlpack.h` and checks size, alignment and the offset of every field.
@@ -17,19 +21,11 @@ use std::ffi::{c_char, c_int, c_void};
 
 pub use crate::device::{Device as DLDevice, DeviceType as DLDeviceType};
 pub use crate::dtype::{DataType as DLDataType, DataTypeCode as DLDataTypeCode};
-pub use crate::version::Version as DLPackVersion;
-
-/// `DLPACK_MAJOR_VERSION`: the major ABI version this crate implements.
-pub const DLPACK_MAJOR_VERSION: u32 = 1;
-/// `DLPACK_MINOR_VERSION`: the minor ABI version this crate implements.
-pub const DLPACK_MINOR_VERSION: u32 = 3;
-
-/// `DLPACK_FLAG_BITMASK_READ_ONLY`: the tensor must not be written to.
-pub const DLPACK_FLAG_BITMASK_READ_ONLY: u64 = 1 << 0;
-/// `DLPACK_FLAG_BITMASK_IS_COPIED`: the tensor is a copy owned by the consumer alone.
-pub const DLPACK_FLAG_BITMASK_IS_COPIED: u64 = 1 << 1;
-/// `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED`: sub-byte elements are padded to a byte each.
-pub const DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED: u64 = 1 << 2;
+pub use crate::flags::{
+    DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
+    DLPACK_FLAG_BITMASK_READ_ONLY,
+};
+pub use crate::version::{Version as DLPackVersion, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
 
 /// `DLTensor`: a plain tensor descriptor that does not manage memory.
 ///

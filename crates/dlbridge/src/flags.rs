@@ -1,7 +1,17 @@
-//! The flag bits of a versioned managed tensor.
+//! The flag bits of a versioned managed tensor (the header's `DLPACK_FLAG_BITMASK_*`,
+//! re-exported by `ffi`), and what they say about writing: [`Writability`].
+//!
+//! Vocabulary: imports nothing of the crate.
 
 use std::fmt;
 use std::ops::{BitOr, BitOrAssign};
+
+/// `DLPACK_FLAG_BITMASK_READ_ONLY`: the tensor must not be written to.
+pub const DLPACK_FLAG_BITMASK_READ_ONLY: u64 = 1 << 0;
+/// `DLPACK_FLAG_BITMASK_IS_COPIED`: the tensor is a copy owned by the consumer alone.
+pub const DLPACK_FLAG_BITMASK_IS_COPIED: u64 = 1 << 1;
+/// `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED`: sub-byte elements are padded to a byte each.
+pub const DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED: u64 = 1 << 2;
 
 /// The `flags` field of `DLManagedTensorVersioned`.
 ///
@@ -23,13 +33,12 @@ impl Flags {
     /// No flag set.
     pub const NONE: Flags = Flags(0);
     /// `DLPACK_FLAG_BITMASK_READ_ONLY`: the consumer must not write to the data.
-    pub const READ_ONLY: Flags = Flags(crate::ffi::DLPACK_FLAG_BITMASK_READ_ONLY);
+    pub const READ_ONLY: Flags = Flags(DLPACK_FLAG_BITMASK_READ_ONLY);
     /// `DLPACK_FLAG_BITMASK_IS_COPIED`: the producer made a copy that the consumer owns alone.
-    pub const IS_COPIED: Flags = Flags(crate::ffi::DLPACK_FLAG_BITMASK_IS_COPIED);
+    pub const IS_COPIED: Flags = Flags(DLPACK_FLAG_BITMASK_IS_COPIED);
     /// `DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED`: sub-byte elements take a byte each
     /// instead of being packed.
-    pub const IS_SUBBYTE_TYPE_PADDED: Flags =
-        Flags(crate::ffi::DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
+    pub const IS_SUBBYTE_TYPE_PADDED: Flags = Flags(DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED);
     /// All bits the header defines.
     pub const KNOWN: Flags = Flags(0b111);
 

@@ -4,7 +4,7 @@
 //! (producers disagree on its value), and a tensor with a zero extent is contiguous whatever
 //! its strides say.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The number of elements of `shape`, rejecting negative extents and overflow.
 ///

@@ -35,30 +35,41 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+// Vocabulary: the header's value types and constants; they import nothing of the crate.
 mod device;
 mod dtype;
-mod element;
-mod error;
-mod export;
-pub mod ffi;
 mod flags;
+mod version;
+
+// The C ABI over that vocabulary; the error type; stride arithmetic and the overlap test.
+mod error;
+pub mod ffi;
 pub mod layout;
+pub mod overlap;
+
+// Rust element types; validation, the one trust boundary; and what stands on it: the owning
+// handle, views of the validated descriptor, typed access to the elements.
+mod element;
+mod elements;
 mod managed;
+mod validate;
+mod view;
+
+// Export of memory as managed tensors, and the `ndarray` bridge.
+mod export;
 #[cfg(feature = "ndarray")]
 mod ndarray;
-pub mod overlap;
-mod version;
-mod view;
 
 pub use device::{Device, DeviceType};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
 pub use element::Element;
+pub use elements::{Elements, ElementsMut};
 pub use error::{Error, Result, MAX_NDIM};
 pub use export::{Export, HostBuffer};
 pub use flags::{Flags, Writability};
 pub use managed::{ManagedTensor, RawManagedTensor};
 pub use version::Version;
-pub use view::{Elements, ElementsMut, TensorView};
+pub use view::TensorView;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -1,12 +1,22 @@
-//! The owning handle for a managed tensor from any producer.
+//! The owning handle for a managed tensor from any producer: [`ManagedTensor`], and the raw
+//! pointer of either layout it is made from and given back as, [`RawManagedTensor`].
+//!
+//! A managed tensor is validated when it enters (the `validate` module) and its deleter runs
+//! exactly once, when it is dropped. What the handle offers on top is elsewhere: typed element
+//! access in `elements`, export and re-export in `export`.
 
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 
+use crate::device::Device;
+use crate::error::{Error, Result};
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
-use crate::view::{check_descriptor, Checked, ElementsMut};
-use crate::{layout, Device, Element, Error, Flags, Result, TensorView, Version};
+use crate::flags::Flags;
+use crate::layout;
+use crate::validate::{validate_descriptor, validate_legacy, validate_versioned, Validated};
+use crate::version::Version;
+use crate::view::TensorView;
 
 /// A raw managed tensor pointer of either layout, as handed to or taken from C.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,8 +92,8 @@ enum Owned {
 ///
 /// Dropping it calls the producer's deleter exactly once (never when the deleter is NULL);
 /// [`ManagedTensor::into_raw`] gives the pointer back instead. Construction from a raw pointer
-/// checks everything that can be checked without reading the data, and on any failure calls
-/// the deleter once and returns an [`Error`] naming the field and the value.
+/// validates everything that can be validated without reading the data, and on any failure
+/// calls the deleter once and returns an [`Error`] naming the field and the value.
 ///
 /// `ManagedTensor` is `Send` and `Sync`: DLPack lets a consumer call the deleter from any
 /// thread, so a tensor may be dropped on a thread other than the one it arrived on, and
@@ -102,7 +112,7 @@ enum Owned {
 /// ```
 pub struct ManagedTensor {
     owned: Owned,
-    checked: Checked,
+    validated: Validated,
     /// Where the data lives: `DLTensor.device` unless corrected with `set_device`.
     device: Device,
     /// Compact row-major strides, made only when a legacy or pre-1.2 producer sent NULL
@@ -193,10 +203,15 @@ impl ManagedTensor {
             };
             return Err((Error::NullPointer { what }, raw));
         };
-        // SAFETY: live by the contract.
-        match unsafe { validate(owned) } {
-            // SAFETY: accepted: ownership is ours, and `checked` is its validation.
-            Ok(checked) => Ok(unsafe { Self::wrap(owned, checked) }),
+        let validation = match owned {
+            // SAFETY: live by the contract, with shape and strides valid for `ndim` values.
+            Owned::Versioned(ptr) => unsafe { validate_versioned(ptr) },
+            // SAFETY: as above.
+            Owned::Legacy(ptr, _) => unsafe { validate_legacy(ptr) },
+        };
+        match validation {
+            // SAFETY: accepted: ownership is ours, and `validated` is its validation.
+            Ok(validated) => Ok(unsafe { Self::wrap(owned, validated) }),
             Err(error) => Err((error, raw)),
         }
     }
@@ -206,11 +221,11 @@ impl ManagedTensor {
     ///
     /// # Safety
     ///
-    /// `raw` must be non-NULL, owned by the caller, and `checked` the validation of a
+    /// `raw` must be non-NULL, owned by the caller, and `validated` the validation of a
     /// descriptor identical to its own (version, data type, device, shape, strides, flags
     /// aside from READ_ONLY).
     #[inline]
-    pub(crate) unsafe fn from_prevalidated(raw: RawManagedTensor, checked: Checked) -> Self {
+    pub(crate) unsafe fn from_prevalidated(raw: RawManagedTensor, validated: Validated) -> Self {
         let owned = match raw {
             RawManagedTensor::Versioned(ptr) => {
                 // SAFETY: non-NULL by the contract.
@@ -221,27 +236,28 @@ impl ManagedTensor {
                 Owned::Legacy(unsafe { NonNull::new_unchecked(ptr) }, false)
             }
         };
-        // SAFETY: owned, and `checked` holds for it (the contract).
-        unsafe { Self::wrap(owned, checked) }
+        // SAFETY: owned, and `validated` holds for it (the contract).
+        unsafe { Self::wrap(owned, validated) }
     }
 
     /// Wraps a validated tensor, making compact strides when the producer sent none.
     ///
     /// # Safety
     ///
-    /// `owned` must be owned by the caller and `checked` the successful validation of it.
+    /// `owned` must be owned by the caller and `validated` the successful validation of it.
     #[inline(always)]
-    unsafe fn wrap(owned: Owned, checked: Checked) -> Self {
+    unsafe fn wrap(owned: Owned, validated: Validated) -> Self {
         let mut tensor = ManagedTensor {
             owned,
-            checked,
-            // SAFETY: live and validated.
+            validated,
+            // SAFETY: V9: live, and of a layout this crate knows.
             device: unsafe { dl_tensor_of(owned).device },
             implicit_strides: None,
         };
-        if checked.strides_missing {
+        if validated.strides_missing {
             let (dl_tensor, _, _) = tensor.parts();
-            // SAFETY: validated: `shape` is non-NULL and valid for `ndim` values.
+            // SAFETY: V1 and V2: strides missing means `ndim > 0`, so `shape` is non-NULL and
+            // valid for `ndim` values.
             let shape =
                 unsafe { std::slice::from_raw_parts(dl_tensor.shape, dl_tensor.ndim as usize) };
             if shape.len() < 2 {
@@ -258,15 +274,16 @@ impl ManagedTensor {
     /// A validated view of the descriptor, with typed read access to host-readable data.
     pub fn view(&self) -> TensorView<'_> {
         let (tensor, version, flags) = self.parts();
-        // SAFETY: validated on construction and owned by `self`, which outlives the view;
-        // implicit strides are supplied when the producer left them out.
+        // SAFETY: validated on construction (for `self.device`, which `set_device` validates
+        // again) and owned by `self`, which outlives the view; implicit strides are supplied
+        // when the producer left them out (V3).
         unsafe {
-            TensorView::from_checked(
+            TensorView::from_validated(
                 tensor,
                 version,
                 flags,
                 self.device,
-                self.checked,
+                self.validated,
                 self.implicit_strides.as_deref(),
                 matches!(self.owned, Owned::Legacy(_, true)),
             )
@@ -275,7 +292,7 @@ impl ManagedTensor {
 
     fn parts(&self) -> (&DLTensor, Option<Version>, Flags) {
         match self.owned {
-            // SAFETY: owned and live until drop; validated as major version 1.
+            // SAFETY: V9: owned and live until drop, of major version 1.
             Owned::Versioned(ptr) => unsafe {
                 let managed = ptr.as_ref();
                 (
@@ -294,8 +311,9 @@ impl ManagedTensor {
     /// writes CPU into the tensor. The layout is validated again for the new device.
     pub fn set_device(&mut self, device: Device) -> Result<()> {
         let (tensor, version, flags) = self.parts();
-        // SAFETY: validated on construction; shape and strides are valid for `ndim` values.
-        unsafe { check_descriptor(tensor, version, flags, device) }?;
+        // SAFETY: V2 and V3: validated on construction, so shape and strides, when not NULL,
+        // are valid for `ndim` values.
+        unsafe { validate_descriptor(tensor, version, flags, device) }?;
         self.device = device;
         Ok(())
     }
@@ -353,76 +371,6 @@ impl ManagedTensor {
         drop(unsafe { std::ptr::read(&this.implicit_strides) });
         raw_of(this.owned)
     }
-
-    /// The elements as a mutable slice in row-major order (see [`TensorView::as_slice`]);
-    /// refused for a read-only tensor.
-    pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T]> {
-        let view = self.view();
-        view.check_writable()?;
-        let len = view.as_slice::<T>()?.len();
-        // Made from the raw data pointer, never from the shared slice above.
-        let first = view.first_element::<T>()?;
-        // SAFETY: `as_slice` accepted the same elements (type, layout, bit patterns); `&mut
-        // self` gives exclusive access for the borrow, and the tensor is not read-only, so the
-        // producer allows writes.
-        Ok(unsafe { std::slice::from_raw_parts_mut(first.as_ptr(), len) })
-    }
-
-    /// The elements as a mutable slice in memory order, for a C- or F-contiguous layout.
-    pub fn as_mut_slice_memory_order<T: Element>(&mut self) -> Result<&mut [T]> {
-        let view = self.view();
-        view.check_writable()?;
-        let len = view.as_slice_memory_order::<T>()?.len();
-        let first = view.first_element::<T>()?;
-        // SAFETY: as in `as_mut_slice`.
-        Ok(unsafe { std::slice::from_raw_parts_mut(first.as_ptr(), len) })
-    }
-
-    /// Strided mutable access to the elements of any layout that reaches each element once;
-    /// refused for a read-only tensor and for overlapping (broadcast) layouts.
-    ///
-    /// ```
-    /// use dlbridge::Export;
-    /// let mut tensor = Export::new(vec![0u8; 6], &[2, 3]).into_versioned()?;
-    /// let mut elements = tensor.elements_mut::<u8>()?;
-    /// *elements.get_mut(&[1, 2]).unwrap() = 7;
-    /// assert_eq!(tensor.view().as_slice::<u8>()?, &[0, 0, 0, 0, 0, 7]);
-    /// # Ok::<(), dlbridge::Error>(())
-    /// ```
-    pub fn elements_mut<T: Element>(&mut self) -> Result<ElementsMut<'_, T>> {
-        // SAFETY: `&mut self` gives exclusive access for the borrow.
-        unsafe { ElementsMut::new(self.view()) }
-    }
-}
-
-/// Validates an owned tensor: the version first (reading nothing else when it is unknown),
-/// then the descriptor.
-///
-/// # Safety
-///
-/// `owned` must be live, with `shape` and `strides` valid for `ndim` values when not NULL.
-#[inline]
-unsafe fn validate(owned: Owned) -> Result<Checked> {
-    match owned {
-        Owned::Versioned(ptr) => {
-            let ptr = ptr.as_ptr();
-            // SAFETY: live; `version` is in the prefix every major version keeps.
-            let version = unsafe { (*ptr).version };
-            if !version.is_supported() {
-                return Err(Error::UnsupportedVersion { version });
-            }
-            // SAFETY: live, major version 1: the whole struct has the layout we know.
-            let (tensor, flags) = unsafe { (&(*ptr).dl_tensor, Flags::from_bits((*ptr).flags)) };
-            // SAFETY: shape and strides are valid for `ndim` values by the contract.
-            unsafe { check_descriptor(tensor, Some(version), flags, tensor.device) }
-        }
-        Owned::Legacy(ptr, _) => {
-            // SAFETY: live by the contract.
-            let tensor = unsafe { &(*ptr.as_ptr()).dl_tensor };
-            // SAFETY: shape and strides are valid for `ndim` values by the contract.
-            unsafe { check_descriptor(tensor, None, Flags::NONE, tensor.device) }
-        }
-    }
 }
 
 /// The descriptor of a live tensor whose version is supported.
@@ -432,7 +380,7 @@ unsafe fn validate(owned: Owned) -> Result<Checked> {
 /// `owned` must be live and validated, and stay so for `'a`.
 unsafe fn dl_tensor_of<'a>(owned: Owned) -> &'a DLTensor {
     match owned {
-        // SAFETY: live and validated, by the contract.
+        // SAFETY: V9: live and of major version 1, by the contract.
         Owned::Versioned(ptr) => unsafe { &(*ptr.as_ptr()).dl_tensor },
         // SAFETY: live, by the contract.
         Owned::Legacy(ptr, _) => unsafe { &(*ptr.as_ptr()).dl_tensor },

@@ -44,7 +44,7 @@
 //! the views that real programs build (slices, steps, transposes, broadcasts, reversals) are
 //! decided in a few units.
 
-use crate::MAX_NDIM;
+use crate::error::MAX_NDIM;
 
 /// The bytes a strided tensor reaches in memory.
 ///

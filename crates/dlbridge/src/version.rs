@@ -1,6 +1,14 @@
-//! The DLPack ABI version carried by versioned tensors and exchange API tables.
+//! The DLPack ABI version carried by versioned tensors and exchange API tables, and the
+//! header's `DLPACK_MAJOR_VERSION` and `DLPACK_MINOR_VERSION` (re-exported by `ffi`).
+//!
+//! Vocabulary: imports nothing of the crate.
 
 use std::fmt;
+
+/// `DLPACK_MAJOR_VERSION`: the major ABI version this crate implements.
+pub const DLPACK_MAJOR_VERSION: u32 = 1;
+/// `DLPACK_MINOR_VERSION`: the minor ABI version this crate implements.
+pub const DLPACK_MINOR_VERSION: u32 = 3;
 
 /// A DLPack ABI version (`DLPackVersion` in `dlpack.h`).
 ///
@@ -24,10 +32,7 @@ pub struct Version {
 
 impl Version {
     /// The version this crate implements: DLPack 1.3.
-    pub const CURRENT: Version = Version::new(
-        crate::ffi::DLPACK_MAJOR_VERSION,
-        crate::ffi::DLPACK_MINOR_VERSION,
-    );
+    pub const CURRENT: Version = Version::new(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
     /// The first version in which `strides` must not be NULL when `ndim > 0` (DLPack 1.2).
     pub const STRIDES_REQUIRED: Version = Version::new(1, 2);
 
@@ -38,7 +43,7 @@ impl Version {
 
     /// Whether this crate can read a tensor of this version (its major version is 1).
     pub const fn is_supported(self) -> bool {
-        self.major == crate::ffi::DLPACK_MAJOR_VERSION
+        self.major == DLPACK_MAJOR_VERSION
     }
 }
 

@@ -1,0 +1,152 @@
+//! Re-export of a tensor this crate validated, without copying the data and without validating
+//! it again: [`ManagedTensor::share_versioned`], [`ManagedTensor::share_legacy`] and
+//! [`ManagedTensor::export_view`]. The new tensor copies the view's shape, strides, data type
+//! and device, so the view's validation holds for it; its owner (the shared tensor, or what
+//! the caller names) keeps the memory alive.
+
+use std::sync::Arc;
+
+use super::block::{export_owner, Descriptor};
+use crate::error::{Error, Result};
+use crate::flags::{Flags, Writability};
+use crate::managed::ManagedTensor;
+use crate::validate::Validated;
+use crate::view::TensorView;
+
+impl ManagedTensor {
+    /// A new versioned tensor viewing the same memory, which keeps this one alive: how a
+    /// consumer re-exports what it imported (NumPy -> dlbridge -> PyTorch) without a copy.
+    ///
+    /// The new tensor has this one's shape, strides (made explicit), dtype and device, `data`
+    /// at the first element with `byte_offset = 0`, and the padded flag, with READ_ONLY when
+    /// this one may not be written (flagged so, or a legacy tensor of unknown writability:
+    /// [`crate::Writability`]); not
+    /// IS_COPIED, since its memory is now shared. One allocation; this tensor's deleter runs
+    /// when the last tensor sharing it is dropped, on whatever thread that happens.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dlbridge::{Export, ManagedTensor};
+    /// let original = Arc::new(Export::new(vec![1u8, 2, 3], &[3]).into_versioned()?);
+    /// let shared = Arc::clone(&original).share_versioned()?;
+    /// assert_eq!(shared.view().data_ptr(), original.view().data_ptr());
+    /// assert_eq!(Arc::strong_count(&original), 2);
+    /// drop(shared);
+    /// assert_eq!(Arc::strong_count(&original), 1);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[inline]
+    pub fn share_versioned(self: Arc<Self>) -> Result<ManagedTensor> {
+        share(self, false)
+    }
+
+    /// As [`ManagedTensor::share_versioned`], as a legacy `DLManagedTensor`; refused for a
+    /// tensor flagged READ_ONLY, which the legacy layout cannot mark. A tensor of unknown
+    /// writability (itself legacy, from outside) may go out legacy as it came in.
+    #[inline]
+    pub fn share_legacy(self: Arc<Self>) -> Result<ManagedTensor> {
+        share(self, true)
+    }
+}
+
+#[inline(always)]
+fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
+    // SAFETY: the `Arc` moves into the export (and lives as long as it), but its target does
+    // not move, so a view of the target stays valid through the call, which only reads it.
+    let view = unsafe { &*Arc::as_ptr(&tensor) }.view();
+    // SAFETY: the `Arc` keeps the validated tensor, and so the memory its view describes,
+    // alive; the view's read-only flag carries over.
+    unsafe { export_view(&view, tensor, legacy, false) }
+}
+
+impl ManagedTensor {
+    /// Exports the tensor a validated view describes, as a versioned tensor whose deleter
+    /// drops `owner`: one allocation, the shape and strides copied, and no second validation
+    /// (the view's holds for the copy). READ_ONLY is set when `read_only` is true or the view
+    /// is read-only. This is how a consumer that validated a borrowed descriptor (a NumPy
+    /// array's, say) keeps it as an owned tensor.
+    ///
+    /// ```
+    /// use dlbridge::{Export, ManagedTensor};
+    /// use std::sync::Arc;
+    ///
+    /// let source = Arc::new(Export::new(vec![1.0f32, 2.0, 3.0], &[3]).into_versioned()?);
+    /// // SAFETY: the `Arc` passed as the owner keeps the memory of `source` alive.
+    /// let copy = unsafe { ManagedTensor::export_view(&source.view(), Arc::clone(&source), true) }?;
+    /// assert_eq!(copy.view().as_slice::<f32>()?, &[1.0, 2.0, 3.0]);
+    /// assert!(copy.view().is_read_only());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// `owner` must keep the memory `view` describes alive, readable, and writable unless the
+    /// export is read-only, for as long as `owner` lives, wherever it is dropped.
+    pub unsafe fn export_view<O: Send + 'static>(
+        view: &TensorView<'_>,
+        owner: O,
+        read_only: bool,
+    ) -> Result<ManagedTensor> {
+        // SAFETY: forwarded.
+        unsafe { export_view(view, owner, false, read_only) }
+    }
+}
+
+/// [`ManagedTensor::export_view`], versioned or `legacy`.
+///
+/// # Safety
+///
+/// As for [`ManagedTensor::export_view`].
+#[inline(always)]
+unsafe fn export_view<O: Send + 'static>(
+    view: &TensorView<'_>,
+    owner: O,
+    legacy: bool,
+    read_only: bool,
+) -> Result<ManagedTensor> {
+    let flags = Flags::NONE
+        .with(Flags::READ_ONLY, read_only || view.is_read_only())
+        .with(
+            Flags::IS_SUBBYTE_TYPE_PADDED,
+            view.flags().is_subbyte_type_padded(),
+        );
+    // A legacy tensor cannot say READ_ONLY; memory of unknown writability (a legacy source)
+    // may still go out legacy, as it came in, and stays of unknown writability.
+    if legacy && (read_only || view.writability() == Writability::ReadOnly) {
+        return Err(Error::ReadOnlyLegacyExport);
+    }
+    if legacy && flags.is_subbyte_type_padded() {
+        return Err(Error::PaddedLegacyExport {
+            dtype: view.dtype(),
+        });
+    }
+    let descriptor = Descriptor {
+        data: view.data_ptr(),
+        dtype: view.dtype(),
+        device: view.device(),
+        flags,
+        legacy,
+    };
+    // The same descriptor with explicit strides: the view's validation (V1 to V8) holds for it,
+    // with the strides no longer missing (V3).
+    let validated = Validated {
+        elements: view.num_elements(),
+        strides_missing: false,
+        offsets: view.element_offset_range(),
+    };
+    // SAFETY: the new tensor describes exactly the memory of the validated view, with its
+    // shape, strides, data type and device (so V1 to V8 hold for it as for the view), which the
+    // owner keeps alive by the contract; read-only stays read-only.
+    unsafe {
+        export_owner(
+            owner,
+            view.ndim(),
+            descriptor,
+            Some(validated),
+            |_, shape, strides| {
+                shape.copy_from_slice(view.shape());
+                strides.copy_from_slice(view.strides());
+            },
+        )
+    }
+}
