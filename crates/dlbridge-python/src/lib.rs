@@ -10,10 +10,10 @@
 //!
 //! The pure-Python parts, the type stubs and the tests live under `python/`.
 
-mod buffer;
-mod creation;
 mod minifloat;
+mod buffer;
 mod tensor;
+mod creation;
 #[cfg(feature = "testing")]
 mod testing;
 

@@ -35,6 +35,9 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+// The modules in layers: each imports only modules listed before it (`make lint` checks it
+// with scripts/module-layers.py).
+//
 // Vocabulary: the header's value types and constants; they import nothing of the crate.
 mod device;
 mod dtype;
@@ -47,13 +50,13 @@ pub mod ffi;
 pub mod layout;
 pub mod overlap;
 
-// Rust element types; validation, the one trust boundary; and what stands on it: the owning
-// handle, views of the validated descriptor, typed access to the elements.
+// Rust element types; validation, the one trust boundary; and what stands on it: views of
+// the validated descriptor, the owning handle, typed access to the elements.
 mod element;
-mod elements;
-mod managed;
 mod validate;
 mod view;
+mod managed;
+mod elements;
 
 // Export of memory as managed tensors, and the `ndarray` bridge.
 mod export;

@@ -2,12 +2,11 @@
 //! ([`ManagedTensor::zeros`]) and compact copies ([`TensorView::to_compact_copy`]), both in
 //! 64-byte aligned Rust memory, as XLA wants for zero-copy imports.
 
-use super::Export;
+use super::builder::Export;
 use crate::device::Device;
 use crate::dtype::DataType;
 use crate::elements::Offsets;
 use crate::error::{Error, Result};
-use crate::flags::Flags;
 use crate::managed::ManagedTensor;
 use crate::view::TensorView;
 
@@ -126,17 +125,9 @@ impl TensorView<'_> {
         // with its heap memory unchanged.
         // The copy is in Rust's host memory, whatever device the source was on (pinned,
         // managed): it is CPU memory.
-        let export =
-            unsafe { Export::from_raw_parts(storage, data, self.dtype(), Device::CPU, &shape) }
-                .is_copied(true);
-        let export = if padded {
-            Export {
-                flags: export.flags | Flags::IS_SUBBYTE_TYPE_PADDED,
-                ..export
-            }
-        } else {
-            export
-        };
-        export.into_versioned()
+        unsafe { Export::from_raw_parts(storage, data, self.dtype(), Device::CPU, &shape) }
+            .is_copied(true)
+            .subbyte_padded(padded)
+            .into_versioned()
     }
 }

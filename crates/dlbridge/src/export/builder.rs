@@ -1,0 +1,236 @@
+//! The [`Export`] builder: Rust memory ([`HostBuffer`]) or memory any owner keeps alive
+//! ([`Export::from_raw_parts`]), shaped and flagged, then made a managed tensor in one
+//! allocation (`block`).
+
+use std::ffi::c_void;
+
+use super::block::{export_owner, Descriptor};
+use super::host_buffer::HostBuffer;
+use crate::device::Device;
+use crate::dtype::DataType;
+use crate::element::Element;
+use crate::error::{Error, Result, MAX_NDIM};
+use crate::flags::Flags;
+use crate::layout;
+use crate::managed::ManagedTensor;
+
+/// An exporter of Rust memory as a DLPack managed tensor.
+///
+/// Made from a [`HostBuffer`] (`Vec<T>`, `Box<[T]>`, `Arc<[T]>`) with [`Export::new`], or from
+/// any owner value that keeps memory alive with [`Export::from_raw_parts`]; then shaped with
+/// [`Export::strides`] and [`Export::read_only`], and finished with
+/// [`Export::into_versioned`] or [`Export::into_legacy`]. The result is a [`ManagedTensor`]
+/// whose [`ManagedTensor::into_raw`] pointer can be handed to any DLPack consumer.
+///
+/// Every exported tensor passes this crate's own validation, has non-NULL `shape` and
+/// `strides`, `byte_offset = 0` and `data` pointing at the first element, and takes exactly one
+/// heap allocation (the owner's memory is not copied). Its deleter may run on any thread.
+///
+/// ```
+/// use dlbridge::{Export, Flags};
+/// use std::sync::Arc;
+///
+/// let shared: Arc<[f32]> = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0].into();
+/// let other_owner = Arc::clone(&shared);
+/// // Shared memory is exported read-only: another owner may be reading it.
+/// let tensor = Export::new(shared, &[3, 2]).into_versioned()?;
+/// assert_eq!(tensor.view().flags(), Flags::READ_ONLY);
+/// assert_eq!(tensor.view().strides(), &[2, 1]);
+/// drop(tensor);
+/// assert_eq!(Arc::strong_count(&other_owner), 1);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
+pub struct Export<'s, O> {
+    owner: O,
+    data: *mut c_void,
+    dtype: DataType,
+    device: Device,
+    shape: &'s [usize],
+    strides: Option<&'s [isize]>,
+    /// Elements reachable from `data`, for a bounds check; `None` when the caller vouched.
+    buffer_len: Option<usize>,
+    flags: Flags,
+}
+
+impl<'s, O: Send + 'static> Export<'s, O> {
+    /// Exports a host buffer with a shape; compact row-major unless [`Export::strides`] says
+    /// otherwise. Without strides the shape must describe exactly the buffer's elements; with
+    /// them, every element reached must lie inside the buffer.
+    ///
+    /// ```
+    /// let tensor = dlbridge::Export::new(vec![0u16; 12], &[3, 4]).into_versioned()?;
+    /// assert_eq!(tensor.view().strides(), &[4, 1]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn new<B>(buffer: B, shape: &'s [usize]) -> Self
+    where
+        B: HostBuffer<Owner = O>,
+    {
+        let (owner, data, len, writable) = buffer.into_parts();
+        Export {
+            owner,
+            data: data.cast(),
+            dtype: B::Element::DTYPE,
+            device: Device::CPU,
+            shape,
+            strides: None,
+            buffer_len: Some(len),
+            flags: Flags::NONE.with(Flags::READ_ONLY, !writable),
+        }
+    }
+
+    /// Exports memory kept alive by any owner value: device memory, a memory map, a foreign
+    /// allocation. The owner is dropped by the tensor's deleter, on whatever thread the
+    /// consumer calls it.
+    ///
+    /// # Safety
+    ///
+    /// For as long as `owner` lives (wherever it is moved), `data` must address the first
+    /// element of memory on `device` that holds `dtype` elements at every offset the shape
+    /// and strides reach, and that consumers may read, and write unless the export is made
+    /// read-only.
+    pub unsafe fn from_raw_parts(
+        owner: O,
+        data: *mut c_void,
+        dtype: DataType,
+        device: Device,
+        shape: &'s [usize],
+    ) -> Self {
+        Export {
+            owner,
+            data,
+            dtype,
+            device,
+            shape,
+            strides: None,
+            buffer_len: None,
+            flags: Flags::NONE,
+        }
+    }
+
+    /// Sets the strides, in elements (negative steps allowed), one per dimension.
+    #[must_use]
+    pub fn strides(mut self, strides: &'s [isize]) -> Self {
+        self.strides = Some(strides);
+        self
+    }
+
+    /// Flags the tensor read-only (consumers must not write). Shared memory is read-only
+    /// whatever is asked.
+    #[must_use]
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        if read_only {
+            self.flags |= Flags::READ_ONLY;
+        }
+        self
+    }
+
+    /// Flags the tensor IS_COPIED: a private copy that the consumer owns alone.
+    #[must_use]
+    pub fn is_copied(mut self, copied: bool) -> Self {
+        self.flags = self.flags.with(Flags::IS_COPIED, copied);
+        self
+    }
+
+    /// Flags the tensor IS_SUBBYTE_TYPE_PADDED: its sub-byte elements take one byte each (the
+    /// compact copies of such tensors, `fresh_storage`).
+    #[must_use]
+    pub(super) fn subbyte_padded(mut self, padded: bool) -> Self {
+        self.flags = self.flags.with(Flags::IS_SUBBYTE_TYPE_PADDED, padded);
+        self
+    }
+
+    /// Finishes the export as a `DLManagedTensorVersioned` (version 1.3).
+    pub fn into_versioned(self) -> Result<ManagedTensor> {
+        self.finish(false)
+    }
+
+    /// Finishes the export as a legacy `DLManagedTensor`, for consumers that predate
+    /// DLPack 1.0. A read-only tensor cannot be expressed there and is refused.
+    pub fn into_legacy(self) -> Result<ManagedTensor> {
+        if self.flags.is_read_only() {
+            return Err(Error::ReadOnlyLegacyExport);
+        }
+        if self.flags.is_subbyte_type_padded() {
+            return Err(Error::PaddedLegacyExport { dtype: self.dtype });
+        }
+        self.finish(true)
+    }
+
+    fn finish(self, legacy: bool) -> Result<ManagedTensor> {
+        // Checked without allocating: the block below is the export's only allocation.
+        let ndim = self.shape.len();
+        if ndim > MAX_NDIM as usize {
+            return Err(Error::InvalidNdim { ndim: ndim as i64 });
+        }
+        if let Some(&extent) = self.shape.iter().find(|&&e| e > i64::MAX as usize) {
+            return Err(Error::ValueOutOfRange {
+                field: "shape",
+                value: extent as u128,
+            });
+        }
+        let shape = self.shape.iter().map(|&extent| extent as i64);
+        if let Some(strides) = self.strides {
+            if strides.len() != ndim {
+                return Err(Error::StridesLength {
+                    ndim,
+                    strides: strides.len(),
+                });
+            }
+        }
+        let elements = layout::count_elements(shape.clone())?;
+        if let Some(buffer_len) = self.buffer_len {
+            match self.strides {
+                None if elements != buffer_len as u64 => {
+                    return Err(Error::ShapeMismatch {
+                        elements,
+                        buffer_len,
+                    });
+                }
+                Some(strides) if elements > 0 => {
+                    let dims = shape.clone().zip(strides.iter().map(|&s| s as i64));
+                    let (min_offset, max_offset) = layout::offsets_reached(dims)?;
+                    if min_offset < 0 || max_offset >= buffer_len as i64 {
+                        return Err(Error::OutOfBounds {
+                            min_offset,
+                            max_offset,
+                            buffer_len,
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        let descriptor = Descriptor {
+            data: self.data,
+            dtype: self.dtype,
+            device: self.device,
+            flags: self.flags,
+            legacy,
+        };
+        let strides = self.strides;
+        // SAFETY: the buffer's pointer (or the caller of `from_raw_parts`) guarantees the
+        // memory for the layout, which was bounds-checked above where the length is known.
+        unsafe {
+            export_owner(
+                self.owner,
+                ndim,
+                descriptor,
+                None,
+                |_, shape_out, strides_out| {
+                    for (out, extent) in shape_out.iter_mut().zip(shape) {
+                        *out = extent;
+                    }
+                    match strides {
+                        Some(strides) => {
+                            for (out, &stride) in strides_out.iter_mut().zip(strides) {
+                                *out = stride as i64;
+                            }
+                        }
+                        None => layout::fill_row_major_strides(shape_out, strides_out),
+                    }
+                },
+            )
+        }
+    }
+}
