@@ -10,7 +10,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::formats::dtype_of_buffer_format;
-use super::strides;
+use super::strides::{ElementStrides, HOST_MAX_NDIM};
 use crate::errors::argument_error;
 
 /// A buffer-protocol export held for as long as a view of it is used, and released, with the
@@ -50,8 +50,9 @@ pub(crate) fn with_buffer_view<R>(
     }
     let held = HeldBuffer(buffer);
     let buffer = &*held.0;
-    let Ok(ndim) = usize::try_from(buffer.ndim) else {
-        return Ok(None);
+    let ndim = match usize::try_from(buffer.ndim) {
+        Ok(ndim) if ndim <= HOST_MAX_NDIM => ndim,
+        _ => return Ok(None),
     };
     if buffer.format.is_null()
         || buffer.itemsize <= 0
@@ -75,25 +76,23 @@ pub(crate) fn with_buffer_view<R>(
     } else {
         Writability::Writable
     };
-    let described = strides::in_elements(byte_strides, buffer.itemsize, |strides| {
-        let tensor = DLTensor {
-            data: buffer.buf,
-            device: Device::CPU,
-            ndim: ndim as i32,
-            dtype,
-            // `Py_ssize_t` is `i64` wherever this crate builds (checked in `host`).
-            shape: buffer.shape.cast::<i64>(),
-            strides: strides.as_mut_ptr(),
-            byte_offset: 0,
-        };
-        // SAFETY: the buffer's memory and shape stay valid while `held` lives, and the
-        // strides while this closure runs, which is past every use of the view (inside
-        // `use_view`).
-        let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(argument_error)?;
-        use_view(&view, writability)
-    });
-    match described {
-        Some(made) => Ok(Some((held, made?))),
-        None => Ok(None),
-    }
+    let mut room = ElementStrides::new();
+    let Some(strides) = room.convert(byte_strides, buffer.itemsize) else {
+        return Ok(None);
+    };
+    let tensor = DLTensor {
+        data: buffer.buf,
+        device: Device::CPU,
+        ndim: ndim as i32,
+        dtype,
+        // `Py_ssize_t` is `i64` wherever this crate builds (checked in `host`).
+        shape: buffer.shape.cast::<i64>(),
+        strides: strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    // SAFETY: the buffer's memory and shape stay valid while `held` lives, and the strides
+    // while `room` does, which is past every use of the view (inside `use_view`).
+    let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(argument_error)?;
+    let made = use_view(&view, writability)?;
+    Ok(Some((held, made)))
 }

@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use super::formats::dtype_of_numpy_type;
-use super::strides;
+use super::strides::{ElementStrides, HOST_MAX_NDIM};
 use crate::errors::to_py_err;
 use crate::owner::PyObjectOwner;
 
@@ -78,8 +78,9 @@ pub(crate) unsafe fn with_array_view<R>(
     // SAFETY: the caller's guarantee: a live `numpy.ndarray`, whose struct starts with these
     // fields; the GIL is held, so nothing changes them while they are read.
     let array = unsafe { &*object.as_ptr().cast::<ArrayFields>() };
-    let Ok(ndim) = usize::try_from(array.nd) else {
-        return Ok(None);
+    let ndim = match usize::try_from(array.nd) {
+        Ok(ndim) if ndim <= HOST_MAX_NDIM => ndim,
+        _ => return Ok(None),
     };
     if array.descr.is_null()
         || (ndim > 0 && (array.dimensions.is_null() || array.strides.is_null()))
@@ -107,27 +108,28 @@ pub(crate) unsafe fn with_array_view<R>(
         // `npy_intp` is `i64` wherever this crate builds (checked in `host`).
         array.dimensions.cast::<i64>()
     };
+    let mut room = ElementStrides::new();
+    let Some(strides) = room.convert(byte_strides, itemsize) else {
+        return Ok(None);
+    };
+    let tensor = DLTensor {
+        data: array.data.cast::<c_void>(),
+        device: Device::CPU,
+        ndim: ndim as i32,
+        dtype,
+        shape,
+        strides: strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    // SAFETY: the array's data, its dimensions and the local strides stay valid and unchanged
+    // while `use_view` runs (the caller's guarantee, and locals of this frame).
+    let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(to_py_err)?;
     let writability = if array.flags & WRITEABLE == 0 {
         Writability::ReadOnly
     } else {
         Writability::Writable
     };
-    let described = strides::in_elements(byte_strides, itemsize, |strides| {
-        let tensor = DLTensor {
-            data: array.data.cast::<c_void>(),
-            device: Device::CPU,
-            ndim: ndim as i32,
-            dtype,
-            shape,
-            strides: strides.as_mut_ptr(),
-            byte_offset: 0,
-        };
-        // SAFETY: the array's data, its dimensions and the local strides stay valid and
-        // unchanged while `use_view` runs (the caller's guarantee, and locals of this frame).
-        let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(to_py_err)?;
-        use_view(&view, writability)
-    });
-    described.transpose()
+    use_view(&view, writability).map(Some)
 }
 
 /// Imports a NumPy array as an owned tensor that keeps the array alive: zero-copy, as
