@@ -61,57 +61,50 @@ pub(crate) fn layout_fits(kind: &Bound<'_, PyType>) -> bool {
     usize::try_from(basicsize).is_ok_and(|size| size >= std::mem::size_of::<ArrayFields>())
 }
 
-/// Describes a NumPy array and runs `use_view` on the validated view, with whether the array
-/// may be written. `None` when the array is not one this path takes (see the module docs):
-/// the caller then goes through `__dlpack__`.
+/// The DLPack descriptor of a NumPy array, with whether the array may be written: its
+/// data and dimensions in place, its strides in elements written to `room` (the shape of a
+/// 0-d array points to `no_extents`). `None` when the array is not one this path takes (see
+/// the module docs): the caller then goes through `__dlpack__`.
 ///
 /// # Safety
 ///
-/// `object`'s type must be exactly `numpy.ndarray` (see [`crate::dispatch`]), and `object` must not be
-/// resized or have its data replaced while `use_view` runs (the GIL is held by `object`'s
-/// token, and the view does not outlive the call).
+/// `object`'s type must be exactly `numpy.ndarray` (see [`crate::dispatch`]). The descriptor
+/// points into `object`, `room` and `no_extents`: it may be used while all three live and the
+/// array is neither resized nor given other data (the GIL is held by `object`'s token).
 #[inline(always)]
-pub(crate) unsafe fn with_array_view<R>(
+unsafe fn describe(
     object: &Bound<'_, PyAny>,
-    use_view: impl FnOnce(&TensorView<'_>, Writability) -> PyResult<R>,
-) -> PyResult<Option<R>> {
+    room: &mut ElementStrides,
+    no_extents: &mut [i64; 1],
+) -> Option<(DLTensor, Writability)> {
     // SAFETY: the caller's guarantee: a live `numpy.ndarray`, whose struct starts with these
     // fields; the GIL is held, so nothing changes them while they are read.
     let array = unsafe { &*object.as_ptr().cast::<ArrayFields>() };
     let ndim = match usize::try_from(array.nd) {
         Ok(ndim) if ndim <= HOST_MAX_NDIM => ndim,
-        _ => return Ok(None),
+        _ => return None,
     };
     if array.descr.is_null()
         || (ndim > 0 && (array.dimensions.is_null() || array.strides.is_null()))
     {
-        return Ok(None);
+        return None;
     }
     // SAFETY: every array has a live descriptor, whose head is laid out as `DescrHead`.
     let descr = unsafe { &*array.descr };
     let native = matches!(descr.byteorder as u8, b'=' | b'|')
         || (descr.byteorder as u8 == b'<') == cfg!(target_endian = "little");
-    let Some(dtype) = dtype_of_numpy_type(descr.type_num).filter(|_| native) else {
-        return Ok(None);
-    };
+    let dtype = dtype_of_numpy_type(descr.type_num).filter(|_| native)?;
     let itemsize = dtype.size_in_bytes().unwrap_or(1) as isize;
-    let byte_strides: &[isize] = if ndim == 0 {
-        &[]
+    let (shape, byte_strides): (*mut i64, &[isize]) = if ndim == 0 {
+        (no_extents.as_mut_ptr(), &[])
     } else {
-        // SAFETY: an array of `nd` dimensions has `nd` strides, in bytes.
-        unsafe { std::slice::from_raw_parts(array.strides, ndim) }
+        // SAFETY: an array of `nd` dimensions has `nd` strides, in bytes. `npy_intp` is `i64`
+        // wherever this crate builds (checked in `host`).
+        (array.dimensions.cast::<i64>(), unsafe {
+            std::slice::from_raw_parts(array.strides, ndim)
+        })
     };
-    let mut no_extents = [0i64; 1];
-    let shape = if ndim == 0 {
-        no_extents.as_mut_ptr()
-    } else {
-        // `npy_intp` is `i64` wherever this crate builds (checked in `host`).
-        array.dimensions.cast::<i64>()
-    };
-    let mut room = ElementStrides::new();
-    let Some(strides) = room.convert(byte_strides, itemsize) else {
-        return Ok(None);
-    };
+    let strides = room.convert(byte_strides, itemsize)?;
     let tensor = DLTensor {
         data: array.data.cast::<c_void>(),
         device: Device::CPU,
@@ -121,33 +114,64 @@ pub(crate) unsafe fn with_array_view<R>(
         strides: strides.as_mut_ptr(),
         byte_offset: 0,
     };
-    // SAFETY: the array's data, its dimensions and the local strides stay valid and unchanged
-    // while `use_view` runs (the caller's guarantee, and locals of this frame).
-    let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(to_py_err)?;
     let writability = if array.flags & WRITEABLE == 0 {
         Writability::ReadOnly
     } else {
         Writability::Writable
     };
+    Some((tensor, writability))
+}
+
+/// Describes a NumPy array and runs `use_view` on the validated view, with whether the array
+/// may be written. `None` when the array is not one this path takes (see the module docs):
+/// the caller then goes through `__dlpack__`.
+///
+/// # Safety
+///
+/// `object`'s type must be exactly `numpy.ndarray` (see [`crate::dispatch`]), and `object`
+/// must not be resized or have its data replaced while `use_view` runs (the GIL is held by
+/// `object`'s token, and the view does not outlive the call).
+#[inline(always)]
+pub(crate) unsafe fn with_array_view<R>(
+    object: &Bound<'_, PyAny>,
+    use_view: impl FnOnce(&TensorView<'_>, Writability) -> PyResult<R>,
+) -> PyResult<Option<R>> {
+    let (mut room, mut no_extents) = (ElementStrides::new(), [0i64; 1]);
+    // SAFETY: the caller's guarantees; the descriptor is used below, while `room` and
+    // `no_extents` live.
+    let Some((tensor, writability)) = (unsafe { describe(object, &mut room, &mut no_extents) })
+    else {
+        return Ok(None);
+    };
+    // SAFETY: the array's data and dimensions and the local strides stay valid and unchanged
+    // while `use_view` runs (the caller's guarantee, and locals of this frame).
+    let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(to_py_err)?;
     use_view(&view, writability).map(Some)
 }
 
 /// Imports a NumPy array as an owned tensor that keeps the array alive: zero-copy, as
 /// `__dlpack__` would export it (read-only arrays flagged READ_ONLY), without the protocol's
-/// calls. `None` for an array this path does not take.
+/// calls. `None` for an array this path does not take. (Written out rather than through
+/// [`with_array_view`]: the export inside a closure was not inlined, which cost
+/// `from_dlpack` about 30 instructions per array.)
 ///
 /// # Safety
 ///
 /// `object`'s type must be exactly `numpy.ndarray` (see [`crate::dispatch`]).
 pub(crate) unsafe fn import(object: &Bound<'_, PyAny>) -> PyResult<Option<ManagedTensor>> {
-    let export = |view: &TensorView<'_>, writability: Writability| {
-        let owner = PyObjectOwner::new(object.clone().unbind());
-        // SAFETY: the owner keeps the array, and so its data, alive (NumPy refuses to resize
-        // an array that other references hold); the view is the array's own, validated.
-        unsafe { ManagedTensor::export_view(view, owner, !writability.allows_writes()) }
-            .map_err(to_py_err)
+    let (mut room, mut no_extents) = (ElementStrides::new(), [0i64; 1]);
+    // SAFETY: the caller's guarantee on the type; the descriptor is used below, while `room`
+    // and `no_extents` live, with the GIL held.
+    let Some((tensor, writability)) = (unsafe { describe(object, &mut room, &mut no_extents) })
+    else {
+        return Ok(None);
     };
-    // SAFETY: the caller's guarantee on the type; the view is used only inside `export`, with
-    // the GIL held.
-    unsafe { with_array_view(object, export) }
+    // SAFETY: as above: the descriptor's memory is valid and unchanged for this block.
+    let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(to_py_err)?;
+    let owner = PyObjectOwner::new(object.clone().unbind());
+    // SAFETY: the owner keeps the array, and so its data, alive (NumPy refuses to resize an
+    // array that other references hold); the view is the array's own, validated.
+    unsafe { ManagedTensor::export_view(&view, owner, !writability.allows_writes()) }
+        .map(Some)
+        .map_err(to_py_err)
 }
