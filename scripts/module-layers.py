@@ -22,6 +22,7 @@ names that tie the files, and exits 1 if there is any.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import sys
 from pathlib import Path
@@ -162,6 +163,20 @@ def find_cycles(graph: dict) -> list[list]:
     return cycles
 
 
+def cycle_problems(graph: dict, name) -> list[str]:
+    """Each import cycle of `graph`, its files (`name` of each) and the names that tie them."""
+    problems = []
+    for cycle in find_cycles(graph):
+        ties = [
+            f"    {name(a)} -> {name(b)}: {', '.join(sorted(graph[a][b]))}"
+            for a in cycle
+            for b in cycle
+            if b in graph[a]
+        ]
+        problems.append("import cycle: " + ", ".join(map(name, cycle)) + "\n" + "\n".join(ties))
+    return problems
+
+
 def declared_order(src: Path, module: tuple[str, ...], modules) -> list[tuple[str, ...]]:
     """The modules of the crate in the order the `mod` declarations list them, children
     before their folder's mod.rs."""
@@ -184,16 +199,11 @@ def check_rust(crate: Path) -> list[str]:
     # Test modules in files of their own (`#[cfg(test)] mod tests;`) are tests too.
     product = {m: f for m, f in modules.items() if not (m and m[-1] == "tests")}
     graph = {m: rust_imports(m, f, modules) for m, f in product.items()}
-    name = lambda m: str(modules[m].relative_to(ROOT))  # noqa: E731
-    problems = []
-    for cycle in find_cycles(graph):
-        ties = [
-            f"    {name(a)} -> {name(b)}: {', '.join(sorted(graph[a][b]))}"
-            for a in cycle
-            for b in cycle
-            if b in graph[a]
-        ]
-        problems.append("import cycle: " + ", ".join(map(name, cycle)) + "\n" + "\n".join(ties))
+
+    def name(module):
+        return os.path.relpath(modules[module], ROOT)
+
+    problems = cycle_problems(graph, name)
     order = declared_order(src, (), modules)
     place = {m: i for i, m in enumerate(order)}
     for module in order:
@@ -253,16 +263,7 @@ def check_python(package: Path) -> list[str]:
         module = ".".join(file.relative_to(package.parent).with_suffix("").parts)
         module = module.removesuffix(".__init__")
         graph[module] = python_imports(file, package)
-    problems = []
-    for cycle in find_cycles(graph):
-        ties = [
-            f"    {a} -> {b}: {', '.join(sorted(graph[a][b]))}"
-            for a in cycle
-            for b in cycle
-            if b in graph[a]
-        ]
-        problems.append("import cycle: " + ", ".join(cycle) + "\n" + "\n".join(ties))
-    return problems
+    return cycle_problems(graph, str)
 
 
 def main() -> int:

@@ -8,10 +8,10 @@
 # Python process, because some frameworks cannot share one (importing TensorFlow and then
 # PaddlePaddle crashes the interpreter); the files directly under python/tests
 # (protocol, bad input, exchange API, kernel arguments, the matmul example, leaks, threads,
-# one semantics on every path, autograd, aliasing, the catalogue) share one more process. A
-# run fails when pytest fails, when its report counts a failure (whatever the exit status: a
-# sanitizer runtime may rewrite it), when it collects no tests (exit code 5), when the process
-# crashes or times out, or when it leaves no report. The last line printed is the sum over
+# one semantics on every path, autograd, aliasing, the catalogue, the import rules) share one
+# more process. A run fails when pytest fails, when its report counts a failure (whatever the
+# exit status: a sanitizer runtime may rewrite it), when it collects no tests (exit code 5),
+# when the process crashes or times out, or when it leaves no report. The last line printed is the sum over
 # all runs, alone on its line: "N passed, M failed".
 #
 # A file skipped as a whole (pytest.importorskip of a framework that is not installed; pytest
@@ -42,7 +42,7 @@ REPORTS="$(mktemp -d "${TMPDIR:-/tmp}/dlbridge-pytest.XXXXXX")"
 trap 'rm -rf "$REPORTS"' EXIT
 
 # name|files (space-separated, relative to python/tests)
-RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py"
+RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py test_module_layers.py"
       "check|test_check.py")
 for file in "$TESTS"/interop/test_*.py; do
     [[ -e "$file" ]] || continue

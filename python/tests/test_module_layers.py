@@ -1,0 +1,91 @@
+"""scripts/module-layers.py, the import rules `make lint` checks: it finds what it must find
+(an import from a later layer, a cycle in a crate or a Python package) and passes the
+project's own tree."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "module-layers.py"
+
+
+@pytest.fixture(scope="module")
+def layers():
+    spec = importlib.util.spec_from_file_location("module_layers", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def crate(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / "src" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def test_an_import_from_a_later_layer_is_reported(layers, tmp_path):
+    root = crate(
+        tmp_path,
+        {
+            "lib.rs": "mod high;\nmod low;\n",
+            "high.rs": "use crate::low::Thing;\n",
+            "low.rs": "pub struct Thing;\n",
+        },
+    )
+    problems = layers.check_rust(root)
+    assert len(problems) == 1
+    assert "high.rs imports" in problems[0]
+    assert "low.rs (Thing)" in problems[0]
+
+
+def test_layers_in_order_with_folders_and_tests_pass(layers, tmp_path):
+    root = crate(
+        tmp_path,
+        {
+            "lib.rs": "mod low;\nmod folder;\n",
+            # A test module may use any layer.
+            "low.rs": "pub struct Thing;\n#[cfg(test)]\nmod tests { use crate::folder::Top; }",
+            "folder/mod.rs": "mod first;\nmod second;\npub use second::Top;\n",
+            "folder/first.rs": "use crate::low::Thing;\n",
+            "folder/second.rs": "use super::first::{self, X};\npub struct Top;\n",
+        },
+    )
+    assert layers.check_rust(root) == []
+
+
+def test_a_cycle_in_a_crate_is_reported_with_what_ties_it(layers, tmp_path):
+    root = crate(
+        tmp_path,
+        {
+            "lib.rs": "mod a;\nmod b;\n",
+            "a.rs": "use crate::b::B;\npub struct A;\n",
+            "b.rs": "use crate::a::A;\npub struct B;\n",
+        },
+    )
+    problems = layers.check_rust(root)
+    cycles = [p for p in problems if p.startswith("import cycle")]
+    assert len(cycles) == 1
+    assert "a.rs -> " in cycles[0]
+    assert ": B" in cycles[0]
+    assert ": A" in cycles[0]
+
+
+def test_a_cycle_in_a_python_package_is_reported(layers, tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "one.py").write_text("from . import two\n")
+    (package / "two.py").write_text("def later():\n    from pkg.one import thing\n")
+    problems = layers.check_python(package)
+    assert len(problems) == 1
+    assert "pkg.one -> pkg.two: two" in problems[0]
+    assert "pkg.two -> pkg.one: thing" in problems[0]
+
+
+def test_the_project_follows_its_rules(layers, capsys):
+    assert layers.main() == 0, capsys.readouterr().out
