@@ -36,7 +36,7 @@ pub(crate) fn writability_code(writability: Writability) -> u32 {
 }
 
 /// The [`Writability`] of a [`WritabilityHook`]'s answer (an unknown code: read-only).
-pub(crate) fn writability_from_code(code: u32) -> Writability {
+fn writability_from_code(code: u32) -> Writability {
     match code {
         0 => Writability::Writable,
         2 => Writability::Unknown,
