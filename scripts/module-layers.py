@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON_PACKAGE = ROOT / "python" / "dlbridge"
 
 RUST_PATH = re.compile(r"(?<!\$)\b(crate|super|self)((?:::\w+)+|::\{)")
+EXPORTED_MACRO = re.compile(r"#\[macro_export\]\s*macro_rules!\s*(\w+)")
 RUST_MOD = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", re.MULTILINE)
 
 
@@ -199,6 +200,16 @@ def check_rust(crate: Path) -> list[str]:
     # Test modules in files of their own (`#[cfg(test)] mod tests;`) are tests too.
     product = {m: f for m, f in modules.items() if not (m and m[-1] == "tests")}
     graph = {m: rust_imports(m, f, modules) for m, f in product.items()}
+    # `#[macro_export]` puts a macro at the crate root, wherever it is defined: naming it
+    # there ties a file to the macro's own file, not to lib.rs.
+    exported_macros = {
+        name for f in modules.values() for name in EXPORTED_MACRO.findall(f.read_text())
+    }
+    for imports in graph.values():
+        names = imports.get((), set())
+        names -= exported_macros
+        if () in imports and not names:
+            del imports[()]
 
     def name(module):
         return os.path.relpath(modules[module], ROOT)

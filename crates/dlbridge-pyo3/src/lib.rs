@@ -22,6 +22,10 @@
 //! - keep Python objects alive from tensors whose deleter may run on any thread
 //!   ([`PyObjectOwner`]).
 //!
+//! A kernel author imports all of it with `use dlbridge_pyo3::prelude::*;` ([`prelude`]),
+//! ndarray included: the crate re-exports [`ndarray`] (and [`pyo3`]) at the versions it is
+//! built with, so that an extension does not have to match them by hand.
+//!
 //! Errors follow the protocol: `BufferError` for a tensor that cannot be imported as sent
 //! (with the core's message naming the field and the value), `TypeError` for an object that
 //! is no DLPack producer, `ValueError` for a capsule that is not an unconsumed DLPack capsule.
@@ -45,6 +49,7 @@ mod dispatch;
 mod consume;
 mod args;
 mod produce;
+pub mod prelude;
 
 #[doc(hidden)]
 pub use args::borrow::{inspect_argument, ArgumentInspection};
@@ -61,10 +66,12 @@ pub use dlbridge;
 pub use errors::to_py_err;
 pub use exchange::{exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV};
 pub use host::formats::buffer_format;
+pub use ndarray;
 pub use owner::PyObjectOwner;
 pub use produce::class::TensorClass;
 pub use produce::exchange_table::{exchange_api_exports, publish_exchange_api};
 pub use produce::methods::{export_capsule, publish_dlpack_methods, ExportRequest};
 pub use produce::publish_dlpack;
 pub use produce::returning::{return_like, TensorProducer};
+pub use pyo3;
 pub use writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};

@@ -7,10 +7,12 @@
 //! >>> dlbridge_matmul.matmul(np.ones((2, 3), np.float32), np.ones((3, 4), np.float32))  # numpy in, numpy out
 //! >>> dlbridge_matmul.matmul(torch.ones(2, 3), torch.ones(3, 4))                        # torch in, torch out
 //! ```
+//!
+//! Everything dlbridge-specific comes from `dlbridge_pyo3::prelude`, ndarray included (at the
+//! version dlbridge-pyo3 uses): the crate depends on `dlbridge-pyo3` and `pyo3` only.
 
-use dlbridge::{DataType, ManagedTensor};
-use dlbridge_pyo3::{return_like, to_py_err, TensorArg, TensorArgMut};
-use ndarray::{linalg::general_mat_mul, Ix2, IxDyn};
+use dlbridge_pyo3::prelude::*;
+use ndarray::linalg::general_mat_mul;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 

@@ -1,0 +1,42 @@
+//! Everything a kernel author needs, in one import:
+//!
+//! ```
+//! use dlbridge_pyo3::prelude::*;
+//! use pyo3::prelude::*;
+//!
+//! /// `out[...] = x * factor`, in place, for float32 matrices of any framework.
+//! #[pyfunction]
+//! fn scale(
+//!     py: Python<'_>,
+//!     x: TensorArg<'_, f32, Ix2>,
+//!     mut out: TensorArgMut<'_, f32, Ix2>,
+//!     factor: f32,
+//! ) -> PyResult<()> {
+//!     py.detach(|| out.view_mut().zip_mut_with(&x.view(), |o, &v| *o = v * factor));
+//!     Ok(())
+//! }
+//! ```
+//!
+//! It holds the typed arguments and their constraints ([`TensorArg`], [`TensorArgMut`],
+//! [`shape!`](crate::shape), the layouts), what returns and imports tensors
+//! ([`return_like`], [`from_dlpack`], [`ImportOptions`], [`to_py_err`]), what makes a class of
+//! one's own a producer ([`publish_dlpack`], [`TensorClass`], [`PyObjectOwner`]), the core's
+//! tensor types ([`ManagedTensor`], [`Export`], [`TensorView`], [`DataType`], [`Device`],
+//! [`Element`], [`Writability`]), and ndarray: its prelude (`Array2`, `ArrayView2`, `Ix2`,
+//! `IxDyn`, `s!`, ...) and the crate itself as `ndarray`, at the version dlbridge-pyo3 is built
+//! with, so that an extension needs no `ndarray` dependency of its own (a second one, of
+//! another version, would give "multiple versions of crate ndarray" errors). PyO3's own
+//! prelude is imported beside it, from the extension's `pyo3` dependency.
+
+pub use crate::args::constraints::{AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape};
+pub use crate::args::tensor_arg::{TensorArg, TensorArgMut};
+pub use crate::consume::{from_dlpack, ImportOptions};
+pub use crate::errors::to_py_err;
+pub use crate::owner::PyObjectOwner;
+pub use crate::produce::class::TensorClass;
+pub use crate::produce::publish_dlpack;
+pub use crate::produce::returning::return_like;
+pub use crate::shape;
+pub use dlbridge::{DataType, Device, Element, Export, ManagedTensor, TensorView, Writability};
+pub use ndarray;
+pub use ndarray::prelude::*;
