@@ -136,11 +136,12 @@ bench:
 bench-python: python-build example-build bench-peers
 	$(PYTHON) benches/python_exchange.py
 
-## The peer extensions the benchmark compares with (nanobind from PyPI, dlpark from
-## crates.io), built into target/peers/python; not part of the project or its tests.
+## The peer extensions the benchmark compares with (nanobind from PyPI, dlpark and rust-numpy
+## from crates.io), built into target/peers/python; not part of the project or its tests.
 bench-peers: venv
 	PYTHON=$(PYTHON) bash benches/peers/nanobind/build.sh
 	PYTHON=$(PYTHON) bash benches/peers/dlpark/build.sh
+	PYTHON=$(PYTHON) bash benches/peers/rust-numpy/build.sh
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --all-features --no-deps

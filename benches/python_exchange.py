@@ -4,10 +4,11 @@
 Run with the project's environment: `make bench-python` (or, after `make python-build
 example-build bench-peers`, `.venv/bin/python benches/python_exchange.py`). Prints a Markdown
 table of the median time per call (15 interleaved rounds of 10,000 calls); tensors are 4x4
-float32 on the CPU unless a row says otherwise. The peer extensions (nanobind, dlpark) are
-built by `make bench-peers` into `target/peers/python`; rows for a peer that is not built are
-left out, and so are the rows of dlbridge's typed arguments where the extension was built
-without the cargo feature `testing` (their kernels; `make python-build` turns it on).
+float32 on the CPU unless a row says otherwise. The peer extensions (nanobind, dlpark,
+rust-numpy) are built by `make bench-peers` into `target/peers/python`; rows for a peer that
+is not built are left out, and so are the rows of dlbridge's typed arguments where the
+extension was built without the cargo feature `testing` (their kernels; `make python-build`
+turns it on).
 Arguments, if any, keep only the rows whose label contains one of them
 (`python_exchange.py TensorArg matmul`), for comparing two builds row by row.
 """
@@ -47,6 +48,10 @@ try:
     import dlbridge_peer_dlpark as dlpark_peer
 except ImportError:  # pragma: no cover - built by `make bench-peers`
     dlpark_peer = None
+try:
+    import dlbridge_peer_rust_numpy as rust_numpy_peer
+except ImportError:  # pragma: no cover - built by `make bench-peers`
+    rust_numpy_peer = None
 
 
 def per_call_interleaved(functions, calls=10_000, rounds=15):
@@ -158,6 +163,32 @@ def main():
                 ("dlpark from_dlpack(torch_tensor)", lambda: dlpark_peer.from_dlpack(t)),
                 ("dlpark from_dlpack(numpy_array)", lambda: dlpark_peer.from_dlpack(array)),
             ]
+        if rust_numpy_peer is not None:
+            cases += [
+                (
+                    "no-op, 3 numpy arrays, rust-numpy `PyReadonlyArray2<f32>`",
+                    lambda: rust_numpy_peer.noop3(na, nb, nc),
+                ),
+            ]
+        # A result returned in the caller's framework: the same `add` kernel, 4x4 float32.
+        if matmul_kernels is not None:
+            cases += [
+                (
+                    "add, numpy in, new numpy array out, dlbridge example (`return_like`)",
+                    lambda: matmul_kernels.add(na, nb),
+                ),
+                (
+                    "add, torch in, new torch tensor out, dlbridge example (`return_like`)",
+                    lambda: matmul_kernels.add(a, b),
+                ),
+            ]
+        if rust_numpy_peer is not None:
+            cases += [
+                (
+                    "add, numpy in, new numpy array out, rust-numpy (`into_pyarray`)",
+                    lambda: rust_numpy_peer.add(na, nb),
+                ),
+            ]
         if matmul_kernels is not None:
             x = torch.randn(56, 56)
             y = torch.randn(56, 56)
@@ -183,6 +214,7 @@ def main():
         + (f", apache-tvm-ffi {tvm_ffi.__version__}" if tvm_ffi is not None else "")
         + (", nanobind peer built" if nanobind_peer is not None else "")
         + (", dlpark peer built" if dlpark_peer is not None else "")
+        + (", rust-numpy peer built" if rust_numpy_peer is not None else "")
         + (
             ", dlbridge built without the `testing` feature: no typed-argument rows"
             if kernels is None
