@@ -34,8 +34,9 @@
 
 // The modules in layers: each imports only modules listed before it (`make lint` checks it
 // with scripts/module-layers.py). Leaves first; then host memory without DLPack; then the
-// consumer side (the exchange table, per-type dispatch, consumption, typed arguments); then
-// the producer side, which never imports the consumer side.
+// consumer side (the exchange table, per-type dispatch, consumption); then the producer side,
+// which never imports the consumer side; on top, typed arguments, which read tensors as the
+// consumer does and return results as the producer does.
 mod errors;
 mod owner;
 mod trampoline;
@@ -47,8 +48,8 @@ mod framework;
 mod exchange;
 mod dispatch;
 mod consume;
-mod args;
 mod produce;
+mod args;
 pub mod prelude;
 
 #[doc(hidden)]
@@ -72,6 +73,6 @@ pub use produce::class::TensorClass;
 pub use produce::exchange_table::{exchange_api_exports, publish_exchange_api};
 pub use produce::methods::{export_capsule, publish_dlpack_methods, ExportRequest};
 pub use produce::publish_dlpack;
-pub use produce::returning::{return_like, TensorProducer};
+pub use produce::returning::{return_like, IntoTensor, TensorProducer};
 pub use pyo3;
 pub use writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};

@@ -35,7 +35,7 @@ pub use crate::errors::to_py_err;
 pub use crate::owner::PyObjectOwner;
 pub use crate::produce::class::TensorClass;
 pub use crate::produce::publish_dlpack;
-pub use crate::produce::returning::return_like;
+pub use crate::produce::returning::{return_like, IntoTensor};
 pub use crate::shape;
 pub use dlbridge::{DataType, Device, Element, Export, ManagedTensor, TensorView, Writability};
 pub use ndarray;

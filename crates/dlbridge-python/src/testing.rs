@@ -5,11 +5,13 @@
 //! submodule out); every build for the tests turns it on (`make python-build`, the sanitizer
 //! run).
 
+use dlbridge::{DataType, ManagedTensor};
 use dlbridge_pyo3::{
-    from_dlpack as import, shape, AnyLayout, CContiguous, ImportOptions, TensorArg, TensorArgMut,
+    from_dlpack as import, return_like, shape, to_py_err, AnyLayout, CContiguous, ImportOptions,
+    TensorArg, TensorArgMut,
 };
 use ndarray::{Ix1, Ix2, Ix3, IxDyn};
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 /// The `_testing` submodule with every kernel below. Like its parent it runs without the GIL
@@ -31,7 +33,37 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     testing.add_function(wrap_pyfunction!(slow_fill, &testing)?)?;
     testing.add_function(wrap_pyfunction!(inspect_argument, &testing)?)?;
     testing.add_function(wrap_pyfunction!(release_on_new_thread, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(zeros_like_framework, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(import_return_like, &testing)?)?;
     Ok(testing)
+}
+
+/// A zero-filled tensor of `dtype` (a DLPack name) and `shape`, made in Rust memory and
+/// returned in the framework of `like` (`return_like`).
+#[pyfunction]
+fn zeros_like_framework<'py>(
+    py: Python<'py>,
+    like: &Bound<'py, PyAny>,
+    dtype: &str,
+    shape: Vec<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let dtype: DataType = dtype
+        .parse()
+        .map_err(|e: dlbridge::ParseDataTypeError| PyValueError::new_err(e.to_string()))?;
+    let tensor = ManagedTensor::zeros(dtype, &shape).map_err(to_py_err)?;
+    return_like(py, tensor, like)
+}
+
+/// `x` imported (`from_dlpack`, zero-copy) and returned in the framework of `like`: the
+/// result shares `x`'s memory, and is read-only if `x` was.
+#[pyfunction]
+fn import_return_like<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    like: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let tensor = import(x, &ImportOptions::default())?;
+    return_like(py, tensor, like)
 }
 
 /// `out[...] = x * factor`, with the GIL released while it runs.

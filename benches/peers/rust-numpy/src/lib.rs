@@ -6,7 +6,7 @@
 //! `target/peers/python/`.
 
 use numpy::ndarray::Zip;
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArray2, PyReadonlyArrayDyn};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -19,14 +19,14 @@ fn noop3(
 ) {
 }
 
-/// `a + b` for two float32 matrices of one shape, as a new NumPy array: the same kernel as
-/// the dlbridge example's `add`.
+/// `a + b` for two float32 arrays of one shape (any number of dimensions), as a new NumPy
+/// array: the same kernel as the dlbridge example's `add`.
 #[pyfunction]
 fn add<'py>(
     py: Python<'py>,
-    a: PyReadonlyArray2<'py, f32>,
-    b: PyReadonlyArray2<'py, f32>,
-) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    a: PyReadonlyArrayDyn<'py, f32>,
+    b: PyReadonlyArrayDyn<'py, f32>,
+) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
     let (a, b) = (a.as_array(), b.as_array());
     if a.shape() != b.shape() {
         return Err(PyValueError::new_err("add: shapes differ"));

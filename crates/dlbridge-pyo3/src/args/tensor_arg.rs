@@ -16,6 +16,7 @@ use super::constraints::{check, AnyLayout, AnyShape, Layout, Shape};
 use crate::dispatch::type_info;
 use crate::errors::argument_error;
 use crate::framework::FrameworkRules;
+use crate::produce::returning::{return_like, IntoTensor};
 
 /// A read-only tensor argument of element type `T`, dimensionality `D` and layout `L`,
 /// borrowed zero-copy from any DLPack producer for the duration of the call.
@@ -139,10 +140,19 @@ impl Drop for WriteReport {
 }
 
 impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArg<'a, T, D, L, S> {
-    /// The Python object passed as this argument (to return results of its framework with
-    /// [`crate::return_like`], say).
+    /// The Python object passed as this argument.
     pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
         self.held.object(py)
+    }
+
+    /// Returns `result` (an ndarray `Array`, a [`dlbridge::ManagedTensor`]) to Python as a
+    /// tensor of this argument's framework, zero-copy: [`return_like`] with this argument.
+    pub fn return_like<'py>(
+        &self,
+        py: Python<'py>,
+        result: impl IntoTensor,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        return_like(py, result, &self.object(py))
     }
 
     /// The elements as an `ndarray` view.
@@ -160,6 +170,16 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArgMut<'a, T, D, L
     /// The Python object passed as this argument.
     pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
         self.held.object(py)
+    }
+
+    /// Returns `result` to Python as a tensor of this argument's framework, zero-copy:
+    /// [`return_like`] with this argument.
+    pub fn return_like<'py>(
+        &self,
+        py: Python<'py>,
+        result: impl IntoTensor,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        return_like(py, result, &self.object(py))
     }
 
     /// The elements as an `ndarray` view.

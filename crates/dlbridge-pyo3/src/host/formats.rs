@@ -77,6 +77,18 @@ pub(crate) fn dtype_of_numpy_type(numpy_type: c_int) -> Option<DataType> {
         .and_then(|index| BY_NUMPY_TYPE.get(index).copied().flatten())
 }
 
+/// The NumPy type number for elements of `dtype` (one lane), for building a NumPy array:
+/// where two C types have the data type (int64 is `long long` and, on LP64 platforms,
+/// `long`), the later row's, `long`, which is what NumPy itself gives `int64` there. `None`
+/// for the types NumPy has no number for (bfloat16, the float8 family, sub-byte types).
+pub(crate) fn numpy_type_of(dtype: DataType) -> Option<c_int> {
+    HOST_TYPES
+        .iter()
+        .rev()
+        .find(|row| row.dtype == dtype)
+        .map(|row| row.numpy_type)
+}
+
 /// The DLPack data type of a buffer-protocol format with items of `itemsize` bytes, for the
 /// formats host tensors use, in native byte order only (`@`, `=`, and `<` or `>` where it is
 /// the native one). The integers other than `b`, `B`, `h` and `H` take their width from the
@@ -155,6 +167,8 @@ mod tests {
                 row.format
             );
             assert_eq!(dtype_of_numpy_type(row.numpy_type), Some(row.dtype));
+            let numpy_type = numpy_type_of(row.dtype).unwrap();
+            assert_eq!(dtype_of_numpy_type(numpy_type), Some(row.dtype));
             let exported = buffer_format(row.dtype).unwrap();
             assert_eq!(
                 dtype_of_buffer_format(exported.as_bytes(), size),
@@ -162,6 +176,21 @@ mod tests {
                 "{exported}"
             );
         }
+    }
+
+    #[test]
+    fn numpy_types_are_numpys_own_choice() {
+        let long_is_64 = std::mem::size_of::<c_long>() == 8;
+        assert_eq!(
+            numpy_type_of(DataType::INT64),
+            Some(if long_is_64 { 7 } else { 9 })
+        );
+        assert_eq!(numpy_type_of(DataType::FLOAT32), Some(11));
+        assert_eq!(numpy_type_of(DataType::BFLOAT16), None);
+        assert_eq!(
+            numpy_type_of(DataType::new(DataType::FLOAT32.code, 32, 2)),
+            None
+        );
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! NumPy arrays described directly from their C struct, without `__dlpack__`, the buffer
-//! protocol or any allocation: what `__dlpack__` would export, read in a few loads.
+//! protocol or any allocation: what `__dlpack__` would export, read in a few loads; and
+//! tensors returned as NumPy arrays made directly over their memory ([`into_array`]), with
+//! NumPy's own C API, without `numpy.from_dlpack`.
 //!
 //! NumPy's C API promises the layout read here (its `PyArray_DATA`, `PyArray_NDIM`,
 //! `PyArray_DIMS`, `PyArray_STRIDES`, `PyArray_DESCR` and `PyArray_FLAGS` are inline functions
@@ -18,7 +20,10 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
-use super::formats::dtype_of_numpy_type;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyCapsule;
+
+use super::formats::{dtype_of_numpy_type, numpy_type_of};
 use super::strides::{ElementStrides, HOST_MAX_NDIM};
 use crate::errors::to_py_err;
 use crate::owner::PyObjectOwner;
@@ -174,4 +179,162 @@ pub(crate) unsafe fn import(object: &Bound<'_, PyAny>) -> PyResult<Option<Manage
     unsafe { ManagedTensor::export_view(&view, owner, !writability.allows_writes()) }
         .map(Some)
         .map_err(to_py_err)
+}
+
+/// `PyArray_Descr *PyArray_DescrFromType(int)`.
+type DescrFromType = unsafe extern "C" fn(c_int) -> *mut ffi::PyObject;
+/// `PyObject *PyArray_NewFromDescr(PyTypeObject *, PyArray_Descr *, int, npy_intp const *,
+/// npy_intp const *, void *, int, PyObject *)`; steals the descriptor.
+type NewFromDescr = unsafe extern "C" fn(
+    *mut ffi::PyTypeObject,
+    *mut ffi::PyObject,
+    c_int,
+    *const isize,
+    *const isize,
+    *mut c_void,
+    c_int,
+    *mut ffi::PyObject,
+) -> *mut ffi::PyObject;
+/// `int PyArray_SetBaseObject(PyArrayObject *, PyObject *)`; steals the base.
+type SetBaseObject = unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject) -> c_int;
+
+/// NumPy's C API table entries used to make arrays (the same slots in NumPy 1.x and 2.x).
+struct ArrayApi {
+    /// `PyArray_Type` (slot 2).
+    array_type: *mut ffi::PyTypeObject,
+    /// Slot 45.
+    descr_from_type: DescrFromType,
+    /// Slot 94.
+    new_from_descr: NewFromDescr,
+    /// Slot 282.
+    set_base_object: SetBaseObject,
+}
+
+// SAFETY: process-lifetime pointers into NumPy's extension module (never unloaded), only used
+// with the GIL held.
+unsafe impl Send for ArrayApi {}
+// SAFETY: as above.
+unsafe impl Sync for ArrayApi {}
+
+/// NumPy's C API, found once per process (`None` where NumPy cannot be imported or its table
+/// does not check out: arrays are then returned through `numpy.from_dlpack`).
+fn array_api(py: Python<'_>) -> Option<&'static ArrayApi> {
+    static API: PyOnceLock<Option<ArrayApi>> = PyOnceLock::new();
+    API.get_or_init(py, || {
+        let found = find_array_api(py);
+        // A failure here only turns the direct path off.
+        drop(PyErr::take(py));
+        found.ok().flatten()
+    })
+    .as_ref()
+}
+
+/// Reads `_ARRAY_API` of NumPy's `multiarray` module (`numpy._core` since 2.0, `numpy.core`
+/// before), checking that its `PyArray_Type` is the imported `numpy.ndarray`.
+fn find_array_api(py: Python<'_>) -> PyResult<Option<ArrayApi>> {
+    let multiarray = py
+        .import("numpy._core.multiarray")
+        .or_else(|_| py.import("numpy.core.multiarray"))?;
+    let capsule = multiarray.getattr("_ARRAY_API")?;
+    let capsule = capsule.cast::<PyCapsule>()?;
+    // NumPy publishes the table in a capsule without a name.
+    let table = capsule
+        .pointer_checked(None)?
+        .as_ptr()
+        .cast::<*mut c_void>();
+    let ndarray = py.import("numpy")?.getattr("ndarray")?;
+    // SAFETY: NumPy's API table is an array of at least 300 pointers (slot 282 exists since
+    // NumPy 1.7), living as long as NumPy's module, which is never unloaded.
+    let slot = |index: usize| unsafe { *table.add(index) };
+    let array_type = slot(2).cast::<ffi::PyTypeObject>();
+    if array_type != ndarray.as_ptr().cast() {
+        return Ok(None);
+    }
+    // SAFETY: the slots hold these functions with these signatures (NumPy's C API,
+    // `__multiarray_api.h`), the same in 1.x and 2.x; NULL would not pass the type check
+    // above, which shows the table is NumPy's.
+    Ok(Some(unsafe {
+        ArrayApi {
+            array_type,
+            descr_from_type: std::mem::transmute::<*mut c_void, DescrFromType>(slot(45)),
+            new_from_descr: std::mem::transmute::<*mut c_void, NewFromDescr>(slot(94)),
+            set_base_object: std::mem::transmute::<*mut c_void, SetBaseObject>(slot(282)),
+        }
+    }))
+}
+
+/// The base object of a NumPy array made over a tensor's memory ([`into_array`]): it keeps
+/// the tensor, and so its producer's memory, alive as long as the array (and its views) live.
+#[pyclass(frozen, module = "dlbridge_pyo3", name = "TensorMemory")]
+pub(crate) struct TensorMemory {
+    _tensor: ManagedTensor,
+}
+
+/// Returns `tensor` as a new `numpy.ndarray` over its memory, zero-copy, made with NumPy's C
+/// API: what `numpy.from_dlpack` would give (a read-only array for a read-only tensor), in a
+/// fraction of the time. `Err(tensor)` gives the tensor back for a tensor this path does not
+/// take (not in CPU memory, without elements, of a data type NumPy has no number for, more
+/// than 64 dimensions) or when NumPy's API was not found: the caller then goes through
+/// `numpy.from_dlpack`.
+pub(crate) fn into_array(
+    py: Python<'_>,
+    tensor: ManagedTensor,
+) -> PyResult<Result<Bound<'_, PyAny>, ManagedTensor>> {
+    let view = tensor.view();
+    let (Some(api), Some(numpy_type), Some(itemsize)) = (
+        array_api(py),
+        numpy_type_of(view.dtype()),
+        view.dtype().size_in_bytes(),
+    ) else {
+        return Ok(Err(tensor));
+    };
+    if view.device() != Device::CPU || view.num_elements() == 0 || view.ndim() > HOST_MAX_NDIM {
+        return Ok(Err(tensor));
+    }
+    let ndim = view.ndim();
+    let mut dims = [0isize; 2 * HOST_MAX_NDIM];
+    for (dim, (&extent, &stride)) in view.shape().iter().zip(view.strides()).enumerate() {
+        // Validation keeps every byte offset within `isize` (V8), so these fit.
+        dims[dim] = extent as isize;
+        dims[HOST_MAX_NDIM + dim] = stride as isize * itemsize as isize;
+    }
+    let data = view.data_ptr();
+    let flags = if view.writability().allows_writes() {
+        WRITEABLE
+    } else {
+        0
+    };
+    let base = Py::new(py, TensorMemory { _tensor: tensor })?;
+    // SAFETY: a built-in type number (from the table), which NumPy always has a descriptor
+    // for; a new reference, or NULL with an exception.
+    let descr = unsafe { (api.descr_from_type)(numpy_type) };
+    if descr.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: NumPy's contract: the descriptor is stolen; `ndim` extents and byte strides;
+    // `data` is the tensor's first element, which `base` keeps alive (set below before the
+    // array is handed out), valid for the layout the tensor's validation checked; no flag
+    // asks NumPy to own or copy the data.
+    let array = unsafe {
+        (api.new_from_descr)(
+            api.array_type,
+            descr,
+            ndim as c_int,
+            dims.as_ptr(),
+            dims.as_ptr().add(HOST_MAX_NDIM),
+            data,
+            flags,
+            std::ptr::null_mut(),
+        )
+    };
+    if array.is_null() {
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new array; its reference is ours.
+    let array = unsafe { Bound::from_owned_ptr(py, array) };
+    // SAFETY: a new array without a base; the base reference is stolen, also on failure.
+    if unsafe { (api.set_base_object)(array.as_ptr(), base.into_ptr()) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(Ok(array))
 }

@@ -1,14 +1,16 @@
 //! Returning Rust-owned tensors to Python as the caller's framework's own objects.
 
-use dlbridge::ManagedTensor;
+use dlbridge::{Element, ManagedTensor};
+use ndarray::{Array, Dimension};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::capsule::into_capsule;
-use crate::dispatch::exchange_api;
+use crate::dispatch::{exchange_api, type_info};
 use crate::errors::to_py_err;
+use crate::host::numpy;
 
 /// A one-shot DLPack producer around an owned tensor: what framework `from_dlpack` functions
 /// that want an object with `__dlpack__` (NumPy, JAX) are given. It answers `max_version` as
@@ -53,21 +55,66 @@ impl TensorProducer {
     }
 }
 
-/// Returns a Rust-owned tensor to Python as an object of the same framework as `like` (an
-/// input of the call, say), zero-copy:
+/// A Rust result that can be returned to Python as a tensor ([`return_like`]): a
+/// [`ManagedTensor`], or an ndarray `Array` of a DLPack element type, exported zero-copy (the
+/// array's buffer becomes the tensor's memory, in one allocation). An `Array` keeps its own
+/// buffer, aligned for its element type only; for consumers that require 64-byte alignment
+/// (TVM's `from_dlpack`), write the result into [`ManagedTensor::zeros`], which is aligned so.
+pub trait IntoTensor {
+    /// The tensor, or the core's error (a shape the array cannot export, say).
+    fn into_tensor(self) -> dlbridge::Result<ManagedTensor>;
+}
+
+impl IntoTensor for ManagedTensor {
+    fn into_tensor(self) -> dlbridge::Result<ManagedTensor> {
+        Ok(self)
+    }
+}
+
+impl<T: Element, D: Dimension> IntoTensor for Array<T, D> {
+    fn into_tensor(self) -> dlbridge::Result<ManagedTensor> {
+        ManagedTensor::from_array(self)
+    }
+}
+
+/// Returns a Rust result to Python as an object of the same framework as `like` (an input of
+/// the call, say), zero-copy; a core error on the way is a `BufferError`
+/// ([`to_py_err`](crate::to_py_err)):
 ///
+/// - for exactly `numpy.ndarray`, a new array made over the tensor's memory with NumPy's C
+///   API (about the cost of rust-numpy's `into_pyarray`), when NumPy has a type number for
+///   the data type;
 /// - when `like`'s type publishes DLPack 1.3's C exchange API (PyTorch, PaddlePaddle,
 ///   dlbridge), through its `managed_tensor_to_py_object_no_sync`;
 /// - otherwise through the `from_dlpack` of `like`'s top-level module (`numpy.from_dlpack`,
 ///   `jax.numpy.from_dlpack`, ...), handed a one-shot [`TensorProducer`].
 ///
 /// The result shares the tensor's memory; the tensor's deleter runs when the framework frees
-/// its object.
+/// its object. Typed arguments have it as a method: `x.return_like(py, result)`.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// /// `2 * x` for a float64 vector, as a new tensor of `x`'s framework.
+/// #[pyfunction]
+/// fn double<'py>(py: Python<'py>, x: TensorArg<'_, f64, Ix1>) -> PyResult<Bound<'py, PyAny>> {
+///     let doubled: Array1<f64> = x.view().mapv(|value| 2.0 * value);
+///     x.return_like(py, doubled)
+/// }
+/// ```
 pub fn return_like<'py>(
     py: Python<'py>,
-    tensor: ManagedTensor,
+    result: impl IntoTensor,
     like: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let mut tensor = result.into_tensor().map_err(to_py_err)?;
+    if type_info(like)?.numpy_array {
+        match numpy::into_array(py, tensor)? {
+            Ok(array) => return Ok(array),
+            Err(not_taken) => tensor = not_taken,
+        }
+    }
     if let Some(api) = exchange_api(like)? {
         if let Some(wrap) = api.table().managed_tensor_to_py_object_no_sync {
             let raw = tensor.into_raw();

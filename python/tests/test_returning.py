@@ -1,0 +1,126 @@
+"""Results returned in the caller's framework (`return_like`): to NumPy as an array made
+directly over the tensor's memory with NumPy's C API (no `numpy.from_dlpack`), zero-copy,
+kept alive by the array's base, read-only where the tensor is; data types NumPy has no number
+for go the `numpy.from_dlpack` way, as before; other frameworks through their exchange table
+or `from_dlpack`."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import dlbridge
+from _kernels import kernels
+
+LIKE = np.zeros(1, dtype=np.float32)
+
+
+def address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "numpy_dtype"),
+    [
+        ("bool", np.bool_),
+        ("int8", np.int8),
+        ("uint8", np.uint8),
+        ("int16", np.int16),
+        ("uint16", np.uint16),
+        ("int32", np.int32),
+        ("uint32", np.uint32),
+        ("int64", np.int64),
+        ("uint64", np.uint64),
+        ("float16", np.float16),
+        ("float32", np.float32),
+        ("float64", np.float64),
+        ("complex64", np.complex64),
+        ("complex128", np.complex128),
+    ],
+)
+def test_every_numpy_type_comes_back_as_a_plain_array(dtype, numpy_dtype):
+    result = kernels.zeros_like_framework(LIKE, dtype, [2, 3])
+    assert type(result) is np.ndarray
+    assert result.dtype == numpy_dtype
+    assert result.shape == (2, 3)
+    assert result.flags.c_contiguous
+    assert result.flags.writeable
+    assert not result.flags.owndata  # Rust memory, owned by the base object
+    assert type(result.base).__name__ == "TensorMemory"
+    assert not result.any()
+    # NumPy's own choice of type number for the width (int64 is `long` on LP64 platforms).
+    assert result.dtype.num == np.dtype(numpy_dtype).num
+
+
+def test_the_array_is_the_tensors_memory_and_keeps_it_alive():
+    source = np.arange(12, dtype=np.float64).reshape(3, 4)
+    result = kernels.import_return_like(source, LIKE)
+    assert address(result) == address(source)
+    assert result.strides == source.strides
+    np.testing.assert_array_equal(result, source)
+    view = result[1:, ::2]
+    del result, source
+    gc.collect()
+    np.testing.assert_array_equal(view, [[4.0, 6.0], [8.0, 10.0]])
+
+
+def test_strided_and_offset_tensors_keep_their_layout():
+    source = np.arange(24, dtype=np.int32).reshape(4, 6)[1:, ::-2]
+    result = kernels.import_return_like(source, LIKE)
+    assert address(result) == address(source)
+    assert result.strides == source.strides
+    np.testing.assert_array_equal(result, source)
+
+
+def test_a_read_only_tensor_comes_back_read_only():
+    source = np.arange(6.0)
+    source.flags.writeable = False
+    result = kernels.import_return_like(source, LIKE)
+    assert not result.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        result[0] = 1.0
+
+
+def test_a_legacy_import_of_unknown_writability_comes_back_read_only():
+    class LegacyOnly:
+        """Answers `__dlpack__` with a legacy capsule only, as JAX and TensorFlow do."""
+
+        def __init__(self, array):
+            self.array = array
+
+        def __dlpack__(self, **kwargs):
+            return self.array.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.array.__dlpack_device__()
+
+    result = kernels.import_return_like(LegacyOnly(np.arange(3.0)), LIKE)
+    assert not result.flags.writeable
+
+
+def test_types_numpy_has_no_number_for_go_through_from_dlpack():
+    # bfloat16: NumPy has no such type, and the answer is `numpy.from_dlpack`'s own, as before.
+    with pytest.raises(Exception) as theirs:  # whatever NumPy raises
+        np.from_dlpack(dlbridge.zeros([2], dtype="bfloat16"))
+    with pytest.raises(type(theirs.value), match=str(theirs.value)):
+        kernels.zeros_like_framework(LIKE, "bfloat16", [2])
+
+
+def test_empty_and_zero_dimensional_results():
+    empty = kernels.zeros_like_framework(LIKE, "float32", [0, 3])
+    assert type(empty) is np.ndarray
+    assert empty.shape == (0, 3)
+    scalar = kernels.zeros_like_framework(LIKE, "float64", [])
+    assert type(scalar) is np.ndarray
+    assert scalar.shape == ()
+
+
+def test_other_frameworks_are_unchanged():
+    torch = pytest.importorskip("torch")
+    result = kernels.zeros_like_framework(torch.zeros(1), "float32", [2, 2])
+    assert type(result) is torch.Tensor
+    tensor = kernels.zeros_like_framework(dlbridge.zeros([1]), "int16", [3])
+    assert type(tensor) is dlbridge.Tensor
+    assert tensor.shape == (3,)
