@@ -140,8 +140,8 @@ bench-python: python-build example-build bench-peers
 ## from crates.io), built into target/peers/python; not part of the project or its tests.
 bench-peers: venv
 	PYTHON=$(PYTHON) bash benches/peers/nanobind/build.sh
-	PYTHON=$(PYTHON) bash benches/peers/dlpark/build.sh
-	PYTHON=$(PYTHON) bash benches/peers/rust-numpy/build.sh
+	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlpark
+	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh rust-numpy
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --all-features --no-deps

@@ -2,7 +2,7 @@
 //!
 //! A tiny extension module that imports tensors through the `dlpark` crate, so that
 //! `benches/python_exchange.py` can time dlpark's import beside dlbridge's. Built by
-//! `benches/peers/dlpark/build.sh` into `target/peers/python/`.
+//! `benches/peers/build-cargo-peer.sh dlpark` into `target/peers/python/`.
 //!
 //! dlpark has no `FromPyObject` type for a DLPack producer; its Python entry point is the
 //! function `dlpark::python::from_dlpack`, which takes any object (a producer with

@@ -1,9 +1,9 @@
 //! `dlbridge_peer_rust_numpy`: a benchmark peer, not part of dlbridge.
 //!
 //! The kernels `benches/python_exchange.py` times beside dlbridge's, written as a rust-numpy
-//! user would write them: typed read-only arguments (`PyReadonlyArray2`), and a new array
-//! returned with `into_pyarray`. Built by `benches/peers/rust-numpy/build.sh` into
-//! `target/peers/python/`.
+//! user would write them: typed read-only arguments (`PyReadonlyArray2`, `PyReadonlyArrayDyn`),
+//! and a new array returned with `into_pyarray`. Built by
+//! `benches/peers/build-cargo-peer.sh rust-numpy` into `target/peers/python/`.
 
 use numpy::ndarray::Zip;
 use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArray2, PyReadonlyArrayDyn};
