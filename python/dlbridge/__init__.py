@@ -19,6 +19,7 @@ from ._dlbridge import (
     Tensor,
     arange,
     empty,
+    explain,
     from_dlpack,
     zeros,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "Tensor",
     "arange",
     "empty",
+    "explain",
     "from_dlpack",
     "zeros",
 ]

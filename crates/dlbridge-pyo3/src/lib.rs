@@ -52,6 +52,7 @@ mod produce;
 mod args;
 pub mod prelude;
 
+pub use args::borrow::{explain_argument, ArgumentPath, ArgumentReport};
 #[doc(hidden)]
 pub use args::borrow::{inspect_argument, ArgumentInspection};
 pub use args::constraints::{AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape};

@@ -28,6 +28,7 @@
 //! another version, would give "multiple versions of crate ndarray" errors). PyO3's own
 //! prelude is imported beside it, from the extension's `pyo3` dependency.
 
+pub use crate::args::borrow::{explain_argument, ArgumentPath};
 pub use crate::args::constraints::{AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape};
 pub use crate::args::tensor_arg::{TensorArg, TensorArgMut};
 pub use crate::consume::{from_dlpack, ImportOptions};

@@ -63,12 +63,17 @@ fn interleaved_views_are_told_apart_from_overlapping_ones() {
         let mut written: TensorArgMut<'_, u8, IxDyn> = odd.extract().unwrap();
         written.view_mut().fill(7);
         assert_eq!(read.view().len(), 8);
+        // The arguments say how they were read: the buffer protocol, for a memoryview.
+        assert_eq!(read.path(), dlbridge_pyo3::ArgumentPath::BufferProtocol);
+        assert_eq!(
+            format!("{read:?}"),
+            "TensorArg { dtype: uint8, shape: [8], strides: [2], path: buffer }"
+        );
         // Every third byte meets both the even and the odd bytes.
         let thirds = view(&buffer, "0::3");
         let error = thirds
             .extract::<TensorArgMut<'_, u8, IxDyn>>()
-            .err()
-            .expect("overlaps both");
+            .expect_err("overlaps both");
         let message = error.to_string();
         assert!(
             message.contains("ValueError: tensor argument 3 of this call (written) overlaps"),

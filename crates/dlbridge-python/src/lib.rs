@@ -5,6 +5,7 @@
 //! - `buffer`: its buffer protocol (layout and `struct` formats);
 //! - `creation`: `from_dlpack`, `empty`, `zeros`, `arange` and their arguments;
 //! - `minifloat`: float8 encodings, for `arange`;
+//! - `explain`: `explain`, how typed arguments read an object;
 //! - `testing` (cargo feature `testing`, off by default): the test suite's kernels, the
 //!   submodule `dlbridge._dlbridge._testing`.
 //!
@@ -14,6 +15,7 @@ mod minifloat;
 mod buffer;
 mod tensor;
 mod creation;
+mod explain;
 #[cfg(feature = "testing")]
 mod testing;
 
@@ -36,6 +38,7 @@ fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(creation::empty, module)?)?;
     module.add_function(wrap_pyfunction!(creation::zeros, module)?)?;
     module.add_function(wrap_pyfunction!(creation::arange, module)?)?;
+    module.add_function(wrap_pyfunction!(explain::explain, module)?)?;
     module.add(
         "DLPACK_VERSION",
         (Version::CURRENT.major, Version::CURRENT.minor),

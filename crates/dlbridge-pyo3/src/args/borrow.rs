@@ -43,6 +43,65 @@ impl Source {
             through_table,
         }))
     }
+
+    /// The path this source stands for; `exchange`: the type has an exchange table (a
+    /// borrowed descriptor came from it, not from NumPy's struct).
+    pub(crate) fn path(&self, exchange: bool) -> ArgumentPath {
+        match self {
+            Source::Borrowed if exchange => ArgumentPath::ExchangeTable,
+            Source::Borrowed => ArgumentPath::NumpyStruct,
+            Source::Buffer(_) => ArgumentPath::BufferProtocol,
+            Source::Owned(owned) if owned.through_table => ArgumentPath::ExchangeExport,
+            Source::Owned(_) => ArgumentPath::Dlpack,
+        }
+    }
+}
+
+/// How a typed argument reached its tensor, in the order they are tried ([`extract_with`]).
+/// None of them copies the elements: the argument is a view of the caller's memory.
+///
+/// ```
+/// use dlbridge_pyo3::ArgumentPath;
+///
+/// assert_eq!(ArgumentPath::NumpyStruct.name(), "numpy");
+/// assert_eq!(ArgumentPath::Dlpack.to_string(), "dlpack");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ArgumentPath {
+    /// A descriptor borrowed from the producer's DLPack 1.3 exchange table
+    /// (`dltensor_from_py_object_no_sync`; PyTorch, PaddlePaddle, dlbridge), no allocation.
+    ExchangeTable,
+    /// An owned export through the exchange table (`managed_tensor_from_py_object_no_sync`):
+    /// for a writable argument whose type cannot say otherwise whether it may be written.
+    ExchangeExport,
+    /// NumPy's array struct, read directly (exactly `numpy.ndarray`).
+    NumpyStruct,
+    /// The buffer protocol (other host-memory exporters: `array.array`, `memoryview`, ...).
+    BufferProtocol,
+    /// A full DLPack import through `__dlpack__`, held for the call: the reference path, for
+    /// every other producer (JAX, TensorFlow, CuPy, ...) and whatever a fast path cannot take.
+    Dlpack,
+}
+
+impl ArgumentPath {
+    /// The path's short name: `"exchange"`, `"exchange-export"`, `"numpy"`, `"buffer"` or
+    /// `"dlpack"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ArgumentPath::ExchangeTable => "exchange",
+            ArgumentPath::ExchangeExport => "exchange-export",
+            ArgumentPath::NumpyStruct => "numpy",
+            ArgumentPath::BufferProtocol => "buffer",
+            ArgumentPath::Dlpack => "dlpack",
+        }
+    }
+}
+
+impl std::fmt::Display for ArgumentPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Borrows or imports the tensor behind `object`, and runs `make` on its validated view while
@@ -158,6 +217,73 @@ fn extract_from_table<R>(
     Ok(Some((Source::Borrowed, make(&view, writability)?)))
 }
 
+/// What a typed argument sees of a Python object ([`explain_argument`]): the path it took,
+/// and the tensor as described there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArgumentReport {
+    /// How the tensor was reached.
+    pub path: ArgumentPath,
+    /// The data type.
+    pub dtype: DataType,
+    /// The device.
+    pub device: dlbridge::Device,
+    /// The extents.
+    pub shape: Vec<i64>,
+    /// The strides, in elements.
+    pub strides: Vec<i64>,
+    /// Whether the memory may not be written through this path (a `TensorArgMut` refuses it).
+    pub read_only: bool,
+}
+
+/// Says how a typed argument would read `object` (`writable`: a `TensorArgMut`, whose
+/// refusals of tensors autograd tracks apply), whatever its data type and layout, without
+/// claiming the memory or copying anything: the path taken ([`ArgumentPath`]) and the tensor
+/// seen there. Errors are those the argument would raise for any data type (a producer's
+/// refusal, a tracked tensor while grad mode is on).
+///
+/// ```
+/// use dlbridge_pyo3::{explain_argument, ArgumentPath};
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let bytes = pyo3::types::PyByteArray::new(py, &[1, 2, 3]);
+///     let report = explain_argument(bytes.as_any(), false)?;
+///     assert_eq!(report.path, ArgumentPath::BufferProtocol);
+///     assert_eq!(report.shape, [3]);
+///     assert!(!report.read_only);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
+pub fn explain_argument(object: &Bound<'_, PyAny>, writable: bool) -> PyResult<ArgumentReport> {
+    inspect_with(object, writable, |_| Ok(())).map(|(report, ())| report)
+}
+
+/// Extracts `object` as [`explain_argument`] does, and runs `more` on the view while it is
+/// alive.
+fn inspect_with<E>(
+    object: &Bound<'_, PyAny>,
+    writable: bool,
+    more: impl Fn(&TensorView<'_>) -> PyResult<E>,
+) -> PyResult<(ArgumentReport, E)> {
+    let info = type_info(object)?;
+    let (source, (mut report, extra)) =
+        extract_with(object, info, writable, |view, writability| {
+            let report = ArgumentReport {
+                path: ArgumentPath::Dlpack,
+                dtype: view.dtype(),
+                device: view.device(),
+                shape: view.shape().to_vec(),
+                strides: view.strides().to_vec(),
+                read_only: !writability.allows_writes(),
+            };
+            Ok((report, more(view)?))
+        })?;
+    report.path = source.path(info.exchange.is_some());
+    Ok((report, extra))
+}
+
 /// What a typed argument would see of an object, whatever its data type: for tests that
 /// compare every path of typed arguments with the producer's own `__dlpack__`. Not a stable
 /// API.
@@ -189,8 +315,7 @@ pub struct ArgumentInspection {
 /// data type, dimensions or layout, and no claim on the memory. Not a stable API: for tests.
 #[doc(hidden)]
 pub fn inspect_argument(object: &Bound<'_, PyAny>, writable: bool) -> PyResult<ArgumentInspection> {
-    let info = type_info(object)?;
-    let (source, mut inspection) = extract_with(object, info, writable, |view, writability| {
+    let (report, (data, bytes)) = inspect_with(object, writable, |view| {
         let bytes = if view.device().is_host_readable() && view.dtype().size_in_bytes().is_some() {
             let copy = view.to_compact_copy().map_err(to_py_err)?;
             let copy_view = copy.view();
@@ -202,23 +327,16 @@ pub fn inspect_argument(object: &Bound<'_, PyAny>, writable: bool) -> PyResult<A
         } else {
             None
         };
-        Ok(ArgumentInspection {
-            path: "",
-            dtype: view.dtype(),
-            device: view.device(),
-            shape: view.shape().to_vec(),
-            strides: view.strides().to_vec(),
-            read_only: !writability.allows_writes(),
-            data: view.data_ptr() as usize,
-            bytes,
-        })
+        Ok((view.data_ptr() as usize, bytes))
     })?;
-    inspection.path = match (&source, info.exchange.is_some()) {
-        (Source::Borrowed, true) => "exchange",
-        (Source::Borrowed, false) => "numpy",
-        (Source::Buffer(_), _) => "buffer",
-        (Source::Owned(owned), _) if owned.through_table => "exchange-export",
-        (Source::Owned(_), _) => "dlpack",
-    };
-    Ok(inspection)
+    Ok(ArgumentInspection {
+        path: report.path.name(),
+        dtype: report.dtype,
+        device: report.device,
+        shape: report.shape,
+        strides: report.strides,
+        read_only: report.read_only,
+        data,
+        bytes,
+    })
 }

@@ -10,7 +10,7 @@ use dlbridge::{Element, TensorView, Writability};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, IxDyn};
 use pyo3::prelude::*;
 
-use super::borrow::{extract_with, Source};
+use super::borrow::{extract_with, ArgumentPath, Source};
 use super::claims::Claim;
 use super::constraints::{check, AnyLayout, AnyShape, Layout, Shape};
 use crate::dispatch::type_info;
@@ -92,6 +92,8 @@ unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Sync for TensorArgMut
 struct Held {
     _claim: Claim,
     _source: Source,
+    /// How the tensor was reached.
+    path: ArgumentPath,
     /// The argument object, which the caller keeps alive for the call.
     object: NonNull<pyo3::ffi::PyObject>,
 }
@@ -145,6 +147,11 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArg<'a, T, D, L, S
         self.held.object(py)
     }
 
+    /// How the argument reached its tensor (which fast path, or a full DLPack import).
+    pub fn path(&self) -> ArgumentPath {
+        self.held.path
+    }
+
     /// Returns `result` (an ndarray `Array`, a [`dlbridge::ManagedTensor`]) to Python as a
     /// tensor of this argument's framework, zero-copy: [`return_like`] with this argument.
     pub fn return_like<'py>(
@@ -170,6 +177,11 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArgMut<'a, T, D, L
     /// The Python object passed as this argument.
     pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
         self.held.object(py)
+    }
+
+    /// How the argument reached its tensor (which fast path, or a full DLPack import).
+    pub fn path(&self) -> ArgumentPath {
+        self.held.path
     }
 
     /// Returns `result` to Python as a tensor of this argument's framework, zero-copy:
@@ -222,6 +234,7 @@ fn extract_argument<V>(
         Ok((claim, make(view)?))
     })?;
     let held = Held {
+        path: source.path(info.exchange.is_some()),
         _claim: claim,
         _source: source,
         object: NonNull::new(object.as_ptr()).expect("a Python object"),
@@ -294,5 +307,35 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'p
             report,
             _layout: PhantomData,
         })
+    }
+}
+
+/// The argument's element type, extents, strides (in elements) and path, for `{:?}`:
+/// `TensorArg { dtype: float32, shape: [4, 4], strides: [4, 1], path: numpy }`.
+fn debug_argument<T: Element, D: Dimension>(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    view: &ArrayView<'_, T, D>,
+    path: ArgumentPath,
+) -> std::fmt::Result {
+    f.debug_struct(name)
+        .field("dtype", &format_args!("{}", T::DTYPE))
+        .field("shape", &view.shape())
+        .field("strides", &view.strides())
+        .field("path", &format_args!("{path}"))
+        .finish()
+}
+
+impl<T: Element, D: Dimension, L: Layout, S: Shape> std::fmt::Debug for TensorArg<'_, T, D, L, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_argument(f, "TensorArg", &self.view, self.held.path)
+    }
+}
+
+impl<T: Element, D: Dimension, L: Layout, S: Shape> std::fmt::Debug
+    for TensorArgMut<'_, T, D, L, S>
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_argument(f, "TensorArgMut", &self.view.view(), self.held.path)
     }
 }
