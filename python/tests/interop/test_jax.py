@@ -271,3 +271,14 @@ def test_memory_from_a_legacy_only_producer_is_never_made_writable():
     with pytest.raises(TypeError, match="legacy DLPack capsule, which cannot say"):
         K.fill(tensor, 1.0)
     assert K.total(source) == 6.0
+
+
+def test_explain_says_why_a_jax_array_is_refused_for_writing():
+    # JAX exports its host memory read-only through the buffer protocol (and only legacy
+    # capsules through DLPack): `dlbridge.explain` shows the path and the read-only flag that
+    # make a writable argument refuse it.
+    explained = dlbridge.explain(jnp.arange(3.0))
+    assert explained["type"].startswith("jaxlib")
+    assert explained["argument"]["path"] == "buffer"
+    assert explained["argument"]["read_only"]
+    assert explained["writable_argument"]["read_only"]
