@@ -12,13 +12,10 @@ import numpy as np
 import pytest
 
 import dlbridge
+from _helpers import np_address
 from _kernels import kernels
 
 LIKE = np.zeros(1, dtype=np.float32)
-
-
-def address(array: np.ndarray) -> int:
-    return array.__array_interface__["data"][0]
 
 
 @pytest.mark.parametrize(
@@ -57,7 +54,7 @@ def test_every_numpy_type_comes_back_as_a_plain_array(dtype, numpy_dtype):
 def test_the_array_is_the_tensors_memory_and_keeps_it_alive():
     source = np.arange(12, dtype=np.float64).reshape(3, 4)
     result = kernels.import_return_like(source, LIKE)
-    assert address(result) == address(source)
+    assert np_address(result) == np_address(source)
     assert result.strides == source.strides
     np.testing.assert_array_equal(result, source)
     view = result[1:, ::2]
@@ -69,7 +66,7 @@ def test_the_array_is_the_tensors_memory_and_keeps_it_alive():
 def test_strided_and_offset_tensors_keep_their_layout():
     source = np.arange(24, dtype=np.int32).reshape(4, 6)[1:, ::-2]
     result = kernels.import_return_like(source, LIKE)
-    assert address(result) == address(source)
+    assert np_address(result) == np_address(source)
     assert result.strides == source.strides
     np.testing.assert_array_equal(result, source)
 

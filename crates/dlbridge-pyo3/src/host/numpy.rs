@@ -292,36 +292,47 @@ pub(crate) fn into_array(
         return Ok(Err(tensor));
     }
     let ndim = view.ndim();
-    let mut dims = [0isize; 2 * HOST_MAX_NDIM];
-    for (dim, (&extent, &stride)) in view.shape().iter().zip(view.strides()).enumerate() {
-        // Validation keeps every byte offset within `isize` (V8), so these fit.
-        dims[dim] = extent as isize;
-        dims[HOST_MAX_NDIM + dim] = stride as isize * itemsize as isize;
+    // Byte strides, on the stack; up to 8 dimensions (nearly every result) the buffer is small
+    // to clear.
+    let mut few = [0isize; 8];
+    let mut many;
+    let byte_strides: &mut [isize] = if ndim <= few.len() {
+        &mut few[..ndim]
+    } else {
+        many = [0isize; HOST_MAX_NDIM];
+        &mut many[..ndim]
+    };
+    for (bytes, &stride) in byte_strides.iter_mut().zip(view.strides()) {
+        // Validation keeps every byte offset within `isize` (V8), so this fits.
+        *bytes = stride as isize * itemsize as isize;
     }
+    // The extents are read in place: `npy_intp` is `i64` wherever this crate builds (checked
+    // in `host`).
+    let extents = view.shape().as_ptr().cast::<isize>();
     let data = view.data_ptr();
     let flags = if view.writability().allows_writes() {
         WRITEABLE
     } else {
         0
     };
-    let base = Py::new(py, TensorMemory { _tensor: tensor })?;
     // SAFETY: a built-in type number (from the table), which NumPy always has a descriptor
     // for; a new reference, or NULL with an exception.
     let descr = unsafe { (api.descr_from_type)(numpy_type) };
     if descr.is_null() {
         return Err(PyErr::fetch(py));
     }
-    // SAFETY: NumPy's contract: the descriptor is stolen; `ndim` extents and byte strides;
-    // `data` is the tensor's first element, which `base` keeps alive (set below before the
-    // array is handed out), valid for the layout the tensor's validation checked; no flag
-    // asks NumPy to own or copy the data.
+    // SAFETY: NumPy's contract: the descriptor is stolen; `ndim` extents (the tensor's, which
+    // is still ours here) and byte strides, both copied into the array; `data` is the tensor's
+    // first element, valid for the layout the tensor's validation checked, and kept alive by
+    // the base object set below before the array is handed out; no flag asks NumPy to own or
+    // copy the data.
     let array = unsafe {
         (api.new_from_descr)(
             api.array_type,
             descr,
             ndim as c_int,
-            dims.as_ptr(),
-            dims.as_ptr().add(HOST_MAX_NDIM),
+            extents,
+            byte_strides.as_ptr(),
             data,
             flags,
             std::ptr::null_mut(),
@@ -330,8 +341,10 @@ pub(crate) fn into_array(
     if array.is_null() {
         return Err(PyErr::fetch(py));
     }
-    // SAFETY: a new array; its reference is ours.
+    // SAFETY: a new array; its reference is ours. Should anything below fail, it is released
+    // without its data being read.
     let array = unsafe { Bound::from_owned_ptr(py, array) };
+    let base = Py::new(py, TensorMemory { _tensor: tensor })?;
     // SAFETY: a new array without a base; the base reference is stolen, also on failure.
     if unsafe { (api.set_base_object)(array.as_ptr(), base.into_ptr()) } != 0 {
         return Err(PyErr::fetch(py));

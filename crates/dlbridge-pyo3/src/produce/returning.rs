@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::capsule::into_capsule;
-use crate::dispatch::{exchange_api, type_info};
+use crate::dispatch::type_info;
 use crate::errors::to_py_err;
 use crate::host::numpy;
 
@@ -109,13 +109,14 @@ pub fn return_like<'py>(
     like: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut tensor = result.into_tensor().map_err(to_py_err)?;
-    if type_info(like)?.numpy_array {
+    let info = type_info(like)?;
+    if info.numpy_array {
         match numpy::into_array(py, tensor)? {
             Ok(array) => return Ok(array),
             Err(not_taken) => tensor = not_taken,
         }
     }
-    if let Some(api) = exchange_api(like)? {
+    if let Some(api) = info.exchange {
         if let Some(wrap) = api.table().managed_tensor_to_py_object_no_sync {
             let raw = tensor.into_raw();
             let raw = match raw.versioned() {
