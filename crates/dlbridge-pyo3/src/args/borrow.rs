@@ -18,8 +18,10 @@ use crate::writability_hook;
 /// owned tensor is boxed on that path, which allocates anyway), so that arguments stay small
 /// to move on the borrowed path.
 pub(crate) enum Source {
-    /// A descriptor borrowed from the producer: its exchange table, or NumPy's array struct.
-    Borrowed,
+    /// A descriptor borrowed from the producer's exchange table.
+    ExchangeTable,
+    /// A descriptor read from NumPy's array struct.
+    NumpyStruct,
     /// A buffer-protocol export.
     Buffer(#[allow(dead_code)] HeldBuffer),
     /// An owned tensor: an export through the exchange table
@@ -44,12 +46,11 @@ impl Source {
         }))
     }
 
-    /// The path this source stands for; `exchange`: the type has an exchange table (a
-    /// borrowed descriptor came from it, not from NumPy's struct).
-    pub(crate) fn path(&self, exchange: bool) -> ArgumentPath {
+    /// The path this source stands for.
+    pub(crate) fn path(&self) -> ArgumentPath {
         match self {
-            Source::Borrowed if exchange => ArgumentPath::ExchangeTable,
-            Source::Borrowed => ArgumentPath::NumpyStruct,
+            Source::ExchangeTable => ArgumentPath::ExchangeTable,
+            Source::NumpyStruct => ArgumentPath::NumpyStruct,
             Source::Buffer(_) => ArgumentPath::BufferProtocol,
             Source::Owned(owned) if owned.through_table => ArgumentPath::ExchangeExport,
             Source::Owned(_) => ArgumentPath::Dlpack,
@@ -147,7 +148,7 @@ pub(crate) fn extract_with<R>(
         // SAFETY: the type is exactly `numpy.ndarray`; the caller holds the array for the
         // call, and the view is used only inside `make`.
         if let Some(made) = unsafe { numpy::with_array_view(object, &make) }? {
-            return Ok((Source::Borrowed, made));
+            return Ok((Source::NumpyStruct, made));
         }
     } else if let Some((buffer, made)) = with_buffer_view(object, &make)? {
         return Ok((Source::Buffer(buffer), made));
@@ -214,7 +215,7 @@ fn extract_from_table<R>(
         // (checked by the per-type lookup).
         BorrowedWritability::Hook(hook) => unsafe { writability_hook::ask(hook, object) }?,
     };
-    Ok(Some((Source::Borrowed, make(&view, writability)?)))
+    Ok(Some((Source::ExchangeTable, make(&view, writability)?)))
 }
 
 /// What a typed argument sees of a Python object ([`explain_argument`]): the path it took,
@@ -280,7 +281,7 @@ fn inspect_with<E>(
             };
             Ok((report, more(view)?))
         })?;
-    report.path = source.path(info.exchange.is_some());
+    report.path = source.path();
     Ok((report, extra))
 }
 

@@ -91,9 +91,7 @@ unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Sync for TensorArgMut
 /// descriptor came from, and the Python object passed.
 struct Held {
     _claim: Claim,
-    _source: Source,
-    /// How the tensor was reached.
-    path: ArgumentPath,
+    source: Source,
     /// The argument object, which the caller keeps alive for the call.
     object: NonNull<pyo3::ffi::PyObject>,
 }
@@ -149,7 +147,7 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArg<'a, T, D, L, S
 
     /// How the argument reached its tensor (which fast path, or a full DLPack import).
     pub fn path(&self) -> ArgumentPath {
-        self.held.path
+        self.held.source.path()
     }
 
     /// Returns `result` (an ndarray `Array`, a [`dlbridge::ManagedTensor`]) to Python as a
@@ -181,7 +179,7 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArgMut<'a, T, D, L
 
     /// How the argument reached its tensor (which fast path, or a full DLPack import).
     pub fn path(&self) -> ArgumentPath {
-        self.held.path
+        self.held.source.path()
     }
 
     /// Returns `result` to Python as a tensor of this argument's framework, zero-copy:
@@ -234,9 +232,8 @@ fn extract_argument<V>(
         Ok((claim, make(view)?))
     })?;
     let held = Held {
-        path: source.path(info.exchange.is_some()),
         _claim: claim,
-        _source: source,
+        source,
         object: NonNull::new(object.as_ptr()).expect("a Python object"),
     };
     Ok((held, view, info.framework))
@@ -328,7 +325,7 @@ fn debug_argument<T: Element, D: Dimension>(
 
 impl<T: Element, D: Dimension, L: Layout, S: Shape> std::fmt::Debug for TensorArg<'_, T, D, L, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        debug_argument(f, "TensorArg", &self.view, self.held.path)
+        debug_argument(f, "TensorArg", &self.view, self.held.source.path())
     }
 }
 
@@ -336,6 +333,11 @@ impl<T: Element, D: Dimension, L: Layout, S: Shape> std::fmt::Debug
     for TensorArgMut<'_, T, D, L, S>
 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        debug_argument(f, "TensorArgMut", &self.view.view(), self.held.path)
+        debug_argument(
+            f,
+            "TensorArgMut",
+            &self.view.view(),
+            self.held.source.path(),
+        )
     }
 }
