@@ -48,8 +48,8 @@ def test_any_layout_reads_any_strides():
         (
             lambda: K.scale(np.zeros((2, 3)), np.zeros((2, 3), np.float32), 1.0),
             (
-                "expected a float32 C-contiguous cpu tensor with 2 dimensions, got float64 "
-                "shape (2, 3) strides (3, 1) on CPU:0"
+                "expected a float32 C-contiguous tensor with 2 dimensions in host memory, "
+                "got float64 shape (2, 3) strides (3, 1) on CPU:0"
             ),
         ),
         (
@@ -58,13 +58,13 @@ def test_any_layout_reads_any_strides():
         ),
         (
             lambda: K.scale(np.zeros(6, np.float32), np.zeros((2, 3), np.float32), 1.0),
-            "with 2 dimensions, got float32 shape (6,) strides (1,)",
+            "with 2 dimensions in host memory, got float32 shape (6,) strides (1,)",
         ),
         (
             lambda: K.add_one(np.frombuffer(bytes(16), dtype=np.float64)),
             (
-                "expected a writable float64 cpu tensor with 1 dimension, got float64 shape "
-                "(2,) strides (1,) on CPU:0 (read-only)"
+                "expected a writable float64 tensor with 1 dimension in host memory, "
+                "got float64 shape (2,) strides (1,) on CPU:0 (read-only)"
             ),
         ),
         (lambda: K.total("not a tensor"), "is not a DLPack producer"),
@@ -193,10 +193,13 @@ def test_partial_shape_is_checked(framework):
     wrong = source[:, :, :2]
     with pytest.raises(ValueError) as error:
         K.channel_means(wrong)
-    assert "expected a uint8 cpu tensor of shape (_, _, 3), got uint8 shape (2, 4, 2)" in str(
-        error.value
+    assert (
+        "expected a uint8 tensor of shape (_, _, 3) in host memory, got uint8 shape (2, 4, 2)"
+        in str(error.value)
     )
-    with pytest.raises(TypeError, match=r"of shape \(_, _, 3\), got uint8 shape \(8, 3\)"):
+    with pytest.raises(
+        TypeError, match=r"of shape \(_, _, 3\) in host memory, got uint8 shape \(8, 3\)"
+    ):
         K.channel_means(source.reshape(8, 3))  # wrong number of dimensions: a type error
 
 
@@ -209,7 +212,7 @@ def test_exact_shape_is_checked_for_written_arguments(framework):
     with pytest.raises(
         ValueError,
         match=(
-            r"expected a writable float64 cpu tensor of shape \(2, 2\), "
+            r"expected a writable float64 tensor of shape \(2, 2\) in host memory, "
             r"got float64 shape \(2, 3\)"
         ),
     ):
@@ -230,3 +233,83 @@ def test_read_only_dlbridge_tensors_are_not_written_through_the_exchange_table()
     writable = dlbridge.from_dlpack(np.arange(3.0))
     K.add_one(writable)
     assert np.asarray(writable).tolist() == [1.0, 2.0, 3.0]
+
+
+# --------------------------------------------------------------------------------------------
+# Constraints in any combination, infallible slices, and arguments in a Vec, an Option or a
+# tuple.
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_a_shape_and_a_layout_together(framework):
+    image = np.arange(2 * 4 * 3, dtype=np.uint8).reshape(2, 4, 3)
+    source = image if framework == "numpy" else torch.from_numpy(image)
+    assert K.packed_rgb_total(source) == int(image.sum())
+    with pytest.raises(TypeError) as caught:
+        K.packed_rgb_total(source[:, ::2])  # the right shape, not contiguous
+    assert str(caught.value).startswith(
+        "expected a uint8 C-contiguous tensor of shape (_, _, 3) in host memory, got uint8 "
+        "shape (2, 2, 3)"
+    )
+    with pytest.raises(ValueError, match=r"of shape \(_, _, 3\) in host memory"):
+        K.packed_rgb_total(
+            source[:, :, :2].contiguous()
+            if framework == "torch"
+            else np.ascontiguousarray(image[:, :, :2])
+        )
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_contiguous_arguments_are_written_through_one_slice(framework):
+    x = np.zeros((2, 3), np.float32) if framework == "numpy" else torch.zeros(2, 3)
+    K.fill_packed(x, 2.5)
+    assert np.asarray(x).tolist() == [[2.5] * 3] * 2
+    K.fill_packed(np.zeros((0, 3), np.float32), 1.0)  # empty: the empty slice
+    with pytest.raises(TypeError, match="C-contiguous"):
+        K.fill_packed(np.zeros((3, 2), np.float32).T, 1.0)
+
+
+def test_extraction_errors_carry_the_argument_name_as_a_note():
+    with pytest.raises(TypeError) as caught:
+        K.total(np.zeros(3))
+    assert "while processing 'x'" in getattr(caught.value, "__notes__", [])
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_arguments_in_a_list(framework):
+    def make(values):
+        array = np.asarray(values, dtype=np.float64)
+        return array if framework == "numpy" else torch.from_numpy(array)
+
+    vectors = [make([1.0, 2.0]), make([3.0]), make([])]
+    assert K.total_of_all(vectors) == 6.0
+    assert K.total_of_all(tuple(vectors)) == 6.0
+    assert K.total_of_all([]) == 0.0
+    with pytest.raises(TypeError, match="got float32 shape"):
+        K.total_of_all([make([1.0]), np.zeros(2, np.float32)])
+    with pytest.raises(TypeError):
+        K.total_of_all("not a list")
+    K.scale_all(vectors, 2.0)  # written in place, with the GIL released
+    assert [np.asarray(v).tolist() for v in vectors] == [[2.0, 4.0], [6.0], []]
+
+
+def test_arguments_in_a_list_are_claimed_against_each_other():
+    base = np.arange(6.0)
+    with pytest.raises(ValueError, match="overlaps the memory of tensor argument"):
+        K.scale_all([base[:4], base[2:]], 10.0)
+    assert base.tolist() == [0, 1, 2, 3, 4, 5]  # nothing written
+    K.scale_all([base[::2], base[1::2]], 10.0)  # disjoint strided views may come together
+    assert base.tolist() == [0, 10, 20, 30, 40, 50]
+
+
+def test_optional_and_tuple_arguments():
+    x = np.arange(3.0)
+    assert K.dot_with_bias(x, x) == 5.0
+    assert K.dot_with_bias(x, x, None) == 5.0
+    assert K.dot_with_bias(x, x, torch.ones(2, dtype=torch.float64)) == 7.0
+    with pytest.raises(TypeError, match="with 1 dimension"):
+        K.dot_with_bias(x, x, np.ones((2, 2)))
+    assert K.dot_of_pair((x, torch.from_numpy(x))) == 5.0
+    with pytest.raises(ValueError, match="expected tuple of length 2"):
+        K.dot_of_pair((x,))

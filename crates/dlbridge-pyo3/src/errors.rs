@@ -3,10 +3,85 @@
 //!
 //! The protocol decides the class: a tensor that cannot be imported or exported as asked is a
 //! `BufferError` ([`to_py_err`]); a typed argument that cannot be read is the argument's
-//! `TypeError` ([`argument_error`]), as every other mismatch of a typed argument is.
+//! `TypeError` ([`argument_error`]), as every other mismatch of a typed argument is. A
+//! kernel returns [`KernelResult`], into whose [`KernelError`] both Python's and the core's
+//! errors convert with `?`.
 
-use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+
+/// The error of a `#[pyfunction]` kernel: a Python exception, into which the core's
+/// [`dlbridge::Error`] (a `BufferError`, [`to_py_err`]) and ndarray's `ShapeError` (a
+/// `ValueError`) convert with `?`, beside PyO3's own `PyErr`. PyO3 raises it as the exception
+/// it holds. (The orphan rule forbids `From<dlbridge::Error> for PyErr` outside PyO3 and the
+/// core, and the core does not depend on PyO3: this type is where the conversion lives.)
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// /// The row sums of a float32 matrix given as a flat vector and a row length, as a new
+/// /// tensor of `flat`'s framework.
+/// #[pyfunction]
+/// fn row_sums<'py>(
+///     py: Python<'py>,
+///     flat: TensorArg1<'_, f32, CContiguous>,
+///     row_length: usize,
+/// ) -> KernelResult<Bound<'py, PyAny>> {
+///     // ndarray's ShapeError (a length that is no multiple of `row_length`): a ValueError.
+///     let rows = ArrayView2::from_shape((flat.as_slice().len() / row_length.max(1), row_length), flat.as_slice())?;
+///     let sums: Vec<f32> = rows.rows().into_iter().map(|row| row.sum()).collect();
+///     // The core's errors (a shape that does not fit the values): a BufferError.
+///     let tensor = Export::new(sums, &[rows.nrows()]).into_versioned()?;
+///     // PyO3's own PyErr.
+///     Ok(flat.return_like(py, tensor)?)
+/// }
+/// ```
+#[derive(Debug)]
+pub struct KernelError(PyErr);
+
+/// The result of a `#[pyfunction]` kernel: `?` takes Python's, the core's and ndarray's
+/// errors ([`KernelError`]).
+pub type KernelResult<T> = Result<T, KernelError>;
+
+impl KernelError {
+    /// The Python exception this error is raised as.
+    pub fn into_py_err(self) -> PyErr {
+        self.0
+    }
+}
+
+impl From<PyErr> for KernelError {
+    fn from(error: PyErr) -> Self {
+        KernelError(error)
+    }
+}
+
+impl From<dlbridge::Error> for KernelError {
+    fn from(error: dlbridge::Error) -> Self {
+        KernelError(to_py_err(error))
+    }
+}
+
+impl From<ndarray::ShapeError> for KernelError {
+    fn from(error: ndarray::ShapeError) -> Self {
+        KernelError(PyValueError::new_err(error.to_string()))
+    }
+}
+
+impl From<KernelError> for PyErr {
+    fn from(error: KernelError) -> Self {
+        error.0
+    }
+}
+
+impl std::fmt::Display for KernelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for KernelError {}
 
 /// The Python exception for a core error: `BufferError`, the protocol's error for data that
 /// DLPack (or the request) cannot express, with the core's message (which names the field

@@ -55,8 +55,14 @@ pub mod prelude;
 pub use args::borrow::{explain_argument, ArgumentPath, ArgumentReport};
 #[doc(hidden)]
 pub use args::borrow::{inspect_argument, ArgumentInspection};
-pub use args::constraints::{AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape};
-pub use args::tensor_arg::{TensorArg, TensorArgMut};
+pub use args::constraints::{
+    AnyLayout, CContiguous, Constraints, Contiguous, Dimensionality, FContiguous, Layout,
+    LayoutWith,
+};
+pub use args::tensor_arg::{
+    ContiguousArg, ContiguousArgMut, TensorArg, TensorArg1, TensorArg2, TensorArg3, TensorArg4,
+    TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
+};
 pub use capsule::{
     from_capsule, into_capsule, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
     USED_DLTENSOR_VERSIONED,
@@ -65,7 +71,7 @@ pub use consume::{from_dlpack, ImportOptions};
 pub use device::{device_argument, device_from_tuple, dlpack_device};
 pub use dispatch::exchange_api;
 pub use dlbridge;
-pub use errors::to_py_err;
+pub use errors::{to_py_err, KernelError, KernelResult};
 pub use exchange::{exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV};
 pub use host::formats::buffer_format;
 pub use ndarray;

@@ -29,10 +29,15 @@
 //! prelude is imported beside it, from the extension's `pyo3` dependency.
 
 pub use crate::args::borrow::{explain_argument, ArgumentPath};
-pub use crate::args::constraints::{AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape};
-pub use crate::args::tensor_arg::{TensorArg, TensorArgMut};
+pub use crate::args::constraints::{
+    AnyLayout, CContiguous, Constraints, Contiguous, Dimensionality, FContiguous, Layout,
+};
+pub use crate::args::tensor_arg::{
+    ContiguousArg, ContiguousArgMut, TensorArg, TensorArg1, TensorArg2, TensorArg3, TensorArg4,
+    TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
+};
 pub use crate::consume::{from_dlpack, ImportOptions};
-pub use crate::errors::to_py_err;
+pub use crate::errors::{to_py_err, KernelError, KernelResult};
 pub use crate::owner::PyObjectOwner;
 pub use crate::produce::class::TensorClass;
 pub use crate::produce::publish_dlpack;

@@ -7,8 +7,8 @@
 
 use dlbridge::{DataType, ManagedTensor};
 use dlbridge_pyo3::{
-    from_dlpack as import, return_like, shape, to_py_err, AnyLayout, CContiguous, ImportOptions,
-    TensorArg, TensorArgMut,
+    from_dlpack as import, return_like, shape, to_py_err, CContiguous, ContiguousArgMut,
+    ImportOptions, TensorArg, TensorArg1, TensorArgMut, TensorArgMut1,
 };
 use ndarray::{Ix1, Ix2, Ix3, IxDyn};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -25,6 +25,12 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     testing.add_function(wrap_pyfunction!(noop3, &testing)?)?;
     testing.add_function(wrap_pyfunction!(channel_means, &testing)?)?;
     testing.add_function(wrap_pyfunction!(eye2, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(packed_rgb_total, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(fill_packed, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(total_of_all, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(scale_all, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(dot_with_bias, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(dot_of_pair, &testing)?)?;
     testing.add_function(wrap_pyfunction!(noop3_objects, &testing)?)?;
     testing.add_function(wrap_pyfunction!(fill, &testing)?)?;
     testing.add_function(wrap_pyfunction!(take_mut, &testing)?)?;
@@ -103,7 +109,7 @@ shape!(
 
 /// The mean of each channel of an RGB image (shape `(_, _, 3)`, uint8).
 #[pyfunction]
-fn channel_means(image: TensorArg<'_, u8, Ix3, AnyLayout, Rgb>) -> [f64; 3] {
+fn channel_means(image: TensorArg<'_, u8, Ix3, Rgb>) -> [f64; 3] {
     let view = image.view();
     let pixels = (view.len() / 3).max(1) as f64;
     let mut sums = [0.0; 3];
@@ -115,10 +121,56 @@ fn channel_means(image: TensorArg<'_, u8, Ix3, AnyLayout, Rgb>) -> [f64; 3] {
 
 /// Writes the 2x2 identity into `out` (exactly 2x2, float64).
 #[pyfunction]
-fn eye2(mut out: TensorArgMut<'_, f64, Ix2, AnyLayout, TwoByTwo>) {
+fn eye2(mut out: TensorArgMut<'_, f64, Ix2, TwoByTwo>) {
     out.view_mut()
         .indexed_iter_mut()
         .for_each(|((i, j), v)| *v = f64::from(u8::from(i == j)));
+}
+
+/// The sum of a C-contiguous RGB image's bytes, read as one slice (constraints given as a
+/// tuple: a shape and a layout).
+#[pyfunction]
+fn packed_rgb_total(image: TensorArg<'_, u8, Ix3, (Rgb, CContiguous)>) -> u64 {
+    image.as_slice().iter().map(|&value| u64::from(value)).sum()
+}
+
+/// Writes `value` into every element of a C-contiguous float32 tensor, through one slice.
+#[pyfunction]
+fn fill_packed(mut x: ContiguousArgMut<'_, f32>, value: f32) {
+    x.as_mut_slice().fill(value);
+}
+
+/// The sum of every element of a list (or any sequence) of float64 vectors.
+#[pyfunction]
+fn total_of_all(vectors: Vec<TensorArg1<'_, f64>>) -> f64 {
+    vectors.iter().map(|vector| vector.view().sum()).sum()
+}
+
+/// Multiplies every vector of a list by `factor`, in place, with the GIL released.
+#[pyfunction]
+fn scale_all(py: Python<'_>, mut vectors: Vec<TensorArgMut1<'_, f64>>, factor: f64) {
+    py.detach(|| {
+        for vector in &mut vectors {
+            vector.view_mut().mapv_inplace(|value| value * factor);
+        }
+    });
+}
+
+/// `x . y`, plus `bias`'s sum when one is given.
+#[pyfunction]
+#[pyo3(signature = (x, y, bias=None))]
+fn dot_with_bias(
+    x: TensorArg1<'_, f64>,
+    y: TensorArg1<'_, f64>,
+    bias: Option<TensorArg1<'_, f64>>,
+) -> f64 {
+    x.view().dot(&y.view()) + bias.map_or(0.0, |bias| bias.view().sum())
+}
+
+/// The dot product of a tuple's two vectors.
+#[pyfunction]
+fn dot_of_pair(pair: (TensorArg1<'_, f64>, TensorArg1<'_, f64>)) -> f64 {
+    pair.0.view().dot(&pair.1.view())
 }
 
 /// Takes three tensors and does nothing: the cost of the arguments alone.

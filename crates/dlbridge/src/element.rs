@@ -23,6 +23,12 @@ use crate::dtype::DataType;
 /// assert_eq!(<half::bf16 as Element>::DTYPE.to_string(), "bfloat16");
 /// assert_eq!(<num_complex::Complex<f64> as Element>::DTYPE, DataType::COMPLEX128);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a DLPack element type",
+    label = "not an element type",
+    note = "element types: bool, i8, i16, i32, i64, u8, u16, u32, u64, half::f16, half::bf16, \
+            f32, f64, num_complex::Complex<f32>, num_complex::Complex<f64>"
+)]
 pub unsafe trait Element: Copy + Send + Sync + 'static {
     /// The DLPack data type of one value.
     const DTYPE: DataType;

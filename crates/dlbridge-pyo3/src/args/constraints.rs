@@ -1,16 +1,38 @@
-//! What a typed argument requires of a tensor, declared in its type: the layout ([`Layout`]:
-//! any, C- or F-contiguous) and the extents ([`Shape`], declared with [`shape!`](crate::shape)),
-//! beside the element type and the number of dimensions; and the check of a descriptor
-//! against them, whose message says what was expected and what was received.
+//! What a typed argument requires of a tensor, declared in its type: the number of
+//! dimensions ([`Dimensionality`]: ndarray's `Ix1`..`Ix6`, `IxDyn`) and any constraints
+//! ([`Constraints`]): a layout ([`Layout`]: C- or F-contiguous), extents ([`shape!`](crate::shape)),
+//! or both, as a tuple in either order; and the check of a descriptor against them, whose
+//! message says what was expected and what was received.
 
 use std::fmt::Write as _;
 
 use dlbridge::{Element, TensorView, Writability};
-use ndarray::Dimension;
+use ndarray::{Dimension, Ix0, Ix1, Ix2, Ix3, Ix4, Ix5, Ix6, IxDyn};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-/// A memory layout a typed argument may require.
+/// The number of dimensions a typed argument requires, its second type parameter: ndarray's
+/// `Ix0` to `Ix6` for an exact number, `IxDyn` (the default) for any.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a number of dimensions",
+    label = "expected ndarray's `Ix0`..`Ix6` or `IxDyn` here",
+    note = "the parameters are `TensorArg<'_, Element, Dimensions, Constraints>`: the element \
+            type (`f32`, `u8`, ...), the number of dimensions (`Ix2`, `IxDyn`, ...), then the \
+            constraints (`CContiguous`, a `shape!`, or a tuple of them)"
+)]
+pub trait Dimensionality: Dimension {}
+
+impl Dimensionality for Ix0 {}
+impl Dimensionality for Ix1 {}
+impl Dimensionality for Ix2 {}
+impl Dimensionality for Ix3 {}
+impl Dimensionality for Ix4 {}
+impl Dimensionality for Ix5 {}
+impl Dimensionality for Ix6 {}
+impl Dimensionality for IxDyn {}
+
+/// A memory layout a typed argument may require: [`AnyLayout`], [`CContiguous`] or
+/// [`FContiguous`]. A layout is also a [`Constraints`] on its own.
 pub trait Layout: 'static {
     /// How the layout is named in error messages ("C-contiguous"), empty for any layout.
     const NAME: &'static str;
@@ -20,9 +42,9 @@ pub trait Layout: 'static {
 
 /// Any strides (negative, broadcast for reading, transposed): the default.
 pub struct AnyLayout;
-/// Compact row-major strides.
+/// Compact row-major strides: the elements fill one slice, in the order of their indices.
 pub struct CContiguous;
-/// Compact column-major strides.
+/// Compact column-major strides: the elements fill one slice, first index fastest.
 pub struct FContiguous;
 
 impl Layout for AnyLayout {
@@ -46,27 +68,139 @@ impl Layout for FContiguous {
     }
 }
 
-/// Extents a typed argument requires: exact (`Some(n)`) or any (`None`) for each dimension.
-/// Declare one with [`shape!`](crate::shape); [`AnyShape`] (the default) accepts any shape.
-pub trait Shape: 'static {
-    /// The required extents, one per dimension; `None` for no requirement.
+/// The layouts whose elements fill one slice, for which `as_slice` cannot fail.
+#[diagnostic::on_unimplemented(
+    message = "`as_slice` needs a contiguous layout; `{Self}` allows any strides",
+    label = "this argument's type does not promise one slice of elements",
+    note = "require a layout in the argument's type (`TensorArg<'_, f32, Ix2, CContiguous>`, \
+            or `(CContiguous, MyShape)` with a shape), or call `try_as_slice`, which is \
+            `None` for a tensor that is not contiguous"
+)]
+pub trait Contiguous: Layout {}
+
+impl Contiguous for CContiguous {}
+impl Contiguous for FContiguous {}
+
+/// The layout that satisfies both `Self` and `Other`, for constraints given together in a
+/// tuple. C- and F-contiguous cannot be asked for together.
+#[diagnostic::on_unimplemented(
+    message = "conflicting layouts: `{Self}` and `{Other}` cannot both be required",
+    label = "two different layouts in one argument's constraints",
+    note = "give at most one of `CContiguous` and `FContiguous`"
+)]
+pub trait LayoutWith<Other: Layout>: Layout {
+    /// The layout both require.
+    type Both: Layout;
+}
+
+macro_rules! layouts_with {
+    ($($first:ty, $second:ty => $both:ty;)*) => {
+        $(impl LayoutWith<$second> for $first {
+            type Both = $both;
+        })*
+    };
+}
+
+layouts_with! {
+    AnyLayout, AnyLayout => AnyLayout;
+    AnyLayout, CContiguous => CContiguous;
+    AnyLayout, FContiguous => FContiguous;
+    CContiguous, AnyLayout => CContiguous;
+    CContiguous, CContiguous => CContiguous;
+    FContiguous, AnyLayout => FContiguous;
+    FContiguous, FContiguous => FContiguous;
+}
+
+/// What a typed argument requires beyond its element type and number of dimensions, its last
+/// type parameter: `()` (the default: nothing), a layout ([`CContiguous`], [`FContiguous`]),
+/// a shape declared with [`shape!`](crate::shape), or a tuple of those in any order
+/// (`(Rgb, CContiguous)`), with at most one layout and one shape.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// shape!(
+///     /// Images with three colour channels, last.
+///     pub Rgb = [_, _, 3]
+/// );
+///
+/// // Any image, read through any strides:
+/// type Image<'a> = TensorArg<'a, u8, Ix3, Rgb>;
+/// // A C-contiguous one, whose `as_slice()` cannot fail:
+/// type PackedImage<'a> = TensorArg<'a, u8, Ix3, (Rgb, CContiguous)>;
+/// // The order in the tuple does not matter:
+/// type SamePackedImage<'a> = TensorArg<'a, u8, Ix3, (CContiguous, Rgb)>;
+///
+/// assert_eq!(<(CContiguous, Rgb) as Constraints>::EXTENTS, Some(&[None, None, Some(3)][..]));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tensor constraint",
+    label = "expected a layout, a shape or a tuple of them here",
+    note = "the parameters are `TensorArg<'_, Element, Dimensions, Constraints>`; constraints \
+            are `CContiguous`, `FContiguous`, a shape declared with `shape!`, or a tuple of \
+            them such as `(Rgb, CContiguous)`"
+)]
+pub trait Constraints: 'static {
+    /// The layout required ([`AnyLayout`] for none).
+    type Layout: Layout;
+    /// The required extents, one per dimension (`None` for a free one); `None` for no shape.
     const EXTENTS: Option<&'static [Option<usize>]>;
 }
 
-/// Any shape: the default.
-pub struct AnyShape;
-
-impl Shape for AnyShape {
+impl Constraints for () {
+    type Layout = AnyLayout;
     const EXTENTS: Option<&'static [Option<usize>]> = None;
 }
 
-/// Declares a [`Shape`] for typed arguments: `_` for a free extent, an integer for an exact
-/// one. A tensor of another shape is refused at extraction with `ValueError` (wrong extents)
-/// or `TypeError` (wrong number of dimensions, or anything else wrong as well).
+macro_rules! layout_constraints {
+    ($($layout:ty),*) => {
+        $(impl Constraints for $layout {
+            type Layout = Self;
+            const EXTENTS: Option<&'static [Option<usize>]> = None;
+        })*
+    };
+}
+
+layout_constraints!(AnyLayout, CContiguous, FContiguous);
+
+/// The one shape among two constraints' (a compile-time error when both have one).
+const fn one_shape(
+    first: Option<&'static [Option<usize>]>,
+    second: Option<&'static [Option<usize>]>,
+) -> Option<&'static [Option<usize>]> {
+    match (first, second) {
+        (Some(_), Some(_)) => panic!("a typed argument's constraints hold two shapes: give one"),
+        (Some(extents), None) | (None, Some(extents)) => Some(extents),
+        (None, None) => None,
+    }
+}
+
+impl<A: Constraints, B: Constraints> Constraints for (A, B)
+where
+    A::Layout: LayoutWith<B::Layout>,
+{
+    type Layout = <A::Layout as LayoutWith<B::Layout>>::Both;
+    const EXTENTS: Option<&'static [Option<usize>]> = one_shape(A::EXTENTS, B::EXTENTS);
+}
+
+impl<A: Constraints, B: Constraints, C: Constraints> Constraints for (A, B, C)
+where
+    (A, B): Constraints,
+    ((A, B), C): Constraints,
+{
+    type Layout = <((A, B), C) as Constraints>::Layout;
+    const EXTENTS: Option<&'static [Option<usize>]> = <((A, B), C) as Constraints>::EXTENTS;
+}
+
+/// Declares a shape for typed arguments, a [`Constraints`]: `_` for a free extent, an
+/// integer for an exact one. A tensor of another shape is refused at extraction with
+/// `ValueError` (wrong extents) or `TypeError` (wrong number of dimensions, or anything else
+/// wrong as well). Give it alone (`TensorArg<'_, u8, Ix3, Rgb>`) or with a layout
+/// (`TensorArg<'_, u8, Ix3, (Rgb, CContiguous)>`); its number of extents must be the
+/// argument's number of dimensions (a compile-time error otherwise, unless that is `IxDyn`).
 ///
 /// ```
-/// use dlbridge_pyo3::{shape, AnyLayout, Shape, TensorArg};
-/// use ndarray::Ix3;
+/// use dlbridge_pyo3::prelude::*;
 ///
 /// shape!(
 ///     /// Images with three colour channels, last.
@@ -74,15 +208,35 @@ impl Shape for AnyShape {
 /// );
 /// assert_eq!(Rgb::EXTENTS, Some(&[None, None, Some(3)][..]));
 ///
-/// // A kernel argument: `image: TensorArg<'_, u8, Ix3, AnyLayout, Rgb>`.
-/// type Image<'a> = TensorArg<'a, u8, Ix3, AnyLayout, Rgb>;
+/// // A kernel argument: `image: TensorArg<'_, u8, Ix3, Rgb>`.
+/// type Image<'a> = TensorArg<'a, u8, Ix3, Rgb>;
+/// ```
+///
+/// A shape whose number of extents is not the argument's number of dimensions fails to build
+/// (`cargo build`; `cargo check` does not evaluate it), with the message "a typed argument's
+/// shape (shape!) has a different number of extents than its dimension type (Ix1..Ix6) has
+/// dimensions":
+///
+/// ```compile_fail
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// shape!(pub Rgb = [_, _, 3]);
+///
+/// Python::initialize();
+/// Python::attach(|py| {
+///     let image = py.eval(c"bytearray(12)", None, None).unwrap();
+///     // An `Ix2` argument cannot have the three extents of `Rgb`.
+///     let _ = image.extract::<TensorArg<'_, u8, Ix2, Rgb>>();
+/// });
 /// ```
 #[macro_export]
 macro_rules! shape {
     ($(#[$meta:meta])* $vis:vis $name:ident = [$($extent:tt),* $(,)?]) => {
         $(#[$meta])*
         $vis struct $name;
-        impl $crate::Shape for $name {
+        impl $crate::Constraints for $name {
+            type Layout = $crate::AnyLayout;
             const EXTENTS: ::core::option::Option<&'static [::core::option::Option<usize>]> =
                 ::core::option::Option::Some(&[$($crate::shape!(@extent $extent)),*]);
         }
@@ -91,16 +245,31 @@ macro_rules! shape {
     (@extent $n:literal) => { ::core::option::Option::Some($n) };
 }
 
-/// What an argument's type asks for, in words: "a float32 C-contiguous cpu tensor with 2
-/// dimensions".
-pub(crate) fn expectation<T: Element, D: Dimension, L: Layout, S: Shape>(writable: bool) -> String {
+/// The compile-time agreement of an argument's number of dimensions and its shape.
+struct Agreement<D, C>(std::marker::PhantomData<(D, C)>);
+
+impl<D: Dimension, C: Constraints> Agreement<D, C> {
+    /// Evaluated where an argument type is used: a compile-time error for a shape whose number
+    /// of extents differs from the dimension type's.
+    const HOLDS: () = match (D::NDIM, C::EXTENTS) {
+        (Some(ndim), Some(extents)) if ndim != extents.len() => panic!(
+            "a typed argument's shape (shape!) has a different number of extents than its \
+             dimension type (Ix1..Ix6) has dimensions"
+        ),
+        _ => (),
+    };
+}
+
+/// What an argument's type asks for, in words: "a float32 C-contiguous tensor with 2
+/// dimensions in host memory".
+pub(crate) fn expectation<T: Element, D: Dimension, C: Constraints>(writable: bool) -> String {
     let mut text = format!(
-        "a {}{} {}cpu tensor",
+        "a {}{} {}tensor",
         if writable { "writable " } else { "" },
         T::DTYPE,
-        L::NAME
+        <C::Layout as Layout>::NAME
     );
-    if let Some(extents) = S::EXTENTS {
+    if let Some(extents) = C::EXTENTS {
         let parts: Vec<String> = extents
             .iter()
             .map(|extent| extent.map_or_else(|| "_".to_owned(), |n| n.to_string()))
@@ -114,6 +283,7 @@ pub(crate) fn expectation<T: Element, D: Dimension, L: Layout, S: Shape>(writabl
             if ndim == 1 { "" } else { "s" }
         );
     }
+    text.push_str(" in host memory");
     text
 }
 
@@ -148,17 +318,18 @@ fn received(view: &TensorView<'_>, writability: Writability) -> String {
 }
 
 /// Checks a descriptor against an argument type's expectations.
-pub(crate) fn check<T: Element, D: Dimension, L: Layout, S: Shape>(
+pub(crate) fn check<T: Element, D: Dimension, C: Constraints>(
     view: &TensorView<'_>,
     writable: bool,
     writability: Writability,
 ) -> PyResult<()> {
+    let () = Agreement::<D, C>::HOLDS;
     let fits = view.dtype() == T::DTYPE
         && D::NDIM.is_none_or(|ndim| ndim == view.ndim())
-        && L::accepts(view)
+        && C::Layout::accepts(view)
         && view.device().is_host_readable()
         && (!writable || writability.allows_writes());
-    let shape_fits = S::EXTENTS.is_none_or(|extents| {
+    let shape_fits = C::EXTENTS.is_none_or(|extents| {
         extents.len() == view.ndim()
             && extents
                 .iter()
@@ -170,7 +341,7 @@ pub(crate) fn check<T: Element, D: Dimension, L: Layout, S: Shape>(
     }
     let message = format!(
         "expected {}, got {}",
-        expectation::<T, D, L, S>(writable),
+        expectation::<T, D, C>(writable),
         received(view, writability)
     );
     // The right kind of tensor with the wrong extents is a bad value, anything else a bad type.

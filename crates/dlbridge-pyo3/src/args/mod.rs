@@ -3,12 +3,13 @@
 //!
 //! ```ignore
 //! #[pyfunction]
-//! fn scale(py: Python<'_>, x: TensorArg<'_, f32, Ix2, CContiguous>, mut out: TensorArgMut<'_, f32, Ix2>, factor: f32) {
+//! fn scale(py: Python<'_>, x: TensorArg<'_, f32, Ix2, CContiguous>, mut out: TensorArgMut2<'_, f32>, factor: f32) {
 //!     py.detach(|| out.view_mut().zip_mut_with(&x.view(), |o, &v| *o = v * factor));
 //! }
 //! ```
 //!
-//! - [`constraints`]: what an argument's type requires (layout, extents) and the check;
+//! - [`constraints`]: what an argument's type requires (dimensions, layout, extents, in any
+//!   combination) and the check;
 //! - [`claims`]: the aliasing registry, so that no memory is written through one argument
 //!   while another reaches it;
 //! - [`borrow`]: the one order of sources a descriptor is borrowed from;

@@ -4,47 +4,78 @@
 //! is alive.
 
 use std::marker::PhantomData;
-use std::ptr::NonNull;
 
 use dlbridge::{Element, TensorView, Writability};
-use ndarray::{ArrayView, ArrayViewMut, Dimension, IxDyn};
+use ndarray::{ArrayView, ArrayViewMut, Dimension, Ix1, Ix2, Ix3, Ix4, IxDyn};
 use pyo3::prelude::*;
 
 use super::borrow::{extract_with, ArgumentPath, Source};
 use super::claims::Claim;
-use super::constraints::{check, AnyLayout, AnyShape, Layout, Shape};
+use super::constraints::{check, CContiguous, Constraints, Contiguous, Dimensionality};
 use crate::dispatch::type_info;
 use crate::errors::argument_error;
 use crate::framework::FrameworkRules;
 use crate::produce::returning::{return_like, IntoTensor};
 
-/// A read-only tensor argument of element type `T`, dimensionality `D` and layout `L`,
+/// A read-only tensor argument of element type `T` ([`Element`]: `f32`, `u8`, ...), number of
+/// dimensions `D` ([`Dimensionality`]: `Ix2`, or `IxDyn` for any) and constraints `C`
+/// ([`Constraints`]: a layout, a [`shape!`](crate::shape), a tuple of them, or `()` for none),
 /// borrowed zero-copy from any DLPack producer for the duration of the call.
 ///
-/// Extraction checks the data type, the number of dimensions, the layout and that the data is
-/// in host memory, and raises `TypeError` naming what was expected and what was received:
-/// `argument 'x': expected a float32 C-contiguous cpu tensor with 2 dimensions, got float64
-/// shape (3, 4) strides (1, 3) on CPU:0`. When the producer's type publishes DLPack 1.3's C
-/// exchange API (PyTorch, PaddlePaddle, dlbridge), the descriptor is borrowed through
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// shape!(pub Rgb = [_, _, 3]);
+///
+/// #[pyfunction]
+/// fn mean(x: TensorArg<'_, f64>) -> f64 {
+///     x.view().mean().unwrap_or(f64::NAN)
+/// }
+///
+/// #[pyfunction]
+/// fn brightest(image: TensorArg<'_, u8, Ix3, (Rgb, CContiguous)>) -> u8 {
+///     // C-contiguous by its type: `as_slice` cannot fail.
+///     image.as_slice().iter().copied().max().unwrap_or(0)
+/// }
+///
+/// #[pyfunction]
+/// #[pyo3(signature = (vectors, weights=None))]
+/// fn weighted_total(vectors: Vec<TensorArg1<'_, f64>>, weights: Option<TensorArg1<'_, f64>>) -> f64 {
+///     let totals = vectors.iter().map(|vector| vector.view().sum());
+///     match weights {
+///         Some(weights) => totals.zip(weights.view()).map(|(total, weight)| total * weight).sum(),
+///         None => totals.sum(),
+///     }
+/// }
+/// ```
+///
+/// Extraction checks the data type, the number of dimensions, the constraints and that the
+/// data is in host memory, and raises `TypeError` naming what was expected and what was
+/// received: `expected a float32 C-contiguous tensor with 2 dimensions in host memory, got
+/// float64 shape (3, 4) strides (1, 3) on CPU:0` (`ValueError` for the right kind of tensor
+/// with the wrong extents); PyO3 adds the note `while processing 'x'`, which the traceback
+/// shows. When the producer's type publishes DLPack 1.3's C exchange API (PyTorch,
+/// PaddlePaddle, dlbridge), the descriptor is borrowed through
 /// `dltensor_from_py_object_no_sync` without any heap allocation; NumPy arrays are read from
 /// their struct, other host memory through the buffer protocol; otherwise the tensor is
-/// imported with [`from_dlpack`](crate::from_dlpack) and released after the call. Every path sees what the
+/// imported with [`from_dlpack`](crate::from_dlpack) and released after the call
+/// ([`path`](Self::path) says which). Nothing is ever copied. Every path sees what the
 /// producer's `__dlpack__` hands out, and refuses what it refuses (`BufferError`): a PyTorch
 /// view with a lazy conjugation or negation bit, a sparse tensor. A tensor that autograd
 /// tracks (PyTorch `requires_grad`, PaddlePaddle `stop_gradient=False`) is read as
 /// `x.detach()` reads it: the same memory, outside the graph.
 ///
+/// Arguments may come in a `Vec` (from any sequence: a list, a tuple), an `Option` (`None`
+/// for a missing one) or a tuple. Each holds a reference to its object for as long as it
+/// lives, so the memory it reads stays alive while a kernel runs with the GIL released,
+/// even if the list it came from changes.
+///
 /// The argument is `Send` and `Sync`: the GIL may be released while the kernel runs (`py.detach`).
-pub struct TensorArg<
-    'a,
-    T: Element,
-    D: Dimension = IxDyn,
-    L: Layout = AnyLayout,
-    S: Shape = AnyShape,
-> {
+pub struct TensorArg<'a, T: Element, D: Dimensionality = IxDyn, C: Constraints = ()> {
     view: ArrayView<'a, T, D>,
     held: Held,
-    _layout: PhantomData<(L, S)>,
+    _constraints: PhantomData<C>,
 }
 
 /// A writable tensor argument: as [`TensorArg`], and refused for read-only tensors (flagged
@@ -62,54 +93,58 @@ pub struct TensorArg<
 /// [`TensorArgMut::as_mut_slice`]) of a PyTorch or PaddlePaddle tensor, the tensor's version
 /// counter is bumped as the framework's in-place operations do, so that `backward()` raises
 /// if it saved the tensor.
-pub struct TensorArgMut<
-    'a,
-    T: Element,
-    D: Dimension = IxDyn,
-    L: Layout = AnyLayout,
-    S: Shape = AnyShape,
-> {
+pub struct TensorArgMut<'a, T: Element, D: Dimensionality = IxDyn, C: Constraints = ()> {
     view: ArrayViewMut<'a, T, D>,
     held: Held,
     report: WriteReport,
-    _layout: PhantomData<(L, S)>,
+    _constraints: PhantomData<C>,
 }
 
-// SAFETY: the view is a borrow of the argument's elements for the call, which the caller's
-// reference keeps alive; the descriptor is plain data, and the object pointer is only used
-// with the GIL held (`object` takes a `Python` token). Sending it to another thread while the
+/// A read-only vector argument: [`TensorArg`] with one dimension.
+pub type TensorArg1<'a, T, C = ()> = TensorArg<'a, T, Ix1, C>;
+/// A read-only matrix argument: [`TensorArg`] with two dimensions.
+pub type TensorArg2<'a, T, C = ()> = TensorArg<'a, T, Ix2, C>;
+/// A read-only argument with three dimensions (an image with channels, say).
+pub type TensorArg3<'a, T, C = ()> = TensorArg<'a, T, Ix3, C>;
+/// A read-only argument with four dimensions (a batch of images, say).
+pub type TensorArg4<'a, T, C = ()> = TensorArg<'a, T, Ix4, C>;
+/// A writable vector argument: [`TensorArgMut`] with one dimension.
+pub type TensorArgMut1<'a, T, C = ()> = TensorArgMut<'a, T, Ix1, C>;
+/// A writable matrix argument: [`TensorArgMut`] with two dimensions.
+pub type TensorArgMut2<'a, T, C = ()> = TensorArgMut<'a, T, Ix2, C>;
+/// A writable argument with three dimensions.
+pub type TensorArgMut3<'a, T, C = ()> = TensorArgMut<'a, T, Ix3, C>;
+/// A writable argument with four dimensions.
+pub type TensorArgMut4<'a, T, C = ()> = TensorArgMut<'a, T, Ix4, C>;
+/// A read-only C-contiguous argument, of any number of dimensions unless `D` says: its
+/// [`as_slice`](TensorArg::as_slice) is every element in index order.
+pub type ContiguousArg<'a, T, D = IxDyn> = TensorArg<'a, T, D, CContiguous>;
+/// A writable C-contiguous argument: its [`as_mut_slice`](TensorArgMut::as_mut_slice) is
+/// every element in index order.
+pub type ContiguousArgMut<'a, T, D = IxDyn> = TensorArgMut<'a, T, D, CContiguous>;
+
+// SAFETY: the view is a borrow of elements that the argument keeps alive (its strong
+// reference to the object, its held buffer or its owned tensor); the descriptor is plain
+// data; the object is a `Py<PyAny>`, used with the GIL held (`object` takes a `Python`
+// token) and released wherever the argument is dropped, as `Py` allows. Sending it to another thread while the
 // GIL is released is what `ArrayView` allows for `T: Sync`.
-unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Send for TensorArg<'_, T, D, L, S> {}
+unsafe impl<T: Element, D: Dimensionality, C: Constraints> Send for TensorArg<'_, T, D, C> {}
 // SAFETY: as above, with exclusive access (`T: Send`).
-unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Send for TensorArgMut<'_, T, D, L, S> {}
+unsafe impl<T: Element, D: Dimensionality, C: Constraints> Send for TensorArgMut<'_, T, D, C> {}
 // SAFETY: `&TensorArg` only reads the elements (`T: Sync`).
-unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Sync for TensorArg<'_, T, D, L, S> {}
+unsafe impl<T: Element, D: Dimensionality, C: Constraints> Sync for TensorArg<'_, T, D, C> {}
 // SAFETY: `&TensorArgMut` only reads the elements; writes need `&mut`.
-unsafe impl<T: Element, D: Dimension, L: Layout, S: Shape> Sync for TensorArgMut<'_, T, D, L, S> {}
+unsafe impl<T: Element, D: Dimensionality, C: Constraints> Sync for TensorArgMut<'_, T, D, C> {}
 
 /// What an argument holds for the call besides its view: its claim on the memory, where its
 /// descriptor came from, and the Python object passed.
 struct Held {
     _claim: Claim,
     source: Source,
-    /// The argument object, which the caller keeps alive for the call.
-    object: NonNull<pyo3::ffi::PyObject>,
+    /// The argument object: a strong reference, so that the memory the view reads stays alive
+    /// while the argument does, wherever the object came from (a list the call was given, say).
+    object: Py<PyAny>,
 }
-
-impl Held {
-    /// The argument's Python object.
-    fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        object_of(py, self.object)
-    }
-}
-
-/// The argument object behind `object`.
-fn object_of(py: Python<'_>, object: NonNull<pyo3::ffi::PyObject>) -> Bound<'_, PyAny> {
-    // SAFETY: the caller keeps the argument alive for the call, which outlives the argument
-    // value holding the pointer; the GIL is held (`py`); a new strong reference is taken.
-    unsafe { Bound::from_borrowed_ptr(py, object.as_ptr()) }
-}
-
 /// A writable argument's report of its write to the framework's autograd: for a tensor of a
 /// framework with autograd (PyTorch, PaddlePaddle) whose mutable view the kernel took, its
 /// version counter is bumped when the argument is dropped (after the call), as the
@@ -119,30 +154,35 @@ struct WriteReport {
     rules: Option<&'static FrameworkRules>,
     /// The kernel took mutable access (`view_mut`, `as_mut_slice`).
     written: bool,
-    object: NonNull<pyo3::ffi::PyObject>,
 }
 
-impl Drop for WriteReport {
-    fn drop(&mut self) {
+impl WriteReport {
+    /// Reports the write of `object`'s memory, if the kernel made one.
+    fn report(&self, object: &Py<PyAny>) {
         let Some(rules) = self.rules.filter(|_| self.written) else {
             return;
         };
-        let object = self.object;
         // The argument may be dropped on a thread without the GIL (moved into `py.detach`).
         Python::attach(|py| {
-            let object = object_of(py, object);
-            if let Err(error) = rules.bump_version(&object) {
+            let object = object.bind(py);
+            if let Err(error) = rules.bump_version(object) {
                 // A drop cannot raise: the failure goes where Python reports those.
-                error.write_unraisable(py, Some(&object));
+                error.write_unraisable(py, Some(object));
             }
         });
     }
 }
 
-impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArg<'a, T, D, L, S> {
+impl<T: Element, D: Dimensionality, C: Constraints> Drop for TensorArgMut<'_, T, D, C> {
+    fn drop(&mut self) {
+        self.report.report(&self.held.object);
+    }
+}
+
+impl<'a, T: Element, D: Dimensionality, C: Constraints> TensorArg<'a, T, D, C> {
     /// The Python object passed as this argument.
-    pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.held.object(py)
+    pub fn object<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
+        self.held.object.bind(py)
     }
 
     /// How the argument reached its tensor (which fast path, or a full DLPack import).
@@ -157,7 +197,7 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArg<'a, T, D, L, S
         py: Python<'py>,
         result: impl IntoTensor,
     ) -> PyResult<Bound<'py, PyAny>> {
-        return_like(py, result, &self.object(py))
+        return_like(py, result, self.object(py))
     }
 
     /// The elements as an `ndarray` view.
@@ -165,16 +205,29 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArg<'a, T, D, L, S
         self.view.view()
     }
 
-    /// The elements as a slice in memory order, when the layout is contiguous.
-    pub fn as_slice(&self) -> Option<&[T]> {
+    /// The elements as one slice in memory order (the order of their indices for
+    /// [`CContiguous`](crate::CContiguous), first index fastest for
+    /// [`FContiguous`](crate::FContiguous)): for argument types that require a contiguous
+    /// layout, which extraction checked, so that this cannot fail. For other layouts it does
+    /// not compile; [`try_as_slice`](Self::try_as_slice) is there for them.
+    pub fn as_slice(&self) -> &[T]
+    where
+        C::Layout: Contiguous,
+    {
+        contiguous_slice(self.view.view())
+    }
+
+    /// The elements as one slice in memory order, when the tensor happens to be contiguous
+    /// (in either order); `None` otherwise.
+    pub fn try_as_slice(&self) -> Option<&[T]> {
         self.view.as_slice_memory_order()
     }
 }
 
-impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArgMut<'a, T, D, L, S> {
+impl<'a, T: Element, D: Dimensionality, C: Constraints> TensorArgMut<'a, T, D, C> {
     /// The Python object passed as this argument.
-    pub fn object<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.held.object(py)
+    pub fn object<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
+        self.held.object.bind(py)
     }
 
     /// How the argument reached its tensor (which fast path, or a full DLPack import).
@@ -189,7 +242,7 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArgMut<'a, T, D, L
         py: Python<'py>,
         result: impl IntoTensor,
     ) -> PyResult<Bound<'py, PyAny>> {
-        return_like(py, result, &self.object(py))
+        return_like(py, result, self.object(py))
     }
 
     /// The elements as an `ndarray` view.
@@ -207,12 +260,55 @@ impl<'a, T: Element, D: Dimension, L: Layout, S: Shape> TensorArgMut<'a, T, D, L
         self.view.view_mut()
     }
 
-    /// The elements as a mutable slice in memory order, when the layout is contiguous (taking
-    /// it counts as writing, as for [`TensorArgMut::view_mut`]).
-    pub fn as_mut_slice(&mut self) -> Option<&mut [T]> {
+    /// The elements as one slice in memory order, for argument types that require a
+    /// contiguous layout (as [`TensorArg::as_slice`]).
+    pub fn as_slice(&self) -> &[T]
+    where
+        C::Layout: Contiguous,
+    {
+        contiguous_slice(self.view.view())
+    }
+
+    /// The elements as one slice in memory order, when the tensor happens to be contiguous;
+    /// `None` otherwise.
+    pub fn try_as_slice(&self) -> Option<&[T]> {
+        self.view.as_slice_memory_order()
+    }
+
+    /// The elements as one mutable slice in memory order, for argument types that require a
+    /// contiguous layout, which extraction checked, so that this cannot fail (taking it counts
+    /// as writing, as for [`TensorArgMut::view_mut`]).
+    pub fn as_mut_slice(&mut self) -> &mut [T]
+    where
+        C::Layout: Contiguous,
+    {
+        self.report.written = true;
+        if self.view.is_empty() {
+            return &mut [];
+        }
+        self.view
+            .as_slice_memory_order_mut()
+            .expect("a contiguous layout, checked at extraction")
+    }
+
+    /// The elements as one mutable slice in memory order, when the tensor happens to be
+    /// contiguous; `None` otherwise (taking it counts as writing, as for
+    /// [`TensorArgMut::view_mut`]).
+    pub fn try_as_mut_slice(&mut self) -> Option<&mut [T]> {
         self.report.written = true;
         self.view.as_slice_memory_order_mut()
     }
+}
+
+/// The elements of a view whose layout extraction found contiguous, as one slice in memory
+/// order. ndarray agrees with the core's contiguity check for every tensor with elements; an
+/// empty one, whose strides the core does not look at, is the empty slice.
+fn contiguous_slice<T, D: Dimension>(view: ArrayView<'_, T, D>) -> &[T] {
+    if view.is_empty() {
+        return &[];
+    }
+    view.to_slice_memory_order()
+        .expect("a contiguous layout, checked at extraction")
 }
 
 /// What the two argument types share at extraction: borrow or import the tensor, check it
@@ -234,13 +330,17 @@ fn extract_argument<V>(
     let held = Held {
         _claim: claim,
         source,
-        object: NonNull::new(object.as_ptr()).expect("a Python object"),
+        object: (*object).to_owned().unbind(),
     };
     Ok((held, view, info.framework))
 }
 
-impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'py>
-    for TensorArg<'a, T, D, L, S>
+// Extraction from a borrow of any lifetime (`'a`), so that arguments can be extracted from
+// the items of a list (`Vec<TensorArg<..>>`) and a tuple: the argument holds a strong
+// reference to its object. Its own lifetime is the GIL token's (`'py`), which keeps it from
+// being stored beyond the call's reach (in a `#[pyclass]`, say).
+impl<'a, 'py, T: Element, D: Dimensionality, C: Constraints> FromPyObject<'a, 'py>
+    for TensorArg<'py, T, D, C>
 {
     type Error = PyErr;
 
@@ -248,29 +348,30 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'p
         let (held, view, _) = extract_argument(
             &object,
             false,
-            |view, writability| check::<T, D, L, S>(view, false, writability),
+            |view, writability| check::<T, D, C>(view, false, writability),
             |view| {
                 let array = view.as_array_dim::<T, D>().map_err(argument_error)?;
-                // SAFETY: the view reads elements that live as long as the argument object,
-                // which the caller borrows for `'a` (borrowed and buffer sources; a held
-                // buffer keeps them exported), or as long as the owned tensor stored in the
-                // returned value; it holds no reference to the descriptor (shape and strides
-                // are copied into it).
+                // SAFETY: the view reads elements that live as long as the returned value:
+                // the object it holds a strong reference to owns or keeps them alive (borrowed
+                // sources), its held buffer keeps them exported (buffer source), or they are
+                // the owned tensor's, stored in it (imported source); they are reached only
+                // through `&self`, never for `'py` itself. The view holds no reference to the
+                // descriptor (shape and strides are copied into it).
                 Ok(unsafe {
-                    std::mem::transmute::<ArrayView<'_, T, D>, ArrayView<'a, T, D>>(array)
+                    std::mem::transmute::<ArrayView<'_, T, D>, ArrayView<'py, T, D>>(array)
                 })
             },
         )?;
         Ok(TensorArg {
             view,
             held,
-            _layout: PhantomData,
+            _constraints: PhantomData,
         })
     }
 }
 
-impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'py>
-    for TensorArgMut<'a, T, D, L, S>
+impl<'a, 'py, T: Element, D: Dimensionality, C: Constraints> FromPyObject<'a, 'py>
+    for TensorArgMut<'py, T, D, C>
 {
     type Error = PyErr;
 
@@ -278,7 +379,7 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'p
         let (held, view, framework) = extract_argument(
             &object,
             true,
-            |view, writability| check::<T, D, L, S>(view, true, writability),
+            |view, writability| check::<T, D, C>(view, true, writability),
             |view| {
                 // SAFETY: the argument is the caller's tensor, not read-only, lent to this
                 // call for writing (as any in-place kernel argument); the claim made before
@@ -286,23 +387,23 @@ impl<'a, 'py, T: Element, D: Dimension, L: Layout, S: Shape> FromPyObject<'a, 'p
                 // the call runs.
                 let array =
                     unsafe { view.as_array_mut_unchecked_dim::<T, D>() }.map_err(argument_error)?;
-                // SAFETY: as for `TensorArg`: the elements outlive `'a` and the view holds no
-                // reference to the descriptor.
+                // SAFETY: as for `TensorArg`: the elements live as long as the returned value,
+                // are reached only through it, and the view holds no reference to the
+                // descriptor.
                 Ok(unsafe {
-                    std::mem::transmute::<ArrayViewMut<'_, T, D>, ArrayViewMut<'a, T, D>>(array)
+                    std::mem::transmute::<ArrayViewMut<'_, T, D>, ArrayViewMut<'py, T, D>>(array)
                 })
             },
         )?;
         let report = WriteReport {
             rules: framework,
             written: false,
-            object: held.object,
         };
         Ok(TensorArgMut {
             view,
             held,
             report,
-            _layout: PhantomData,
+            _constraints: PhantomData,
         })
     }
 }
@@ -323,15 +424,13 @@ fn debug_argument<T: Element, D: Dimension>(
         .finish()
 }
 
-impl<T: Element, D: Dimension, L: Layout, S: Shape> std::fmt::Debug for TensorArg<'_, T, D, L, S> {
+impl<T: Element, D: Dimensionality, C: Constraints> std::fmt::Debug for TensorArg<'_, T, D, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         debug_argument(f, "TensorArg", &self.view, self.held.source.path())
     }
 }
 
-impl<T: Element, D: Dimension, L: Layout, S: Shape> std::fmt::Debug
-    for TensorArgMut<'_, T, D, L, S>
-{
+impl<T: Element, D: Dimensionality, C: Constraints> std::fmt::Debug for TensorArgMut<'_, T, D, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         debug_argument(
             f,

@@ -1,6 +1,6 @@
 //! Returning Rust-owned tensors to Python as the caller's framework's own objects.
 
-use dlbridge::{Element, ManagedTensor};
+use dlbridge::{Element, Export, ManagedTensor};
 use ndarray::{Array, Dimension};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
@@ -55,11 +55,19 @@ impl TensorProducer {
     }
 }
 
-/// A Rust result that can be returned to Python as a tensor ([`return_like`]): a
-/// [`ManagedTensor`], or an ndarray `Array` of a DLPack element type, exported zero-copy (the
-/// array's buffer becomes the tensor's memory, in one allocation). An `Array` keeps its own
-/// buffer, aligned for its element type only; for consumers that require 64-byte alignment
-/// (TVM's `from_dlpack`), write the result into [`ManagedTensor::zeros`], which is aligned so.
+/// A Rust result that can be returned to Python as a tensor ([`return_like`]), exported
+/// zero-copy (the result's buffer becomes the tensor's memory, in one allocation):
+///
+/// - a [`ManagedTensor`];
+/// - an ndarray `Array` of a DLPack element type;
+/// - a `Vec` with a shape, `(values, [rows, cols])` (any `AsRef<[usize]>`: an array, a slice,
+///   a `Vec`), row-major; a shape that does not describe exactly the values is the core's
+///   `ShapeMismatch` error;
+/// - an [`Export`] of any owner's memory, finished as a versioned tensor.
+///
+/// An `Array` or a `Vec` keeps its own buffer, aligned for its element type only; for
+/// consumers that require 64-byte alignment (TVM's `from_dlpack`), write the result into
+/// [`ManagedTensor::zeros`], which is aligned so.
 pub trait IntoTensor {
     /// The tensor, or the core's error (a shape the array cannot export, say).
     fn into_tensor(self) -> dlbridge::Result<ManagedTensor>;
@@ -74,6 +82,19 @@ impl IntoTensor for ManagedTensor {
 impl<T: Element, D: Dimension> IntoTensor for Array<T, D> {
     fn into_tensor(self) -> dlbridge::Result<ManagedTensor> {
         ManagedTensor::from_array(self)
+    }
+}
+
+impl<T: Element, S: AsRef<[usize]>> IntoTensor for (Vec<T>, S) {
+    fn into_tensor(self) -> dlbridge::Result<ManagedTensor> {
+        let (values, shape) = self;
+        Export::new(values, shape.as_ref()).into_versioned()
+    }
+}
+
+impl<O: Send + 'static> IntoTensor for Export<'_, O> {
+    fn into_tensor(self) -> dlbridge::Result<ManagedTensor> {
+        self.into_versioned()
     }
 }
 
