@@ -1,4 +1,192 @@
-//! # dlbridge-pyo3: the Python DLPack protocol for Rust extensions
+//! # dlbridge-pyo3: DLPack tensors for Rust extensions written with PyO3
+//!
+//! Write a kernel once in Rust; call it zero-copy on NumPy arrays, PyTorch and PaddlePaddle
+//! tensors, JAX arrays, CuPy's and TensorFlow's host tensors, `array.array`, anything that
+//! speaks DLPack or the buffer protocol. This page is the kernel author's guide; the
+//! [lower-level API](#the-rest-of-the-crate) follows it.
+//!
+//! # A kernel author's guide
+//!
+//! ## Setup
+//!
+//! ```toml
+//! [dependencies]
+//! dlbridge-pyo3 = "0.1"
+//! pyo3 = { version = "0.30", features = ["extension-module"] }
+//! ```
+//!
+//! `use dlbridge_pyo3::prelude::*;` brings the argument types, the constraints, the result
+//! helpers, the core's tensor types and ndarray ([`ndarray`], re-exported at the version this
+//! crate is built with: no `ndarray` dependency of your own is needed, and a second one of
+//! another version would give "multiple versions of crate ndarray" errors). PyO3 is
+//! re-exported too ([`pyo3`]), for matching its version. Build the module with
+//! [maturin](https://www.maturin.rs) (`maturin develop`); `examples/matmul` in the repository is
+//! a complete extension, built and tested against NumPy, PyTorch and JAX.
+//!
+//! ## A complete module
+//!
+//! Four kernels: one that reads, one that writes in place, one that returns a new tensor in
+//! the caller's framework, one that releases the GIL while it works.
+//!
+//! ```
+//! use dlbridge_pyo3::prelude::*;
+//! use pyo3::exceptions::PyValueError;
+//! use pyo3::prelude::*;
+//!
+//! shape!(
+//!     /// Images of any height and width with three colour channels, last.
+//!     pub Rgb = [_, _, 3]
+//! );
+//!
+//! /// Reads: the mean of each channel of a uint8 RGB image (any strides).
+//! #[pyfunction]
+//! fn channel_means(image: TensorArg<'_, u8, Ix3, Rgb>) -> [f64; 3] {
+//!     let pixels = image.view().len_of(Axis(0)) * image.view().len_of(Axis(1));
+//!     let sums = image.view().map(|&value| f64::from(value)).sum_axis(Axis(0)).sum_axis(Axis(0));
+//!     [0, 1, 2].map(|channel| sums[channel] / pixels.max(1) as f64)
+//! }
+//!
+//! /// Writes in place: `x *= factor` for a float32 matrix; the caller sees the change.
+//! #[pyfunction]
+//! fn scale(mut x: TensorArgMut2<'_, f32>, factor: f32) {
+//!     x.view_mut().mapv_inplace(|value| value * factor);
+//! }
+//!
+//! /// Returns a new tensor of the image's framework (a NumPy array for a NumPy image, a
+//! /// PyTorch tensor for a PyTorch one), zero-copy over the Rust result.
+//! #[pyfunction]
+//! fn to_gray<'py>(
+//!     py: Python<'py>,
+//!     image: TensorArg<'_, u8, Ix3, Rgb>,
+//! ) -> KernelResult<Bound<'py, PyAny>> {
+//!     let gray: Array2<u8> = image.view().map_axis(Axis(2), |rgb| {
+//!         (0.299 * f32::from(rgb[0]) + 0.587 * f32::from(rgb[1]) + 0.114 * f32::from(rgb[2]))
+//!             .round() as u8
+//!     });
+//!     Ok(image.return_like(py, gray)?)
+//! }
+//!
+//! /// Releases the GIL while it works: other Python threads run meanwhile.
+//! #[pyfunction]
+//! fn dot(py: Python<'_>, x: TensorArg1<'_, f64>, y: TensorArg1<'_, f64>) -> PyResult<f64> {
+//!     if x.view().len() != y.view().len() {
+//!         return Err(PyValueError::new_err("dot: the vectors differ in length"));
+//!     }
+//!     Ok(py.detach(|| x.view().dot(&y.view())))
+//! }
+//!
+//! #[pymodule]
+//! fn kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
+//!     module.add_function(wrap_pyfunction!(channel_means, module)?)?;
+//!     module.add_function(wrap_pyfunction!(scale, module)?)?;
+//!     module.add_function(wrap_pyfunction!(to_gray, module)?)?;
+//!     module.add_function(wrap_pyfunction!(dot, module)?)?;
+//!     Ok(())
+//! }
+//! # // Called here on buffer-protocol objects (the doc tests have no NumPy); from Python,
+//! # // on NumPy, PyTorch or JAX alike.
+//! # Python::initialize();
+//! # Python::attach(|py| -> PyResult<()> {
+//! #     let module = PyModule::new(py, "kernels")?;
+//! #     kernels(&module)?;
+//! #     let globals = pyo3::types::PyDict::new(py);
+//! #     globals.set_item("k", &module)?;
+//! #     let run = |code: &std::ffi::CStr| py.eval(code, Some(&globals), None);
+//! #     let means: [f64; 3] = run(c"k.channel_means(memoryview(bytes([1, 2, 3, 5, 6, 7])).cast('B', (1, 2, 3)))")?.extract()?;
+//! #     assert_eq!(means, [3.0, 4.0, 5.0]);
+//! #     let scaled: Vec<f32> = run(c"(lambda a: (k.scale(memoryview(a).cast('B').cast('f', (2, 2)), 2.0), a.tolist())[1])(__import__('array').array('f', [1, 2, 3, 4]))")?.extract()?;
+//! #     assert_eq!(scaled, [2.0, 4.0, 6.0, 8.0]);
+//! #     let dot: f64 = run(c"k.dot(__import__('array').array('d', [1, 2]), __import__('array').array('d', [3, 4]))")?.extract()?;
+//! #     assert_eq!(dot, 11.0);
+//! #     let refused = run(c"k.scale(memoryview(bytes(16)).cast('f', (2, 2)), 2.0)").unwrap_err();
+//! #     assert!(refused.to_string().contains("expected a writable float32 tensor with 2 dimensions in host memory, got float32 shape (2, 2) strides (2, 1) on CPU:0 (read-only)"), "{refused}");
+//! #     Ok(())
+//! # }).unwrap();
+//! ```
+//!
+//! From Python: `kernels.scale(np_array, 2.0)`, `kernels.to_gray(torch_image)` (a PyTorch
+//! tensor back), `kernels.dot(jax_x, jax_y)`.
+//!
+//! ## The argument types
+//!
+//! [`TensorArg<'_, T, D, C>`](TensorArg) reads a tensor, [`TensorArgMut<'_, T, D, C>`](TensorArgMut)
+//! writes one in place. `T` is the element type ([`Element`](dlbridge::Element): `f32`, `u8`,
+//! `bool`, `half::f16`, `num_complex::Complex<f64>`, ...), `D` the number of dimensions
+//! ([`Dimensionality`]: ndarray's `Ix1`..`Ix6`, or `IxDyn`, the default, for any), `C` the
+//! constraints ([`Constraints`]): nothing (`()`, the default), a layout ([`CContiguous`],
+//! [`FContiguous`]), a shape declared with [`shape!`], or both as a tuple in either order,
+//! `(Rgb, CContiguous)`. Aliases spell the common cases: [`TensorArg1`]..[`TensorArg4`],
+//! [`TensorArgMut1`]..[`TensorArgMut4`], [`ContiguousArg`], [`ContiguousArgMut`]. A
+//! parameter in the wrong place is a compile error that says which slot takes what.
+//!
+//! | the argument's object | `TensorArg` | `TensorArgMut` |
+//! |---|---|---|
+//! | a host tensor of the declared kind (NumPy, PyTorch, PaddlePaddle, JAX, CuPy/TensorFlow host tensors, `array.array`, `memoryview`, any `__dlpack__` or buffer-protocol object) | read, zero-copy | written, zero-copy; the caller sees the writes |
+//! | another element type, number of dimensions or layout; device memory (CUDA, ...); not a tensor at all | `TypeError` | `TypeError` |
+//! | the right kind with other extents than its `shape!` | `ValueError` | `ValueError` |
+//! | read-only memory (a read-only NumPy array, `bytes`, a legacy DLPack capsule, which JAX and TensorFlow export, since it cannot say its memory may be written) | read | `TypeError` naming why |
+//! | a layout in which two indices reach one element (a broadcast view) | read | `TypeError` |
+//! | memory that another tensor argument in use also reaches (this call or another thread's, in any extension module) | read, if no argument writes it | `ValueError` |
+//! | a tensor autograd tracks (PyTorch `requires_grad`, PaddlePaddle `stop_gradient=False`) | read as `detach()` reads it | `TypeError` while grad mode is on; written under `torch.no_grad()`, with the version counter bumped |
+//!
+//! `as_slice()` (and `as_mut_slice()`) gives every element as one slice where the type
+//! promises a contiguous layout, and does not compile elsewhere; `try_as_slice()` returns an
+//! `Option` for any layout. Arguments also come in a `Vec` (from a list or any sequence),
+//! an `Option` (`None` for a missing one) or a tuple.
+//!
+//! ## How an argument is read, and what is copied
+//!
+//! Nothing is ever copied: an argument is a view of the caller's memory for the call. Its
+//! descriptor is taken from the first source that applies:
+//!
+//! 1. the type's DLPack 1.3 C exchange API (`__dlpack_c_exchange_api__`: PyTorch,
+//!    PaddlePaddle, dlbridge's classes), a borrowed `DLTensor`, without allocating;
+//! 2. NumPy's array struct, for exactly `numpy.ndarray`;
+//! 3. the buffer protocol, for other host memory (`array.array`, `memoryview`, `bytearray`);
+//! 4. a full DLPack import through `__dlpack__` (JAX, CuPy, TensorFlow, any other producer,
+//!    and whatever a fast path cannot take), released after the call.
+//!
+//! Every path accepts and refuses what the producer's own `__dlpack__` does (or stricter), so
+//! the answer does not depend on the path. To see which one an argument took:
+//! [`TensorArg::path`] and `{:?}` on an argument in Rust, [`explain_argument`] for any
+//! object, and `dlbridge.explain(x)` in Python (the `dlbridge` package), which also says
+//! whether the argument would be read-only and why an object is refused.
+//!
+//! ## Returning results
+//!
+//! [`x.return_like(py, result)`](TensorArg::return_like) (or [`return_like`] with any object)
+//! hands a Rust result to Python as a tensor of `x`'s framework, zero-copy: an ndarray
+//! `Array`, a `Vec` with a shape (`(values, [rows, cols])`), a [`ManagedTensor`](dlbridge::ManagedTensor)
+//! or an [`Export`](dlbridge::Export) ([`IntoTensor`]). A NumPy array is made directly with
+//! NumPy's C API (about the cost of rust-numpy's `into_pyarray`); PyTorch and PaddlePaddle tensors
+//! through their exchange table; any other framework through its module's `from_dlpack`. The
+//! result owns the Rust buffer, which is freed when the framework frees its tensor.
+//!
+//! ## Errors
+//!
+//! Return [`KernelResult<T>`](KernelResult): `?` then takes PyO3's `PyErr`, the core's
+//! [`dlbridge::Error`] (raised as `BufferError`, with the field and the value it is about)
+//! and ndarray's `ShapeError` (`ValueError`). The exceptions a kernel's caller meets:
+//!
+//! | exception | when |
+//! |---|---|
+//! | `TypeError` | an argument of the wrong kind (element type, dimensions, layout, device, read-only for writing, not a tensor); the message says what was expected and what came, e.g. `expected a float32 C-contiguous tensor with 2 dimensions in host memory, got float64 shape (3, 4) strides (1, 3) on CPU:0`, and PyO3 adds the note `while processing 'x'` |
+//! | `ValueError` | an argument of the right kind with the wrong extents; a written argument whose memory another argument reaches |
+//! | `BufferError` | a tensor its producer will not export (a PyTorch view with a lazy conjugation bit, a sparse tensor), or a result that cannot be exported |
+//!
+//! ## Threads and aliasing
+//!
+//! Arguments are `Send` and `Sync`, and hold what keeps their memory alive, so a kernel may
+//! release the GIL (`py.detach`) and share them with its own threads (rayon, say). While a
+//! `TensorArgMut` lives, its memory is claimed in a registry that every dlbridge extension
+//! module of the process shares: no other argument, in this call or in another thread's, may
+//! reach it (overlap is computed exactly, so `x[:, ::2]` and `x[:, 1::2]` may be written
+//! together). Memory is never written behind its owner's back: a tensor that says it is
+//! read-only, or cannot say that it is writable, is refused for writing. Modules built with
+//! this crate run on free-threaded Python as well; declare
+//! `#[pymodule(gil_used = false)]` when the module holds no state of its own.
+//!
+//! # The rest of the crate
 //!
 //! Built on the [`dlbridge`] core, for extension modules written with PyO3:
 //!
@@ -14,17 +202,10 @@
 //!   PyTorch and PaddlePaddle publish it) when a type offers one ([`exchange_api`]), and give
 //!   on every path the answer of the producer's own `__dlpack__`, or a stricter one (PyTorch's
 //!   and PaddlePaddle's tensors that autograd tracks, PyTorch's lazy views);
-//! - **typed tensor arguments** for `#[pyfunction]`s ([`TensorArg`], [`TensorArgMut`]),
-//!   borrowed zero-copy, whose writes never alias another argument (a registry shared by
-//!   every module of the process) and never go behind autograd's back; classes published with
-//!   [`publish_dlpack`] also carry a [`WritabilityHook`], so that read-only instances are
-//!   refused for writing on the borrowed path;
+//! - classes published with [`publish_dlpack`] also carry a [`WritabilityHook`], so that
+//!   read-only instances are refused for writing on the borrowed path;
 //! - keep Python objects alive from tensors whose deleter may run on any thread
 //!   ([`PyObjectOwner`]).
-//!
-//! A kernel author imports all of it with `use dlbridge_pyo3::prelude::*;` ([`prelude`]),
-//! ndarray included: the crate re-exports [`ndarray`] (and [`pyo3`]) at the versions it is
-//! built with, so that an extension does not have to match them by hand.
 //!
 //! Errors follow the protocol: `BufferError` for a tensor that cannot be imported as sent
 //! (with the core's message naming the field and the value), `TypeError` for an object that

@@ -22,12 +22,13 @@ use pyo3::prelude::*;
 #[pyfunction]
 fn matmul<'py>(
     py: Python<'py>,
-    a: TensorArg<'_, f32, Ix2>,
-    b: TensorArg<'_, f32, Ix2>,
-) -> PyResult<Bound<'py, PyAny>> {
+    a: TensorArg2<'_, f32>,
+    b: TensorArg2<'_, f32>,
+) -> KernelResult<Bound<'py, PyAny>> {
     let (rows, cols) = product_shape(&a, &b)?;
-    let mut result = ManagedTensor::zeros(DataType::FLOAT32, &[rows, cols]).map_err(to_py_err)?;
-    let mut out = result.as_array_mut::<f32>().map_err(to_py_err)?;
+    // The core's errors convert with `?` in a function returning `KernelResult`.
+    let mut result = ManagedTensor::zeros(DataType::FLOAT32, &[rows, cols])?;
+    let mut out = result.as_array_mut::<f32>()?;
     py.detach(|| {
         let mut out = out
             .view_mut()
@@ -36,14 +37,11 @@ fn matmul<'py>(
         general_mat_mul(1.0, &a.view(), &b.view(), 0.0, &mut out);
     });
     drop(out);
-    a.return_like(py, result)
+    Ok(a.return_like(py, result)?)
 }
 
 /// The shape of `a @ b`, or a `ValueError` naming both shapes.
-fn product_shape(
-    a: &TensorArg<'_, f32, Ix2>,
-    b: &TensorArg<'_, f32, Ix2>,
-) -> PyResult<(usize, usize)> {
+fn product_shape(a: &TensorArg2<'_, f32>, b: &TensorArg2<'_, f32>) -> PyResult<(usize, usize)> {
     let (rows, inner) = a.view().dim();
     let (inner_b, cols) = b.view().dim();
     if inner != inner_b {
@@ -58,9 +56,9 @@ fn product_shape(
 #[pyfunction]
 fn matmul_into(
     py: Python<'_>,
-    a: TensorArg<'_, f32, Ix2>,
-    b: TensorArg<'_, f32, Ix2>,
-    mut out: TensorArgMut<'_, f32, Ix2>,
+    a: TensorArg2<'_, f32>,
+    b: TensorArg2<'_, f32>,
+    mut out: TensorArgMut2<'_, f32>,
 ) -> PyResult<()> {
     let shape = product_shape(&a, &b)?;
     if out.view().dim() != shape {
@@ -75,12 +73,14 @@ fn matmul_into(
 
 /// `a + b` elementwise for float32 tensors of one shape (any layout), as a new tensor of
 /// `a`'s framework: the ndarray the kernel makes is returned as it is, zero-copy (its own
-/// allocation, aligned for `f32`).
+/// allocation, aligned for `f32`). The GIL is released only for sums large enough to be
+/// worth it: releasing and taking it back costs about as much as adding a few thousand
+/// elements.
 #[pyfunction]
 fn add<'py>(
     py: Python<'py>,
-    a: TensorArg<'_, f32, IxDyn>,
-    b: TensorArg<'_, f32, IxDyn>,
+    a: TensorArg<'_, f32>,
+    b: TensorArg<'_, f32>,
 ) -> PyResult<Bound<'py, PyAny>> {
     if a.view().shape() != b.view().shape() {
         return Err(PyValueError::new_err(format!(
@@ -89,13 +89,21 @@ fn add<'py>(
             b.view().shape()
         )));
     }
-    let sum = py.detach(|| {
+    let sum = || {
         ndarray::Zip::from(&a.view())
             .and(&b.view())
             .map_collect(|&x, &y| x + y)
-    });
+    };
+    let sum = if a.view().len() < DETACH_ABOVE_ELEMENTS {
+        sum()
+    } else {
+        py.detach(sum)
+    };
     a.return_like(py, sum)
 }
+
+/// The number of elements from which `add` releases the GIL while it works.
+const DETACH_ABOVE_ELEMENTS: usize = 1 << 14;
 
 /// The example module. It holds no state of its own, so it runs without the GIL on
 /// free-threaded Python (`gil_used = false`).

@@ -58,7 +58,8 @@ impl Source {
     }
 }
 
-/// How a typed argument reached its tensor, in the order they are tried ([`extract_with`]).
+/// How a typed argument reached its tensor; the variants are in the order the sources are tried
+/// ([how an argument is read](crate#how-an-argument-is-read-and-what-is-copied)).
 /// None of them copies the elements: the argument is a view of the caller's memory.
 ///
 /// ```
