@@ -15,12 +15,70 @@ use crate::errors::{to_py_err, type_name};
 use crate::trampoline;
 
 /// Name of a capsule holding a legacy `DLManagedTensor`.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{into_capsule, DLTENSOR};
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     // What `__dlpack__()` returns, without `max_version`.
+///     let legacy = Export::new(vec![1.5f32, 2.5], &[2]).into_legacy().map_err(to_py_err)?;
+///     assert!(into_capsule(py, legacy)?.is_valid_checked(Some(DLTENSOR)));
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub const DLTENSOR: &CStr = c"dltensor";
 /// Name of a capsule holding a `DLManagedTensorVersioned`.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{into_capsule, DLTENSOR_VERSIONED};
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     // What `__dlpack__(max_version=(1, 3))` returns.
+///     let tensor = Export::new(vec![1.5f32, 2.5], &[2]).into_versioned().map_err(to_py_err)?;
+///     assert!(into_capsule(py, tensor)?.is_valid_checked(Some(DLTENSOR_VERSIONED)));
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub const DLTENSOR_VERSIONED: &CStr = c"dltensor_versioned";
 /// Name a consumer gives a `dltensor` capsule it took the tensor from.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{from_capsule, into_capsule, USED_DLTENSOR};
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let legacy = Export::new(vec![1u8, 2], &[2]).into_legacy().map_err(to_py_err)?;
+///     let capsule = into_capsule(py, legacy)?;
+///     let _taken = from_capsule(&capsule)?;
+///     assert!(capsule.is_valid_checked(Some(USED_DLTENSOR)));
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub const USED_DLTENSOR: &CStr = c"used_dltensor";
 /// Name a consumer gives a `dltensor_versioned` capsule it took the tensor from.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{from_capsule, into_capsule, USED_DLTENSOR_VERSIONED};
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let tensor = Export::new(vec![1u8, 2], &[2]).into_versioned().map_err(to_py_err)?;
+///     let capsule = into_capsule(py, tensor)?;
+///     let _taken = from_capsule(&capsule)?;
+///     assert!(capsule.is_valid_checked(Some(USED_DLTENSOR_VERSIONED)));
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
 
 /// Wraps a managed tensor in a DLPack capsule: `dltensor_versioned` for a versioned tensor,
@@ -28,6 +86,27 @@ pub const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
 ///
 /// The capsule owns the tensor until a consumer renames it `used_*`; if it dies unconsumed, its
 /// destructor calls the tensor's deleter (once), preserving any exception in flight.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::into_capsule;
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let tensor = Arc::new(ManagedTensor::zeros(DataType::FLOAT32, &[2, 2]).map_err(to_py_err)?);
+///     let alive = Arc::downgrade(&tensor);
+///     // A capsule sharing the tensor (as `__dlpack__` hands it out), which keeps it alive.
+///     let capsule = into_capsule(py, tensor.share_versioned().map_err(to_py_err)?)?;
+///     assert!(alive.upgrade().is_some());
+///     // Dropped unconsumed: its destructor releases the tensor.
+///     drop(capsule);
+///     assert!(alive.upgrade().is_none());
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 #[inline]
 pub fn into_capsule(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Bound<'_, PyCapsule>> {
     let raw = tensor.into_raw();
@@ -179,6 +258,25 @@ unsafe fn capsule_kind(name: *const std::ffi::c_char) -> Option<CapsuleKind> {
 /// would be freed twice. The whole consumption holds a critical section on the capsule, so
 /// that of two threads the second sees a used capsule (consumers other than dlbridge hold
 /// none, which dlbridge cannot change).
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{from_capsule, into_capsule};
+/// use pyo3::exceptions::PyValueError;
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     // A capsule as a producer's `__dlpack__` returns it.
+///     let tensor = Export::new(vec![1i32, 2, 3], &[3]).into_versioned().map_err(to_py_err)?;
+///     let capsule = into_capsule(py, tensor)?;
+///     let taken = from_capsule(&capsule)?;
+///     assert_eq!(taken.view().as_slice::<i32>().map_err(to_py_err)?, &[1, 2, 3]);
+///     // A capsule is consumed once.
+///     assert!(from_capsule(&capsule).unwrap_err().is_instance_of::<PyValueError>(py));
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub fn from_capsule(object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
     let capsule = object.cast::<PyCapsule>().map_err(|_| {
         PyTypeError::new_err(format!(

@@ -19,6 +19,46 @@ use crate::writability_hook::{writability_hook, WritabilityHook};
 
 /// The exchange API of `object`'s type, if it publishes one of major version 1 (walking
 /// `prev_api` to find it). Looked up once per type and cached (the type is kept alive).
+///
+/// Here on `Image`, the class of [`TensorClass`](crate::TensorClass)'s example, which has a
+/// table once published:
+///
+/// ```
+/// use dlbridge_pyo3::exchange_api;
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+/// use pyo3::types::PyByteArray;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let image = image(py, vec![7; 4], &[2, 2])?;
+///     let api = exchange_api(&image)?.expect("a published class has a table");
+///     // The fast path: no `__dlpack__` call, no capsule.
+///     assert_eq!(api.managed_tensor(&image)?.view().shape(), &[2, 2]);
+///     assert!(exchange_api(&PyByteArray::new(py, b"no table"))?.is_none());
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub fn exchange_api(object: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
     Ok(type_info(object)?.exchange)
 }

@@ -19,13 +19,143 @@ use crate::errors::to_py_err;
 use crate::framework::FrameworkRules;
 
 /// Name of the capsule a tensor type publishes its table in.
+///
+/// A consumer reads the table of a type (here `Image`, the class of
+/// [`TensorClass`](crate::TensorClass)'s example, published with
+/// [`publish_dlpack`](crate::publish_dlpack)) from a capsule of this name:
+///
+/// ```
+/// use dlbridge::ffi::DLPackExchangeAPIHeader;
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::DLPACK_EXCHANGE_API;
+/// use pyo3::prelude::*;
+/// use pyo3::types::PyCapsule;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let capsule = py.get_type::<Image>().getattr("__dlpack_c_exchange_api__")?;
+///     let capsule = capsule.cast_into::<PyCapsule>()?;
+///     let table = capsule.pointer_checked(Some(DLPACK_EXCHANGE_API))?;
+///     let header = table.cast::<DLPackExchangeAPIHeader>();
+///     // SAFETY: a capsule of this name holds a table that lives as long as the process.
+///     assert_eq!(unsafe { header.as_ref() }.version.major, 1);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub const DLPACK_EXCHANGE_API: &CStr = c"dlpack_exchange_api";
 
 /// The environment variable that turns the fast path off (`DLBRIDGE_NO_EXCHANGE_API=1`), read
 /// once per process.
+///
+/// Usually set in the shell (`DLBRIDGE_NO_EXCHANGE_API=1 python ...`), to compare the fast
+/// path with `__dlpack__`; a process can set it too, before the first import:
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{exchange_api_enabled, exchange_api_exports, NO_EXCHANGE_API_ENV};
+/// use pyo3::prelude::*;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// std::env::set_var(NO_EXCHANGE_API_ENV, "1");
+/// assert!(!exchange_api_enabled());
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let image = image(py, vec![1, 2, 3], &[3])?;
+///     // Imported through `__dlpack__`, not through the type's table.
+///     let read = from_dlpack(&image, &ImportOptions::default())?;
+///     assert_eq!(read.view().shape(), &[3]);
+///     assert_eq!(exchange_api_exports(), 0);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub const NO_EXCHANGE_API_ENV: &str = "DLBRIDGE_NO_EXCHANGE_API";
 
 /// A producer's function table, valid for the life of the process (the standard requires it).
+///
+/// Found per type with [`exchange_api`](crate::exchange_api); here on `Image`, the class of
+/// [`TensorClass`](crate::TensorClass)'s example:
+///
+/// ```
+/// use dlbridge_pyo3::exchange_api;
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let image = image(py, vec![1, 2, 3, 4, 5, 6], &[2, 3])?;
+///     let api = exchange_api(&image)?.expect("a published class has a table");
+///     assert!(api.table().managed_tensor_to_py_object_no_sync.is_some());
+///     // Borrowed, without allocating: valid while `image` lives unchanged.
+///     let described = api.describe(&image)?.expect("dlbridge's tables describe");
+///     assert_eq!(described.ndim, 2);
+///     // Owned, and validated.
+///     let tensor = api.managed_tensor(&image)?;
+///     assert_eq!(tensor.view().as_slice::<u8>().map_err(to_py_err)?, &[1, 2, 3, 4, 5, 6]);
+///     // Only PyTorch's lazy conjugated or negated views are not exported faithfully.
+///     assert!(api.exports_faithfully(&image)?);
+///     assert!(api.is_faithful(&image, Some(&tensor.view()))?);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 #[derive(Clone, Copy)]
 pub struct ExchangeApi {
     table: &'static DLPackExchangeAPI,
@@ -117,6 +247,17 @@ impl ExchangeApi {
 
 /// Whether the fast path is on (it is, unless `DLBRIDGE_NO_EXCHANGE_API` is set to something
 /// other than empty or `0`).
+///
+/// The variable is read on the first call; setting it later changes nothing:
+///
+/// ```
+/// use dlbridge_pyo3::{exchange_api_enabled, NO_EXCHANGE_API_ENV};
+///
+/// std::env::remove_var(NO_EXCHANGE_API_ENV);
+/// assert!(exchange_api_enabled());
+/// std::env::set_var(NO_EXCHANGE_API_ENV, "1");
+/// assert!(exchange_api_enabled());
+/// ```
 pub fn exchange_api_enabled() -> bool {
     static ENABLED: OnceLock<bool> = OnceLock::new();
     *ENABLED.get_or_init(|| {

@@ -38,6 +38,21 @@ pub struct PyObjectOwner {
 
 impl PyObjectOwner {
     /// Keeps `object` alive until the owner is dropped.
+    ///
+    /// ```
+    /// use dlbridge_pyo3::PyObjectOwner;
+    /// use pyo3::prelude::*;
+    /// use pyo3::types::PyByteArray;
+    /// # Python::initialize();
+    /// Python::attach(|py| {
+    ///     let bytes = PyByteArray::new(py, b"pixels");
+    ///     let references = bytes.get_refcnt();
+    ///     let owner = PyObjectOwner::new(bytes.clone().into_any().unbind());
+    ///     assert_eq!(bytes.get_refcnt(), references + 1);
+    ///     drop(owner);
+    ///     assert_eq!(bytes.get_refcnt(), references);
+    /// });
+    /// ```
     pub fn new(object: Py<PyAny>) -> Self {
         PyObjectOwner {
             object: ManuallyDrop::new(object),
@@ -45,6 +60,20 @@ impl PyObjectOwner {
     }
 
     /// The object kept alive.
+    ///
+    /// ```
+    /// use dlbridge_pyo3::PyObjectOwner;
+    /// use pyo3::prelude::*;
+    /// use pyo3::types::PyByteArray;
+    /// # Python::initialize();
+    /// Python::attach(|py| -> PyResult<()> {
+    ///     let owner = PyObjectOwner::new(PyByteArray::new(py, b"pixels").into_any().unbind());
+    ///     let bytes = owner.object().bind(py).cast::<PyByteArray>()?;
+    ///     assert_eq!(bytes.to_vec(), b"pixels");
+    ///     Ok(())
+    /// })
+    /// # .unwrap();
+    /// ```
     pub fn object(&self) -> &Py<PyAny> {
         &self.object
     }

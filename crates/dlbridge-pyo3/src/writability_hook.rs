@@ -15,14 +15,134 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
 /// The type attribute holding a class's [`WritabilityHook`] capsule.
+///
+/// Classes published with [`publish_dlpack`](crate::publish_dlpack) have it (here `Image`,
+/// the class of [`TensorClass`](crate::TensorClass)'s example):
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::WRITABILITY_ATTRIBUTE;
+/// use pyo3::prelude::*;
+/// use pyo3::types::PyByteArray;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     assert!(py.get_type::<Image>().hasattr(WRITABILITY_ATTRIBUTE)?);
+///     assert!(!py.get_type::<PyByteArray>().hasattr(WRITABILITY_ATTRIBUTE)?);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub const WRITABILITY_ATTRIBUTE: &str = "__dlbridge_writability__";
 /// The name of the capsule holding a [`WritabilityHook`].
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
+/// use pyo3::prelude::*;
+/// use pyo3::types::PyCapsule;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let capsule = py.get_type::<Image>().getattr(WRITABILITY_ATTRIBUTE)?;
+///     assert!(capsule.cast::<PyCapsule>()?.is_valid_checked(Some(WRITABILITY_CAPSULE)));
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub const WRITABILITY_CAPSULE: &CStr = c"dlbridge_writability_v1";
 
 /// `int hook(PyObject *object, uint32_t *out_writability)`: writes whether `object`'s tensor
 /// may be written (0: writable, 1: flagged READ_ONLY, 2: unknown, a legacy import; the codes
 /// of [`dlbridge::Writability`]) and returns 0, or returns -1 with a Python exception set.
 /// Called with the GIL held; never allocates.
+///
+/// Read from a published class (here `Image`, the class of
+/// [`TensorClass`](crate::TensorClass)'s example) and asked about one of its instances:
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
+/// use pyo3::prelude::*;
+/// use pyo3::types::PyCapsule;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let capsule = py.get_type::<Image>().getattr(WRITABILITY_ATTRIBUTE)?;
+///     let pointer = capsule.cast::<PyCapsule>()?.pointer_checked(Some(WRITABILITY_CAPSULE))?;
+///     // SAFETY: a capsule of this name holds a `WritabilityHook`.
+///     let hook = unsafe { std::mem::transmute::<_, WritabilityHook>(pointer.as_ptr()) };
+///     let pixels = Export::new(vec![0u8; 4], &[4]).read_only(true);
+///     let frozen = Image::new_instance(py, pixels.into_versioned().map_err(to_py_err)?)?;
+///     let mut code = u32::MAX;
+///     // SAFETY: an instance of the class that published the hook; the GIL is held.
+///     assert_eq!(unsafe { hook(frozen.as_ptr(), &mut code) }, 0);
+///     assert_eq!(code, 1); // Writability::ReadOnly
+///     let writable = image(py, vec![0; 4], &[4])?;
+///     // SAFETY: as above.
+///     assert_eq!(unsafe { hook(writable.as_ptr(), &mut code) }, 0);
+///     assert_eq!(code, 0); // Writability::Writable
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub type WritabilityHook =
     unsafe extern "C" fn(object: *mut ffi::PyObject, out_writability: *mut u32) -> c_int;
 

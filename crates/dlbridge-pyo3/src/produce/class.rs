@@ -13,6 +13,41 @@ use pyo3::{ffi, PyClass};
 
 /// A PyO3 class whose instances are tensors: what [`publish_dlpack`](crate::publish_dlpack) needs to make it a
 /// DLPack producer.
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// /// A greyscale image that Python frameworks read without a copy.
+/// #[pyclass]
+/// struct Image {
+///     pixels: Arc<ManagedTensor>,
+/// }
+///
+/// impl TensorClass for Image {
+///     fn tensor(&self) -> &Arc<ManagedTensor> {
+///         &self.pixels
+///     }
+///
+///     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+///         Py::new(py, Image { pixels: Arc::new(tensor) })
+///     }
+/// }
+///
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let pixels = Export::new(vec![0u8, 64, 128, 255], &[2, 2]).into_versioned();
+///     let image = Image::new_instance(py, pixels.map_err(to_py_err)?)?.into_bound(py);
+///     // Any DLPack consumer now reads it: dlbridge's own, NumPy's, PyTorch's, ...
+///     let read = from_dlpack(&image, &ImportOptions::default())?;
+///     assert_eq!(read.view().as_slice::<u8>().map_err(to_py_err)?, &[0, 64, 128, 255]);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub trait TensorClass: PyClass + Sized + 'static {
     /// The instance's tensor (shared: exports keep it alive).
     fn tensor(&self) -> &Arc<ManagedTensor>;

@@ -27,6 +27,45 @@ use crate::writability_hook::{
 
 /// Tensors exported through published tables since the process started (a diagnostic: it
 /// shows that a consumer took the fast path).
+///
+/// Here on `Image`, the class of [`TensorClass`](crate::TensorClass)'s example:
+///
+/// ```
+/// use dlbridge_pyo3::exchange_api_exports;
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # std::env::remove_var(dlbridge_pyo3::NO_EXCHANGE_API_ENV);
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let image = image(py, vec![1, 2, 3], &[3])?;
+///     let before = exchange_api_exports();
+///     from_dlpack(&image, &ImportOptions::default())?;
+///     // Taken through the table, without calling `__dlpack__`.
+///     assert_eq!(exchange_api_exports(), before + 1);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub fn exchange_api_exports() -> u64 {
     EXPORTS.load(Ordering::Relaxed)
 }
@@ -53,6 +92,45 @@ static EXPORTS: AtomicU64 = AtomicU64::new(0);
 /// `DLTensor` of `dltensor_from_py_object_no_sync` cannot say. dlbridge's writable typed
 /// arguments ([`crate::TensorArgMut`]) use it to refuse read-only tensors on the borrowed
 /// path, saying why. The signature belongs to the name: a changed one would get a new name.
+///
+/// The table alone, without `__dlpack__` (`Image`: the class of
+/// [`TensorClass`](crate::TensorClass)'s example):
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{exchange_api, publish_exchange_api, WRITABILITY_ATTRIBUTE};
+/// use pyo3::prelude::*;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_exchange_api::<Image>(py)?;
+///     assert!(py.get_type::<Image>().hasattr(WRITABILITY_ATTRIBUTE)?);
+///     let image = image(py, vec![1, 2, 3], &[3])?;
+///     assert!(!image.hasattr("__dlpack__")?);
+///     let api = exchange_api(&image)?.expect("the table just published");
+///     assert_eq!(api.managed_tensor(&image)?.view().shape(), &[3]);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub fn publish_exchange_api<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
     let table = NonNull::new(table_for::<T>().cast_mut()).expect("a leaked table");
     // SAFETY: the table is leaked, so it lives for the process as the standard requires (the

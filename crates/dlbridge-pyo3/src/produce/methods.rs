@@ -25,6 +25,30 @@ use crate::errors::{repr_of, to_py_err};
 use crate::trampoline;
 
 /// What a consumer asked `__dlpack__` for (the array API's four keywords).
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{export_capsule, from_capsule, ExportRequest};
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let tensor = Export::new(vec![1u8, 2, 3], &[3]).into_versioned().map_err(to_py_err)?;
+///     let tensor = Arc::new(tensor);
+///     // `__dlpack__(max_version=(1, 3), copy=True)`
+///     let request = ExportRequest {
+///         max_version: Some((1, 3)),
+///         copy: Some(true),
+///         ..Default::default()
+///     };
+///     let copy = from_capsule(export_capsule(py, &tensor, &request)?.as_any())?;
+///     assert!(copy.view().flags().is_copied());
+///     assert_ne!(copy.view().data_ptr(), tensor.view().data_ptr());
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 #[derive(Clone, Copy, Default)]
 pub struct ExportRequest<'a, 'py> {
     /// `stream`: must be None for host memory; device tensors ignore it (Rust-owned tensors
@@ -50,6 +74,33 @@ pub struct ExportRequest<'a, 'py> {
 ///   `BufferError`, as is `copy=False` when a copy is needed;
 /// - `copy=True` gives a compact host copy flagged IS_COPIED; otherwise the capsule shares
 ///   the memory (one allocation, keeping `tensor` alive).
+///
+/// ```
+/// use std::sync::Arc;
+///
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{export_capsule, from_capsule, ExportRequest, DLTENSOR};
+/// use pyo3::exceptions::PyValueError;
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let tensor = Arc::new(ManagedTensor::zeros(DataType::FLOAT32, &[2, 2]).map_err(to_py_err)?);
+///     // `__dlpack__()`: a legacy capsule.
+///     let legacy = export_capsule(py, &tensor, &ExportRequest::default())?;
+///     assert!(legacy.is_valid_checked(Some(DLTENSOR)));
+///     // `__dlpack__(max_version=(1, 3))`: a versioned one, sharing the memory.
+///     let versioned = ExportRequest { max_version: Some((1, 3)), ..Default::default() };
+///     let shared = from_capsule(export_capsule(py, &tensor, &versioned)?.as_any())?;
+///     assert_eq!(shared.view().data_ptr(), tensor.view().data_ptr());
+///     // A stream for a tensor in host memory is refused.
+///     let stream = 1i64.into_pyobject(py)?.into_any();
+///     let on_stream = ExportRequest { stream: Some(stream.as_borrowed()), ..versioned };
+///     let error = export_capsule(py, &tensor, &on_stream).unwrap_err();
+///     assert!(error.is_instance_of::<PyValueError>(py));
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 #[inline]
 pub fn export_capsule<'py>(
     py: Python<'py>,
@@ -107,6 +158,49 @@ pub fn export_capsule<'py>(
 /// only; a positional argument or an unknown keyword is a `TypeError`, a malformed
 /// `max_version` or `dl_device` a `ValueError`, and a `copy` that is not None or a bool a
 /// `TypeError`. Methods of the same names defined in `#[pymethods]` are replaced.
+///
+/// Here on `Image`, the class of [`TensorClass`](crate::TensorClass)'s example, without the
+/// exchange table:
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{exchange_api, publish_dlpack_methods};
+/// use pyo3::prelude::*;
+/// use pyo3::types::IntoPyDict;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack_methods::<Image>(py)?;
+///     let image = image(py, vec![1, 2, 3], &[3])?;
+///     assert!(exchange_api(&image)?.is_none());
+///     let locals = [("image", &image)].into_py_dict(py)?;
+///     py.run(c"
+/// assert image.__dlpack_device__() == (1, 0)
+/// assert 'dltensor_versioned' in repr(image.__dlpack__(max_version=(1, 3)))
+/// assert 'dltensor' in repr(image.__dlpack__())
+/// ", None, Some(&locals))?;
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub fn publish_dlpack_methods<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
     let class = py.get_type::<T>();
     let definitions = once_per_class::<T, _>(|| {

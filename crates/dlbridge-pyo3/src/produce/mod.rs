@@ -25,6 +25,55 @@ use self::{methods::export_capsule, returning::return_like};
 /// ([`publish_dlpack_methods`](crate::publish_dlpack_methods)) and the C exchange API
 /// ([`publish_exchange_api`](crate::publish_exchange_api)) on its type. Call it once, after
 /// the class is added to its module.
+///
+/// In the module's initialization (`Image`: the class of
+/// [`TensorClass`](crate::TensorClass)'s example):
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+/// use pyo3::types::IntoPyDict;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+///
+/// #[pymodule]
+/// fn imaging(module: &Bound<'_, PyModule>) -> PyResult<()> {
+///     module.add_class::<Image>()?;
+///     publish_dlpack::<Image>(module.py())
+/// }
+///
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let imaging = pyo3::wrap_pymodule!(imaging)(py).into_bound(py);
+///     let image = image(py, vec![1, 2, 3, 4], &[2, 2])?;
+///     let locals = [("imaging", imaging.as_any()), ("image", image.as_any())].into_py_dict(py)?;
+///     py.run(c"
+/// assert isinstance(image, imaging.Image)
+/// assert image.__dlpack_device__() == (1, 0)
+/// assert 'dltensor_versioned' in repr(image.__dlpack__(max_version=(1, 3)))
+/// assert hasattr(imaging.Image, '__dlpack_c_exchange_api__')
+/// ", None, Some(&locals))?;
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub fn publish_dlpack<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
     methods::publish_dlpack_methods::<T>(py)?;
     exchange_table::publish_exchange_api::<T>(py)

@@ -15,6 +15,34 @@ use crate::host::numpy;
 /// A one-shot DLPack producer around an owned tensor: what framework `from_dlpack` functions
 /// that want an object with `__dlpack__` (NumPy, JAX) are given. It answers `max_version` as
 /// the standard says: a legacy capsule when it is None or below 1 (JAX asks that way).
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     // A framework whose `from_dlpack` wants an object with `__dlpack__`, as NumPy's does.
+///     let toy = PyModule::from_code(py, c"
+/// class Array:
+///     pass
+/// def from_dlpack(producer):
+///     array = Array()
+///     array.producer = producer
+///     array.capsule = producer.__dlpack__(max_version=(1, 3))
+///     return array
+/// ", c"toy.py", c"toy")?;
+///     let like = toy.getattr("Array")?.call0()?;
+///     let result = return_like(py, (vec![1.0f64, 2.0], [2]), &like)?;
+///     let producer = result.getattr("producer")?;
+///     assert_eq!(producer.get_type().name()?, "TensorProducer");
+///     let tensor = dlbridge_pyo3::from_capsule(&result.getattr("capsule")?)?;
+///     assert_eq!(tensor.view().as_slice::<f64>().map_err(to_py_err)?, &[1.0, 2.0]);
+///     // One shot: the tensor is exported once.
+///     assert!(producer.call_method0("__dlpack__").is_err());
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 #[pyclass(module = "dlbridge_pyo3", name = "TensorProducer")]
 pub struct TensorProducer {
     tensor: Option<ManagedTensor>,
@@ -68,6 +96,52 @@ impl TensorProducer {
 /// An `Array` or a `Vec` keeps its own buffer, aligned for its element type only; for
 /// consumers that require 64-byte alignment (TVM's `from_dlpack`), write the result into
 /// [`ManagedTensor::zeros`], which is aligned so.
+///
+/// Each returned like an instance of `Image`, the class of
+/// [`TensorClass`](crate::TensorClass)'s example (whose exchange table wraps the result):
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+/// # use std::sync::Arc;
+/// # #[pyclass]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let like = image(py, vec![0; 4], &[2, 2])?.into_any();
+///     let from_array = return_like(py, array![[1u8, 2], [3, 4]], &like)?;
+///     let from_vec = return_like(py, (vec![1u8, 2, 3, 4, 5, 6], [2, 3]), &like)?;
+///     let zeros = ManagedTensor::zeros(DataType::UINT8, &[4]).map_err(to_py_err)?;
+///     let from_managed = return_like(py, zeros, &like)?;
+///     let shape = |result: &Bound<'_, PyAny>| -> PyResult<Vec<i64>> {
+///         Ok(result.cast::<Image>()?.borrow().tensor().view().shape().to_vec())
+///     };
+///     assert_eq!(shape(&from_array)?, [2, 2]);
+///     assert_eq!(shape(&from_vec)?, [2, 3]);
+///     assert_eq!(shape(&from_managed)?, [4]);
+///     // A shape that does not describe the values is the core's error.
+///     assert!((vec![1u8, 2, 3], [2, 2]).into_tensor().is_err());
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub trait IntoTensor {
     /// The tensor, or the core's error (a shape the array cannot export, say).
     fn into_tensor(self) -> dlbridge::Result<ManagedTensor>;
