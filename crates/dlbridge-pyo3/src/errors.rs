@@ -42,10 +42,39 @@ pub struct KernelError(PyErr);
 
 /// The result of a `#[pyfunction]` kernel: `?` takes Python's, the core's and ndarray's
 /// errors ([`KernelError`]).
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// /// A zero-filled float64 tensor's byte size: a core error (`BufferError`) if it overflows.
+/// #[pyfunction]
+/// fn zeros_nbytes(rows: usize, cols: usize) -> KernelResult<u64> {
+///     let tensor = ManagedTensor::zeros(DataType::FLOAT64, &[rows, cols])?;
+///     Ok(tensor.view().compact_byte_size())
+/// }
+/// # Python::initialize();
+/// # Python::attach(|py| {
+/// #     let f = wrap_pyfunction!(zeros_nbytes, py).unwrap();
+/// #     assert_eq!(f.call1((2, 3)).unwrap().extract::<u64>().unwrap(), 48);
+/// #     let error = f.call1((usize::MAX, 2)).unwrap_err();
+/// #     assert!(error.is_instance_of::<pyo3::exceptions::PyBufferError>(py));
+/// # });
+/// ```
 pub type KernelResult<T> = Result<T, KernelError>;
 
 impl KernelError {
     /// The Python exception this error is raised as.
+    ///
+    /// ```
+    /// use dlbridge_pyo3::KernelError;
+    /// use pyo3::prelude::*;
+    /// # Python::initialize();
+    /// Python::attach(|py| {
+    ///     let error = KernelError::from(ndarray::Array2::<f32>::from_shape_vec((2, 2), vec![0.0; 3]).unwrap_err());
+    ///     assert!(error.into_py_err().is_instance_of::<pyo3::exceptions::PyValueError>(py));
+    /// });
+    /// ```
     pub fn into_py_err(self) -> PyErr {
         self.0
     }

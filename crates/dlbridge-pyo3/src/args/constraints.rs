@@ -13,6 +13,15 @@ use pyo3::prelude::*;
 
 /// The number of dimensions a typed argument requires, its second type parameter: ndarray's
 /// `Ix0` to `Ix6` for an exact number, `IxDyn` (the default) for any.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // Exactly two dimensions, or any number.
+/// type Matrix<'a> = TensorArg<'a, f32, Ix2>;
+/// type AnyRank<'a> = TensorArg<'a, f32, IxDyn>;
+/// assert_eq!(<Ix2 as ndarray::Dimension>::NDIM, Some(2));
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a number of dimensions",
     label = "expected ndarray's `Ix0`..`Ix6` or `IxDyn` here",
@@ -33,6 +42,16 @@ impl Dimensionality for IxDyn {}
 
 /// A memory layout a typed argument may require: [`AnyLayout`], [`CContiguous`] or
 /// [`FContiguous`]. A layout is also a [`Constraints`] on its own.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// assert_eq!(CContiguous::NAME, "C-contiguous ");
+/// assert_eq!(AnyLayout::NAME, "");
+/// // A layout is a constraint of its own: `TensorArg<'_, f64, Ix2, FContiguous>` takes
+/// // column-major matrices (a transposed C-contiguous one, say) and nothing else.
+/// type ColumnMajor<'a> = TensorArg<'a, f64, Ix2, FContiguous>;
+/// ```
 pub trait Layout: 'static {
     /// How the layout is named in error messages ("C-contiguous"), empty for any layout.
     const NAME: &'static str;
@@ -40,11 +59,44 @@ pub trait Layout: 'static {
     fn accepts(view: &TensorView<'_>) -> bool;
 }
 
-/// Any strides (negative, broadcast for reading, transposed): the default.
+/// Any strides (negative, broadcast for reading, transposed): the default, also what `()`
+/// constrains to.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// fn same<A: 'static, B: 'static>() -> bool {
+///     std::any::TypeId::of::<A>() == std::any::TypeId::of::<B>()
+/// }
+/// assert!(same::<<() as Constraints>::Layout, AnyLayout>());
+/// ```
 pub struct AnyLayout;
 /// Compact row-major strides: the elements fill one slice, in the order of their indices.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// #[pyfunction]
+/// fn checksum(bytes: TensorArg<'_, u8, IxDyn, CContiguous>) -> u64 {
+///     bytes.as_slice().iter().map(|&byte| u64::from(byte)).sum()
+/// }
+/// # Python::initialize();
+/// # Python::attach(|py| {
+/// #     let checksum = wrap_pyfunction!(checksum, py).unwrap();
+/// #     assert_eq!(checksum.call1((pyo3::types::PyBytes::new(py, &[1, 2, 3]),)).unwrap().extract::<u64>().unwrap(), 6);
+/// # });
+/// ```
 pub struct CContiguous;
 /// Compact column-major strides: the elements fill one slice, first index fastest.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// /// A column-major matrix for a Fortran-order routine (LAPACK, say).
+/// type FortranMatrix<'a> = TensorArg2<'a, f64, FContiguous>;
+/// assert_eq!(FContiguous::NAME, "F-contiguous ");
+/// ```
 pub struct FContiguous;
 
 impl Layout for AnyLayout {
@@ -69,6 +121,18 @@ impl Layout for FContiguous {
 }
 
 /// The layouts whose elements fill one slice, for which `as_slice` cannot fail.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // `as_slice` is there for these argument types, and does not compile for `AnyLayout`:
+/// fn first(x: &ContiguousArg<'_, f32>) -> Option<f32> {
+///     x.as_slice().first().copied()
+/// }
+/// fn first_of_column_major(x: &TensorArg2<'_, f32, FContiguous>) -> Option<f32> {
+///     x.as_slice().first().copied()
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`as_slice` needs a contiguous layout; `{Self}` allows any strides",
     label = "this argument's type does not promise one slice of elements",
@@ -83,6 +147,17 @@ impl Contiguous for FContiguous {}
 
 /// The layout that satisfies both `Self` and `Other`, for constraints given together in a
 /// tuple. C- and F-contiguous cannot be asked for together.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::LayoutWith;
+///
+/// fn same<A: 'static, B: 'static>() -> bool {
+///     std::any::TypeId::of::<A>() == std::any::TypeId::of::<B>()
+/// }
+/// assert!(same::<<AnyLayout as LayoutWith<CContiguous>>::Both, CContiguous>());
+/// assert!(same::<<FContiguous as LayoutWith<FContiguous>>::Both, FContiguous>());
+/// ```
 #[diagnostic::on_unimplemented(
     message = "conflicting layouts: `{Self}` and `{Other}` cannot both be required",
     label = "two different layouts in one argument's constraints",

@@ -93,6 +93,39 @@ pub struct TensorArg<'a, T: Element, D: Dimensionality = IxDyn, C: Constraints =
 /// [`TensorArgMut::as_mut_slice`]) of a PyTorch or PaddlePaddle tensor, the tensor's version
 /// counter is bumped as the framework's in-place operations do, so that `backward()` raises
 /// if it saved the tensor.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// /// `x[i] = i` for every element of a contiguous int32 tensor, in place.
+/// #[pyfunction]
+/// fn iota(mut x: ContiguousArgMut<'_, i32>) {
+///     for (index, value) in x.as_mut_slice().iter_mut().enumerate() {
+///         *value = index as i32;
+///     }
+/// }
+///
+/// /// `x += 1` for a float64 vector of any strides.
+/// #[pyfunction]
+/// fn increment(mut x: TensorArgMut1<'_, f64>) {
+///     x.view_mut().mapv_inplace(|value| value + 1.0);
+/// }
+/// # Python::initialize();
+/// # Python::attach(|py| -> PyResult<()> {
+/// #     let array = py.import("array")?;
+/// #     let ints = array.call_method1("array", ("i", vec![0; 4]))?;
+/// #     wrap_pyfunction!(iota, py)?.call1((&ints,))?;
+/// #     assert_eq!(ints.call_method0("tolist")?.extract::<Vec<i32>>()?, [0, 1, 2, 3]);
+/// #     let floats = array.call_method1("array", ("d", vec![1.0; 3]))?;
+/// #     wrap_pyfunction!(increment, py)?.call1((&floats,))?;
+/// #     assert_eq!(floats.call_method0("tolist")?.extract::<Vec<f64>>()?, [2.0; 3]);
+/// #     // Read-only memory is refused for writing.
+/// #     let error = wrap_pyfunction!(increment, py)?.call1((pyo3::types::PyBytes::new(py, &[0; 8]),)).unwrap_err();
+/// #     assert!(error.is_instance_of::<pyo3::exceptions::PyTypeError>(py));
+/// #     Ok(())
+/// # }).unwrap();
+/// ```
 pub struct TensorArgMut<'a, T: Element, D: Dimensionality = IxDyn, C: Constraints = ()> {
     view: ArrayViewMut<'a, T, D>,
     held: Held,
@@ -101,26 +134,116 @@ pub struct TensorArgMut<'a, T: Element, D: Dimensionality = IxDyn, C: Constraint
 }
 
 /// A read-only vector argument: [`TensorArg`] with one dimension.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // The same type, spelled two ways.
+/// fn vector<'a>(x: TensorArg1<'a, f64>) -> TensorArg<'a, f64, Ix1> {
+///     x
+/// }
+/// ```
 pub type TensorArg1<'a, T, C = ()> = TensorArg<'a, T, Ix1, C>;
 /// A read-only matrix argument: [`TensorArg`] with two dimensions.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // The same type, spelled two ways.
+/// fn matrix<'a>(x: TensorArg2<'a, f32, CContiguous>) -> TensorArg<'a, f32, Ix2, CContiguous> {
+///     x
+/// }
+/// ```
 pub type TensorArg2<'a, T, C = ()> = TensorArg<'a, T, Ix2, C>;
 /// A read-only argument with three dimensions (an image with channels, say).
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // The same type, spelled two ways.
+/// fn image<'a>(x: TensorArg3<'a, u8>) -> TensorArg<'a, u8, Ix3> {
+///     x
+/// }
+/// ```
 pub type TensorArg3<'a, T, C = ()> = TensorArg<'a, T, Ix3, C>;
 /// A read-only argument with four dimensions (a batch of images, say).
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // The same type, spelled two ways.
+/// fn batch<'a>(x: TensorArg4<'a, f32>) -> TensorArg<'a, f32, Ix4> {
+///     x
+/// }
+/// ```
 pub type TensorArg4<'a, T, C = ()> = TensorArg<'a, T, Ix4, C>;
 /// A writable vector argument: [`TensorArgMut`] with one dimension.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // The same type, spelled two ways.
+/// fn vector<'a>(x: TensorArgMut1<'a, f64>) -> TensorArgMut<'a, f64, Ix1> {
+///     x
+/// }
+/// ```
 pub type TensorArgMut1<'a, T, C = ()> = TensorArgMut<'a, T, Ix1, C>;
 /// A writable matrix argument: [`TensorArgMut`] with two dimensions.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // The same type, spelled two ways.
+/// fn matrix<'a>(x: TensorArgMut2<'a, f32, FContiguous>) -> TensorArgMut<'a, f32, Ix2, FContiguous> {
+///     x
+/// }
+/// ```
 pub type TensorArgMut2<'a, T, C = ()> = TensorArgMut<'a, T, Ix2, C>;
 /// A writable argument with three dimensions.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // The same type, spelled two ways.
+/// fn image<'a>(x: TensorArgMut3<'a, u8>) -> TensorArgMut<'a, u8, Ix3> {
+///     x
+/// }
+/// ```
 pub type TensorArgMut3<'a, T, C = ()> = TensorArgMut<'a, T, Ix3, C>;
 /// A writable argument with four dimensions.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // The same type, spelled two ways.
+/// fn batch<'a>(x: TensorArgMut4<'a, f32>) -> TensorArgMut<'a, f32, Ix4> {
+///     x
+/// }
+/// ```
 pub type TensorArgMut4<'a, T, C = ()> = TensorArgMut<'a, T, Ix4, C>;
 /// A read-only C-contiguous argument, of any number of dimensions unless `D` says: its
 /// [`as_slice`](TensorArg::as_slice) is every element in index order.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // The same type, spelled two ways.
+/// fn packed<'a>(x: ContiguousArg<'a, i64, Ix2>) -> TensorArg<'a, i64, Ix2, CContiguous> {
+///     x
+/// }
+/// ```
 pub type ContiguousArg<'a, T, D = IxDyn> = TensorArg<'a, T, D, CContiguous>;
 /// A writable C-contiguous argument: its [`as_mut_slice`](TensorArgMut::as_mut_slice) is
 /// every element in index order.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+///
+/// // The same type, spelled two ways.
+/// fn packed<'a>(x: ContiguousArgMut<'a, f32>) -> TensorArgMut<'a, f32, IxDyn, CContiguous> {
+///     x
+/// }
+/// ```
 pub type ContiguousArgMut<'a, T, D = IxDyn> = TensorArgMut<'a, T, D, CContiguous>;
 
 // SAFETY: the view is a borrow of elements that the argument keeps alive (its strong
@@ -185,7 +308,24 @@ impl<'a, T: Element, D: Dimensionality, C: Constraints> TensorArg<'a, T, D, C> {
         self.held.object.bind(py)
     }
 
-    /// How the argument reached its tensor (which fast path, or a full DLPack import).
+    /// How the argument reached its tensor (which fast path, or a full DLPack import); `{:?}`
+    /// on the argument shows it too.
+    ///
+    /// ```
+    /// use dlbridge_pyo3::prelude::*;
+    /// use pyo3::prelude::*;
+    ///
+    /// #[pyfunction]
+    /// fn path_of(x: TensorArg<'_, u8>) -> String {
+    ///     format!("{} {x:?}", x.path())
+    /// }
+    /// # Python::initialize();
+    /// # Python::attach(|py| {
+    /// #     let bytes = pyo3::types::PyBytes::new(py, &[1, 2, 3]);
+    /// #     let text: String = wrap_pyfunction!(path_of, py).unwrap().call1((bytes,)).unwrap().extract().unwrap();
+    /// #     assert_eq!(text, "buffer TensorArg { dtype: uint8, shape: [3], strides: [1], path: buffer }");
+    /// # });
+    /// ```
     pub fn path(&self) -> ArgumentPath {
         self.held.source.path()
     }
@@ -219,6 +359,18 @@ impl<'a, T: Element, D: Dimensionality, C: Constraints> TensorArg<'a, T, D, C> {
 
     /// The elements as one slice in memory order, when the tensor happens to be contiguous
     /// (in either order); `None` otherwise.
+    ///
+    /// ```
+    /// use dlbridge_pyo3::prelude::*;
+    ///
+    /// /// The sum, through one slice where the tensor allows it.
+    /// fn total(x: &TensorArg<'_, f64>) -> f64 {
+    ///     match x.try_as_slice() {
+    ///         Some(values) => values.iter().sum(),
+    ///         None => x.view().sum(),
+    ///     }
+    /// }
+    /// ```
     pub fn try_as_slice(&self) -> Option<&[T]> {
         self.view.as_slice_memory_order()
     }
