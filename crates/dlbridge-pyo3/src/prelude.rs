@@ -32,6 +32,7 @@ pub use crate::args::borrow::{explain_argument, ArgumentPath};
 pub use crate::args::constraints::{AnyLayout, AnyShape, CContiguous, FContiguous, Layout, Shape};
 pub use crate::args::tensor_arg::{TensorArg, TensorArgMut};
 pub use crate::consume::{from_dlpack, ImportOptions};
+pub use crate::consume::{from_dlpack_explained, ImportPath};
 pub use crate::errors::to_py_err;
 pub use crate::owner::PyObjectOwner;
 pub use crate::produce::class::TensorClass;
