@@ -1,16 +1,28 @@
-"""`dlbridge.explain(x)`: how a Rust kernel's typed arguments read an object, which path,
-what they see, and why they refuse, for every kind of producer; and that it agrees with what
-the arguments do."""
+"""`dlbridge.explain(x)`: what `dlbridge.from_dlpack(x)` does (the path, the negotiation,
+whether anything is copied and by whom) and how a Rust kernel's typed arguments read an
+object, which path, what they see, and why they refuse, for every kind of producer; and that
+it agrees with what the import and the arguments do. (JAX's case: interop/test_jax.py.)"""
 
 from __future__ import annotations
 
 import array
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import dlbridge
+from _helpers import collect
 from _kernels import kernels
+from dlbridge.check.fake_producers import (
+    AlwaysTypeErrorProducer,
+    BufferErrorProducer,
+    OldestProducer,
+    OldProducer,
+    RecordingProducer,
+)
 
 
 def test_a_numpy_array_is_read_from_its_struct():
@@ -77,3 +89,205 @@ def test_torch_tensors_and_autograd():
     tracked = dlbridge.explain(torch.ones(2, requires_grad=True))
     assert tracked["argument"]["path"] == "exchange"  # the same memory x.detach() reads
     assert tracked["writable_argument"]["refused"].startswith("TypeError")
+
+
+# ---- imports: what `dlbridge.from_dlpack(x)` does --------------------------------------------
+
+
+def agrees_with_from_dlpack(x, **keywords):
+    """`explain(x, ...)["import"]` and what `from_dlpack(x, ...)` returns agree."""
+    explained = dlbridge.explain(x, **keywords)["import"]
+    tensor = dlbridge.from_dlpack(x, **keywords)
+    assert explained["read_only"] == tensor.readonly
+    assert explained["copied"] == bool(tensor.flags & dlbridge.FLAG_IS_COPIED)
+    assert (explained["dtype"], explained["shape"], explained["strides"]) == (
+        tensor.dtype,
+        tensor.shape,
+        tensor.strides,
+    )
+    assert explained["device"] == tensor.device
+    return explained
+
+
+def test_a_numpy_array_is_imported_from_its_struct():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    explained = dlbridge.explain(x)["import"]
+    assert explained == {
+        "path": "numpy",
+        "negotiation": (),
+        "copied": False,
+        "copied_by": None,
+        "version": dlbridge.DLPACK_VERSION,
+        "dtype": "float32",
+        "shape": (3, 2),
+        "strides": (4, 2),
+        "device": (1, 0),
+        "read_only": False,
+    }
+    assert agrees_with_from_dlpack(x) == explained
+    x.flags.writeable = False
+    assert agrees_with_from_dlpack(x)["read_only"]
+
+
+def test_numpy_copies_when_asked_and_says_so():
+    x = np.arange(4, dtype=np.int32)
+    explained = agrees_with_from_dlpack(x, copy=True)
+    # NumPy's `__dlpack__` (2.1 and later) takes `copy` and flags IS_COPIED.
+    assert explained["path"] == "dlpack-versioned"
+    assert (explained["copied"], explained["copied_by"]) == (True, "producer")
+    assert explained["negotiation"] == ()
+    assert not agrees_with_from_dlpack(x, copy=False)["copied"]
+
+
+def test_numpy_refusals_are_numpys():
+    explained = dlbridge.explain(np.arange(3, dtype=">f4"))
+    assert explained["import"]["refused"].startswith("BufferError: ")
+    assert explained["import"]["refused"] == explained["argument"]["refused"]
+
+
+def test_dlbridge_tensors_are_imported_through_the_exchange_table():
+    explained = agrees_with_from_dlpack(dlbridge.zeros([2, 2]))
+    assert (explained["path"], explained["negotiation"], explained["copied"]) == (
+        "exchange",
+        (),
+        False,
+    )
+    explained = agrees_with_from_dlpack(dlbridge.zeros([2, 2]), copy=True)
+    assert (explained["path"], explained["copied_by"]) == ("dlpack-versioned", "producer")
+
+
+def test_torch_tensors_are_imported_through_the_exchange_table():
+    torch = pytest.importorskip("torch")
+    explained = agrees_with_from_dlpack(torch.ones(2, 3))
+    assert explained["path"] == "exchange"
+    assert (explained["negotiation"], explained["copied"], explained["read_only"]) == (
+        (),
+        False,
+        False,
+    )
+    assert explained["version"][0] == 1
+    tracked = dlbridge.explain(torch.ones(2, requires_grad=True))["import"]
+    assert tracked["refused"].startswith("BufferError: ")
+
+
+def test_torch_copies_when_asked_whoever_makes_the_copy():
+    torch = pytest.importorskip("torch")
+    explained = agrees_with_from_dlpack(torch.ones(2, 3), copy=True)
+    # Not the exchange table: it takes no `copy`. PyTorch 2.15 copies without flagging
+    # IS_COPIED, so dlbridge copies again; a PyTorch that flags it is the copier itself.
+    assert explained["path"] == "dlpack-versioned"
+    assert explained["copied"]
+    if explained["copied_by"] == "dlbridge":
+        assert explained["negotiation"] == ("copied-here",)
+    else:
+        assert (explained["copied_by"], explained["negotiation"]) == ("producer", ())
+
+
+def test_torch_without_the_exchange_table():
+    pytest.importorskip("torch")
+    # The switch is read once per process: a process of its own.
+    code = (
+        "import torch, dlbridge\n"
+        "explained = dlbridge.explain(torch.ones(3))['import']\n"
+        "print(explained['path'], ','.join(explained['negotiation']), explained['copied'])\n"
+    )
+    env = dict(os.environ, DLBRIDGE_NO_EXCHANGE_API="1")
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["dlpack-versioned", "exchange-disabled", "False"]
+
+
+def test_old_producers_are_retried_and_their_legacy_tensors_are_read_only():
+    old = OldProducer(shape=(2, 3))
+    explained = agrees_with_from_dlpack(old)
+    assert explained["path"] == "dlpack-legacy"
+    assert explained["negotiation"] == ("max-version-refused",)
+    assert (explained["version"], explained["read_only"], explained["copied"]) == (
+        None,
+        True,
+        False,
+    )
+    assert old.calls and all(call == {} for call in old.calls)  # no call with max_version
+    # The oldest cannot take `copy` either: asked bare, and the copy is dlbridge's.
+    oldest = OldestProducer()
+    explained = agrees_with_from_dlpack(oldest, copy=True)
+    assert explained["path"] == "dlpack-legacy"
+    assert explained["negotiation"] == ("max-version-refused", "keywords-refused", "copied-here")
+    assert (explained["copied"], explained["copied_by"], explained["read_only"]) == (
+        True,
+        "dlbridge",
+        False,
+    )
+    assert explained["version"] is None  # what arrived: a legacy tensor
+
+
+def test_a_producer_that_forgets_is_copied_gets_a_copy_from_dlbridge():
+    forgetful = RecordingProducer(shape=(4,))  # ignores `copy`
+    explained = agrees_with_from_dlpack(forgetful, copy=True)
+    assert (explained["path"], explained["copied_by"]) == ("dlpack-versioned", "dlbridge")
+    assert explained["negotiation"] == ("copied-here",)
+    honest = RecordingProducer(shape=(4,), honour_copy=True)
+    explained = agrees_with_from_dlpack(honest, copy=True)
+    assert (explained["copied_by"], explained["negotiation"]) == ("producer", ())
+
+
+def test_devices_named_by_dlpack_device_and_host_memory_seen_as_cpu():
+    pinned = RecordingProducer(shape=(2,), device=(3, 0))  # CUDAHost; the tensor says CPU
+    assert agrees_with_from_dlpack(pinned)["negotiation"] == ("device-from-dlpack-device",)
+    explained = agrees_with_from_dlpack(pinned, device=(1, 0))
+    assert explained["negotiation"] == ("device-from-dlpack-device", "device-as-cpu")
+    assert (explained["device"], explained["copied"]) == ((1, 0), False)
+    assert pinned.calls[-1]["dl_device"] == (1, 0)
+
+
+def test_a_raw_capsule_is_consumed_by_the_import_and_said_so_by_the_arguments():
+    explained = dlbridge.explain(np.arange(3.0).__dlpack__())
+    assert explained["type"] == "builtins.PyCapsule"
+    assert explained["import"]["path"] == "capsule"
+    assert (explained["import"]["version"], explained["import"]["read_only"]) == (None, True)
+    assert "already consumed" in explained["argument"]["refused"]
+    versioned = dlbridge.explain(np.arange(3.0).__dlpack__(max_version=(1, 0)))["import"]
+    assert (versioned["path"], versioned["version"], versioned["read_only"]) == (
+        "capsule",
+        (1, 0),
+        False,
+    )
+
+
+def test_refusals_are_reported_with_the_exception_that_from_dlpack_raises():
+    explained = dlbridge.explain(object())
+    assert explained["import"]["refused"].startswith("TypeError: an object of type object")
+    with pytest.raises(TypeError, match="not a DLPack producer"):
+        dlbridge.from_dlpack(object())
+    refusing = BufferErrorProducer("no export today")
+    assert dlbridge.explain(refusing)["import"] == {"refused": "BufferError: no export today"}
+    stubborn = AlwaysTypeErrorProducer()
+    assert dlbridge.explain(stubborn)["import"]["refused"].startswith("TypeError: ")
+    # The import first (then the arguments): with max_version, without it, bare.
+    assert stubborn.calls[:3] == [{"max_version": dlbridge.DLPACK_VERSION}, {}, {}]
+    copied = dlbridge.explain(np.zeros(2), copy=False, device=(2, 0))["import"]
+    assert copied["refused"].startswith("BufferError: ")
+
+
+def test_explain_keywords_are_checked_as_from_dlpacks_are():
+    with pytest.raises((TypeError, ValueError)):
+        dlbridge.explain(np.zeros(2), device="cpu")
+    with pytest.raises(TypeError):
+        dlbridge.explain(np.zeros(2), copy="yes")
+
+
+def test_the_import_keeps_nothing():
+    producer = RecordingProducer(shape=(3,))
+    dlbridge.explain(producer)
+    dlbridge.explain(producer, copy=True)
+    collect()
+    # Every tensor handed out (the import's and the arguments') was released, once.
+    assert producer.records
+    assert [record.deleter_calls for record in producer.records] == [1] * len(producer.records)

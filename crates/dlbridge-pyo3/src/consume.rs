@@ -1,8 +1,10 @@
 //! Consumption: importing a tensor from any DLPack producer ([`from_dlpack`]), negotiating
 //! with old and new producers as the array API and DLPack 1.3 describe, after the fast paths
-//! (the type's exchange table, NumPy's struct) where a plain import allows them.
+//! (the type's exchange table, NumPy's struct) where a plain import allows them; and
+//! [`from_dlpack_explained`], the same import saying which path it took and whether anything
+//! was copied ([`ImportReport`]).
 
-use dlbridge::{Device, ManagedTensor, Version};
+use dlbridge::{DataType, Device, ManagedTensor, Version};
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -67,28 +69,353 @@ pub struct ImportOptions<'py> {
 /// The device from `__dlpack_device__` wins over the one written in the tensor (PyTorch's
 /// pinned memory), and `copy=True` always yields a private copy: when the producer did not
 /// flag its result IS_COPIED (PyTorch 2.15 forgets), the copy is made here.
+///
+/// Which of these paths an import took, its retries, and whether (and by whom) the memory was
+/// copied: [`from_dlpack_explained`].
 pub fn from_dlpack(
     object: &Bound<'_, PyAny>,
     options: &ImportOptions<'_>,
 ) -> PyResult<ManagedTensor> {
+    // `Untraced` records nothing: the same code as before the explained import existed
+    // (`import` is inlined here, and its result is this function's, not repacked: returning
+    // the path beside the tensor cost a copy of the tensor, 35 instructions per call).
+    import(object, options, &mut Untraced)
+}
+
+/// Imports a tensor as [`from_dlpack`] does (the same code, the same answers and errors), and
+/// says what happened: the path taken, the negotiation's steps, whether the memory is a copy
+/// and who made it, and the tensor received ([`ImportReport`]). For a user or a test who wants
+/// to know why an import is read-only, slow, or a copy; `dlbridge.explain(x)["import"]` in
+/// Python. The tensor is the caller's: dropping it releases the producer's memory at once.
+///
+/// ```
+/// use dlbridge::{Export, ManagedTensor};
+/// use dlbridge_pyo3::{
+///     from_dlpack_explained, into_capsule, to_py_err, Copier, ImportOptions, ImportPath,
+/// };
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     // A legacy capsule handed over directly, imported with copy=True.
+///     let legacy = Export::new(vec![1.0f32, 2.0, 3.0], &[3]).into_legacy().map_err(to_py_err)?;
+///     let capsule = into_capsule(py, legacy)?;
+///     let options = ImportOptions { copy: Some(true), ..ImportOptions::default() };
+///     let (tensor, report): (ManagedTensor, _) = from_dlpack_explained(capsule.as_any(), &options)?;
+///     assert_eq!(report.path, ImportPath::Capsule);
+///     assert_eq!(report.version, None, "a legacy tensor has no version");
+///     assert_eq!(report.copied, Some(Copier::Dlbridge), "a legacy tensor cannot say IS_COPIED");
+///     assert!(!report.read_only, "the copy is the caller's");
+///     assert_eq!(report.shape, [3]);
+///     assert!(tensor.view().flags().is_copied());
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
+pub fn from_dlpack_explained(
+    object: &Bound<'_, PyAny>,
+    options: &ImportOptions<'_>,
+) -> PyResult<(ManagedTensor, ImportReport)> {
+    let mut trace = Recorder::default();
+    let tensor = import(object, options, &mut trace)?;
+    let Some(path) = trace.path else {
+        unreachable!("an import that succeeds has said which path it took")
+    };
+    let report = {
+        let view = tensor.view();
+        let copied = if trace.steps.contains(&ImportStep::CopiedHere) {
+            Some(Copier::Dlbridge)
+        } else if view.flags().is_copied() {
+            Some(Copier::Producer)
+        } else {
+            None
+        };
+        ImportReport {
+            path,
+            steps: trace.steps,
+            copied,
+            version: trace.version,
+            read_only: view.is_read_only(),
+            dtype: view.dtype(),
+            device: view.device(),
+            shape: view.shape().to_vec(),
+            strides: view.strides().to_vec(),
+        }
+    };
+    Ok((tensor, report))
+}
+
+/// The path an import took ([`from_dlpack_explained`]), in the order they are tried. Only
+/// [`ImportPath::ExchangeTable`] and [`ImportPath::NumpyStruct`] never go through a capsule.
+///
+/// ```
+/// use dlbridge_pyo3::ImportPath;
+///
+/// assert_eq!(ImportPath::DlpackLegacy.name(), "dlpack-legacy");
+/// assert_eq!(ImportPath::ExchangeTable.to_string(), "exchange");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ImportPath {
+    /// A raw `dltensor` / `dltensor_versioned` capsule passed in directly, no negotiation.
+    Capsule,
+    /// NumPy's array struct, read directly (exactly `numpy.ndarray`, a plain import).
+    NumpyStruct,
+    /// The type's DLPack 1.3 C exchange table (`managed_tensor_from_py_object_no_sync`;
+    /// PyTorch, PaddlePaddle, dlbridge), a plain import: no `__dlpack__`, no capsule.
+    ExchangeTable,
+    /// `__dlpack__` answered with a versioned capsule (`dltensor_versioned`), which has flags:
+    /// READ_ONLY and IS_COPIED are the producer's word.
+    DlpackVersioned,
+    /// `__dlpack__` answered with a legacy capsule (`dltensor`): an older producer, or one
+    /// that writes only those (JAX, TensorFlow), whatever `max_version` asked. Read-only, since
+    /// a legacy tensor cannot say that its memory may be written.
+    DlpackLegacy,
+}
+
+impl ImportPath {
+    /// The path's short name: `"capsule"`, `"numpy"`, `"exchange"`, `"dlpack-versioned"` or
+    /// `"dlpack-legacy"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImportPath::Capsule => "capsule",
+            ImportPath::NumpyStruct => "numpy",
+            ImportPath::ExchangeTable => "exchange",
+            ImportPath::DlpackVersioned => "dlpack-versioned",
+            ImportPath::DlpackLegacy => "dlpack-legacy",
+        }
+    }
+}
+
+impl std::fmt::Display for ImportPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One step of an import's negotiation beyond the plain path ([`ImportReport::steps`]): a fast
+/// path left for `__dlpack__`, a retry for an older producer, a device or a copy seen to here.
+///
+/// ```
+/// use dlbridge_pyo3::ImportStep;
+///
+/// assert_eq!(ImportStep::MaxVersionRefused.name(), "max-version-refused");
+/// assert!(ImportStep::CopiedHere.to_string().contains("copy"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ImportStep {
+    /// The type publishes an exchange table, but `DLBRIDGE_NO_EXCHANGE_API` turned the fast
+    /// path off.
+    ExchangeDisabled,
+    /// The exchange table raised (its error was dropped); `__dlpack__` was asked, whose answer
+    /// is the producer's own.
+    ExchangeFailed,
+    /// The exchange table exported a tensor on a device with streams, which the table does not
+    /// synchronize: dropped, and taken again through `__dlpack__`, which does.
+    ExchangeDeviceWithStreams,
+    /// NumPy's struct was not read: a data type or layout that NumPy's `__dlpack__` converts
+    /// or refuses, so that its answer is NumPy's.
+    NumpyDeclined,
+    /// `__dlpack__(max_version=...)` raised `TypeError` (an older producer): asked again
+    /// without `max_version`.
+    MaxVersionRefused,
+    /// That raised `TypeError` too: asked again with no keyword at all (`copy` and `dl_device`
+    /// are then done here).
+    KeywordsRefused,
+    /// `__dlpack_device__` named another device than the tensor's, and won (PyTorch's pinned
+    /// memory: CUDAHost there, CPU in the tensor).
+    DeviceFromDlpackDevice,
+    /// Host-readable memory (pinned, managed) relabelled as the CPU device that was asked for:
+    /// a view, no copy.
+    DeviceAsCpu,
+    /// dlbridge made the copy that `copy=True` asked for: the producer could not take the
+    /// keyword, or did not flag its result IS_COPIED (PyTorch 2.15 forgets).
+    CopiedHere,
+}
+
+impl ImportStep {
+    /// The step's short name: `"exchange-disabled"`, `"exchange-failed"`,
+    /// `"exchange-device-with-streams"`, `"numpy-declined"`, `"max-version-refused"`,
+    /// `"keywords-refused"`, `"device-from-dlpack-device"`, `"device-as-cpu"` or
+    /// `"copied-here"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImportStep::ExchangeDisabled => "exchange-disabled",
+            ImportStep::ExchangeFailed => "exchange-failed",
+            ImportStep::ExchangeDeviceWithStreams => "exchange-device-with-streams",
+            ImportStep::NumpyDeclined => "numpy-declined",
+            ImportStep::MaxVersionRefused => "max-version-refused",
+            ImportStep::KeywordsRefused => "keywords-refused",
+            ImportStep::DeviceFromDlpackDevice => "device-from-dlpack-device",
+            ImportStep::DeviceAsCpu => "device-as-cpu",
+            ImportStep::CopiedHere => "copied-here",
+        }
+    }
+
+    /// What the step means, in a sentence.
+    pub fn description(self) -> &'static str {
+        match self {
+            ImportStep::ExchangeDisabled => {
+                "the exchange table was not used: DLBRIDGE_NO_EXCHANGE_API turns it off"
+            }
+            ImportStep::ExchangeFailed => "the exchange table raised; __dlpack__ was asked",
+            ImportStep::ExchangeDeviceWithStreams => {
+                "the exchange table gave a tensor on a device with streams; __dlpack__ was \
+                 asked, which synchronizes"
+            }
+            ImportStep::NumpyDeclined => {
+                "NumPy's struct was not read (a data type or layout NumPy's __dlpack__ \
+                 converts or refuses); __dlpack__ was asked"
+            }
+            ImportStep::MaxVersionRefused => {
+                "__dlpack__(max_version=...) raised TypeError; asked again without max_version"
+            }
+            ImportStep::KeywordsRefused => {
+                "__dlpack__ raised TypeError again; asked again with no keyword"
+            }
+            ImportStep::DeviceFromDlpackDevice => {
+                "the device from __dlpack_device__ replaced the one in the tensor"
+            }
+            ImportStep::DeviceAsCpu => "host-readable memory seen as the CPU device asked for",
+            ImportStep::CopiedHere => "dlbridge made the copy that copy=True asked for",
+        }
+    }
+}
+
+impl std::fmt::Display for ImportStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.description())
+    }
+}
+
+/// Who made the copy an import returned ([`ImportReport::copied`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Copier {
+    /// The producer: its tensor is flagged IS_COPIED (asked with `copy=True`, or a copy to
+    /// the device asked for).
+    Producer,
+    /// dlbridge, for `copy=True` ([`ImportStep::CopiedHere`]).
+    Dlbridge,
+}
+
+impl Copier {
+    /// `"producer"` or `"dlbridge"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Copier::Producer => "producer",
+            Copier::Dlbridge => "dlbridge",
+        }
+    }
+}
+
+impl std::fmt::Display for Copier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What an import did ([`from_dlpack_explained`]): the path, the negotiation, whether the
+/// memory is a copy, and the tensor that came out of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ImportReport {
+    /// How the tensor was reached.
+    pub path: ImportPath,
+    /// The negotiation's steps beyond the plain path, in order (empty when the first path
+    /// tried gave the tensor as it is).
+    pub steps: Vec<ImportStep>,
+    /// Whether the memory is a private copy, and who made it; `None`: the producer's memory.
+    pub copied: Option<Copier>,
+    /// The DLPack version the tensor arrived with; `None` for a legacy tensor.
+    pub version: Option<Version>,
+    /// Whether the memory must not be written: flagged READ_ONLY, or a legacy tensor.
+    pub read_only: bool,
+    /// The data type.
+    pub dtype: DataType,
+    /// The device (after [`ImportStep::DeviceFromDlpackDevice`] and
+    /// [`ImportStep::DeviceAsCpu`]).
+    pub device: Device,
+    /// The extents.
+    pub shape: Vec<i64>,
+    /// The strides, in elements.
+    pub strides: Vec<i64>,
+}
+
+/// What an import records as it goes: nothing for [`from_dlpack`] ([`Untraced`], whose calls
+/// compile to nothing), the steps for [`from_dlpack_explained`] ([`Recorder`]).
+trait Trace {
+    /// Whether anything is recorded: work done only for the record is skipped when not.
+    const RECORDS: bool;
+    /// A step of the negotiation.
+    fn step(&mut self, step: ImportStep);
+    /// The path taken, and the tensor as it arrived there, before any device relabelling or
+    /// copy.
+    fn received(&mut self, path: ImportPath, tensor: &ManagedTensor);
+}
+
+/// [`from_dlpack`]'s trace: nothing.
+struct Untraced;
+
+impl Trace for Untraced {
+    const RECORDS: bool = false;
+    #[inline(always)]
+    fn step(&mut self, _step: ImportStep) {}
+    #[inline(always)]
+    fn received(&mut self, _path: ImportPath, _tensor: &ManagedTensor) {}
+}
+
+/// [`from_dlpack_explained`]'s trace.
+#[derive(Default)]
+struct Recorder {
+    path: Option<ImportPath>,
+    steps: Vec<ImportStep>,
+    version: Option<Version>,
+}
+
+impl Trace for Recorder {
+    const RECORDS: bool = true;
+    fn step(&mut self, step: ImportStep) {
+        self.steps.push(step);
+    }
+    fn received(&mut self, path: ImportPath, tensor: &ManagedTensor) {
+        self.path = Some(path);
+        self.version = tensor.view().version();
+    }
+}
+
+/// The one import of [`from_dlpack`] and [`from_dlpack_explained`]; `trace` records the path
+/// taken and the negotiation's steps.
+#[inline(always)]
+fn import<T: Trace>(
+    object: &Bound<'_, PyAny>,
+    options: &ImportOptions<'_>,
+    trace: &mut T,
+) -> PyResult<ManagedTensor> {
     let py = object.py();
     if object.is_instance_of::<PyCapsule>() {
         let tensor = from_capsule(object)?;
-        return finish(tensor, None, options, false);
+        trace.received(ImportPath::Capsule, &tensor);
+        return finish(tensor, None, options, false, trace);
     }
     let info = type_info(object)?;
     let plain = options.device.is_none() && options.copy.is_none() && options.stream.is_none();
     if info.numpy_array && plain {
         // SAFETY: the type is exactly `numpy.ndarray`.
         if let Some(tensor) = unsafe { numpy::import(object) }? {
+            trace.received(ImportPath::NumpyStruct, &tensor);
             return Ok(tensor);
         }
+        trace.step(ImportStep::NumpyDeclined);
     }
     // What the framework's `__dlpack__` refuses, every path refuses (a tensor autograd
     // tracks; a PyTorch view with a lazy conjugation or negation bit, whose memory holds
     // other values than the tensor's), whatever was asked for: on the fast path below once
     // the exported data type and layout are known, else before `__dlpack__`.
     let mut refusals_checked = false;
+    if T::RECORDS && plain && info.exchange.is_some() && !exchange_api_enabled() {
+        trace.step(ImportStep::ExchangeDisabled);
+    }
     if let Some(api) = info.exchange.filter(|_| plain && exchange_api_enabled()) {
         // The fast path: the type's C exchange API, for a plain import (no device, copy or
         // stream requested). It does not synchronize streams, so only host-readable results
@@ -101,11 +428,14 @@ pub fn from_dlpack(
                 refusals_checked = true;
             }
             if tensor.view().device().is_host_readable() {
+                trace.received(ImportPath::ExchangeTable, &tensor);
                 return Ok(tensor);
             }
             // Dropped: taken again through `__dlpack__`, which synchronizes streams.
+            trace.step(ImportStep::ExchangeDeviceWithStreams);
         } else {
             drop(PyErr::take(py));
+            trace.step(ImportStep::ExchangeFailed);
         }
     }
     if let Some(rules) = info.framework.filter(|_| !refusals_checked) {
@@ -153,12 +483,14 @@ pub fn from_dlpack(
     let capsule = match dlpack.call((), Some(&kwargs)) {
         Ok(capsule) => capsule,
         Err(error) if error.is_instance_of::<PyTypeError>(py) => {
+            trace.step(ImportStep::MaxVersionRefused);
             kwargs.del_item(intern!(py, "max_version"))?;
             match dlpack.call((), Some(&kwargs)) {
                 Ok(capsule) => capsule,
                 Err(error) if error.is_instance_of::<PyTypeError>(py) => {
                     // An old producer: no keyword at all. What was asked is done here: the
                     // copy below, the device check in `finish`.
+                    trace.step(ImportStep::KeywordsRefused);
                     copied_here = options.copy == Some(true);
                     match dlpack.call0() {
                         Ok(capsule) => capsule,
@@ -184,19 +516,29 @@ pub fn from_dlpack(
         )));
     }
     let tensor = from_capsule(&capsule)?;
-    finish(tensor, producer_device, options, copied_here)
+    if T::RECORDS {
+        let path = if tensor.is_versioned() {
+            ImportPath::DlpackVersioned
+        } else {
+            ImportPath::DlpackLegacy
+        };
+        trace.received(path, &tensor);
+    }
+    finish(tensor, producer_device, options, copied_here, trace)
 }
 
 /// Applies the producer's device, checks the requested device, makes a requested copy.
-fn finish(
+fn finish<T: Trace>(
     mut tensor: ManagedTensor,
     producer_device: Option<Device>,
     options: &ImportOptions<'_>,
     must_copy: bool,
+    trace: &mut T,
 ) -> PyResult<ManagedTensor> {
     if let Some(device) = producer_device {
         if device != tensor.view().device() {
             tensor.set_device(device).map_err(to_py_err)?;
+            trace.step(ImportStep::DeviceFromDlpackDevice);
         }
     }
     let device = tensor.view().device();
@@ -210,11 +552,13 @@ fn finish(
         if wanted != device {
             // Host-readable memory seen as CPU: a view, no copy needed.
             tensor.set_device(wanted).map_err(to_py_err)?;
+            trace.step(ImportStep::DeviceAsCpu);
         }
     }
     let copy_needed =
         must_copy || (options.copy == Some(true) && !tensor.view().flags().is_copied());
     if copy_needed {
+        trace.step(ImportStep::CopiedHere);
         return tensor.view().to_compact_copy().map_err(to_py_err);
     }
     if options.copy == Some(false) && tensor.view().flags().is_copied() {

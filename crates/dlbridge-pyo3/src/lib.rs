@@ -249,6 +249,7 @@ pub use capsule::{
     USED_DLTENSOR_VERSIONED,
 };
 pub use consume::{from_dlpack, ImportOptions};
+pub use consume::{from_dlpack_explained, Copier, ImportPath, ImportReport, ImportStep};
 pub use device::{device_argument, device_from_tuple, dlpack_device};
 pub use dispatch::exchange_api;
 pub use dlbridge;

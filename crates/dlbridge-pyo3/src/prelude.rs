@@ -37,6 +37,7 @@ pub use crate::args::tensor_arg::{
     TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
 };
 pub use crate::consume::{from_dlpack, ImportOptions};
+pub use crate::consume::{from_dlpack_explained, ImportPath};
 pub use crate::errors::{to_py_err, KernelError, KernelResult};
 pub use crate::owner::PyObjectOwner;
 pub use crate::produce::class::TensorClass;

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use dlbridge::{Device, DeviceType, Export, ManagedTensor};
 use dlbridge_pyo3::{
-    dlpack_device, from_capsule, from_dlpack, into_capsule, ImportOptions, PyObjectOwner,
+    dlpack_device, from_capsule, from_dlpack, from_dlpack_explained, into_capsule, Copier,
+    ImportOptions, ImportPath, ImportStep, PyObjectOwner,
 };
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -232,5 +233,95 @@ fn python_owners_may_be_dropped_on_any_thread() {
         assert_eq!(refcount(list.as_any()), 2);
         py.detach(|| std::thread::spawn(move || drop(owner)).join().unwrap());
         assert_eq!(refcount(list.as_any()), 1);
+    });
+}
+
+#[test]
+fn explained_imports_say_their_path_their_retries_and_who_copied() {
+    attach(|py| {
+        let module = PyModule::from_code(
+            py,
+            c"
+class Old:
+    def __init__(self, capsule):
+        self.capsule = capsule
+    def __dlpack__(self):
+        return self.capsule
+    def __dlpack_device__(self):
+        return (1, 0)
+class Pinned:
+    def __init__(self, capsule):
+        self.capsule = capsule
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+    def __dlpack_device__(self):
+        return (3, 0)
+",
+            c"explained_producers.py",
+            c"explained_producers",
+        )
+        .unwrap();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let make = |class: &str, legacy: bool| {
+            let capsule = into_capsule(py, counted_tensor(&drops, legacy)).unwrap();
+            module.getattr(class).unwrap().call1((capsule,)).unwrap()
+        };
+        let copy = ImportOptions {
+            copy: Some(true),
+            ..ImportOptions::default()
+        };
+
+        // An old producer: both retries, a legacy tensor (read-only), and for copy=True the
+        // copy is dlbridge's.
+        let (legacy, report) =
+            from_dlpack_explained(&make("Old", true), &ImportOptions::default()).unwrap();
+        assert_eq!(report.path, ImportPath::DlpackLegacy);
+        assert_eq!(report.steps, [ImportStep::MaxVersionRefused]);
+        assert_eq!((report.version, report.copied), (None, None));
+        assert!(report.read_only);
+        let (copied, report) = from_dlpack_explained(&make("Old", true), &copy).unwrap();
+        assert_eq!(
+            report.steps,
+            [
+                ImportStep::MaxVersionRefused,
+                ImportStep::KeywordsRefused,
+                ImportStep::CopiedHere
+            ]
+        );
+        assert_eq!(report.copied, Some(Copier::Dlbridge));
+        assert!(!report.read_only && copied.view().flags().is_copied());
+
+        // The device of `__dlpack_device__` wins, and host memory is seen as the CPU asked for.
+        let cpu = ImportOptions {
+            device: Some(Device::CPU),
+            ..ImportOptions::default()
+        };
+        let (pinned, report) = from_dlpack_explained(&make("Pinned", false), &cpu).unwrap();
+        assert_eq!(report.path, ImportPath::DlpackVersioned);
+        assert_eq!(
+            report.steps,
+            [ImportStep::DeviceFromDlpackDevice, ImportStep::DeviceAsCpu]
+        );
+        assert_eq!((report.device, report.copied), (Device::CPU, None));
+        assert_eq!(report.version, Some(dlbridge::Version::CURRENT));
+        assert_eq!(
+            (report.shape.as_slice(), report.strides.as_slice()),
+            (&[2, 2][..], &[2, 1][..])
+        );
+        assert_eq!(pinned.view().device(), Device::CPU);
+
+        // A raw capsule; a refusal is from_dlpack's.
+        let capsule = into_capsule(py, counted_tensor(&drops, false)).unwrap();
+        let (raw, report) =
+            from_dlpack_explained(capsule.as_any(), &ImportOptions::default()).unwrap();
+        assert_eq!((report.path, report.steps.len()), (ImportPath::Capsule, 0));
+        assert_eq!(report.path.to_string(), "capsule");
+        let error = from_dlpack_explained(capsule.as_any(), &ImportOptions::default()).unwrap_err();
+        assert!(error.is_instance_of::<PyValueError>(py), "{error}");
+
+        // Every tensor handed out was released once (the copy's source at once).
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        drop((legacy, copied, pinned, raw));
+        assert_eq!(drops.load(Ordering::SeqCst), 4);
     });
 }

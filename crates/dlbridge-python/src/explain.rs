@@ -1,24 +1,52 @@
-//! `dlbridge.explain`: how dlbridge's typed arguments read an object, for a user who wants
-//! to know why a tensor was accepted, refused, or read-only, and that nothing was copied.
+//! `dlbridge.explain`: how `dlbridge.from_dlpack` imports an object and how dlbridge's typed
+//! arguments read it, for a user who wants to know why a tensor was accepted, refused,
+//! read-only or copied, and which path it took.
 
-use dlbridge_pyo3::{explain_argument, ArgumentReport};
+use dlbridge_pyo3::{explain_argument, from_dlpack_explained, ArgumentReport, ImportReport};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-/// How a Rust kernel's typed arguments (dlbridge-pyo3's `TensorArg`, and `TensorArgMut` for
-/// writing) read `x`: a dict with the object's `type`, and for `argument` and
-/// `writable_argument` either what the argument sees (`path`: `"exchange"`,
-/// `"exchange-export"`, `"numpy"`, `"buffer"` or `"dlpack"`; `dtype`, `shape`, `strides` in
-/// elements, `device`, `read_only`; `copied`: always False, arguments are views of the
-/// caller's memory) or why it refuses (`refused`: the exception it would raise). Nothing is
-/// claimed or copied.
+use crate::creation::import_options;
+
+/// What dlbridge does with `x`: a dict with the object's `type` and three entries, each either
+/// what is seen (below) or why it is refused (`refused`: the exception's type and message, as
+/// it would be raised).
+///
+/// - `import`: what `dlbridge.from_dlpack(x, device=device, copy=copy)` does, done for real
+///   and released at once (nothing is kept; a raw capsule is consumed, as a capsule can be
+///   once, so the argument entries then report it as consumed). `path`: `"capsule"`,
+///   `"numpy"` (NumPy's struct), `"exchange"` (the type's C exchange table),
+///   `"dlpack-versioned"` or `"dlpack-legacy"` (the capsule `__dlpack__` returned);
+///   `negotiation`: the steps beyond the plain path, in order (`"exchange-disabled"`,
+///   `"exchange-failed"`, `"exchange-device-with-streams"`, `"numpy-declined"`,
+///   `"max-version-refused"`, `"keywords-refused"`, `"device-from-dlpack-device"`,
+///   `"device-as-cpu"`, `"copied-here"`); `copied` and `copied_by` (`None`, `"producer"`: the
+///   tensor is flagged IS_COPIED, or `"dlbridge"`: made here for `copy=True`); `version`: the
+///   DLPack version the tensor arrived with (`None` for a legacy one); `dtype`, `shape`,
+///   `strides` in elements, `device`, `read_only`.
+/// - `argument` and `writable_argument`: how a Rust kernel's typed arguments (dlbridge-pyo3's
+///   `TensorArg`, and `TensorArgMut` for writing) read `x`: `path` (`"exchange"`,
+///   `"exchange-export"`, `"numpy"`, `"buffer"` or `"dlpack"`), `dtype`, `shape`, `strides`,
+///   `device`, `read_only`, and `copied`: always False, arguments are views of the caller's
+///   memory. Nothing is claimed or copied. `device` and `copy` do not apply to arguments.
 #[pyfunction]
-#[pyo3(signature = (x, /))]
-pub(crate) fn explain<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (x, /, *, device=None, copy=None))]
+pub(crate) fn explain<'py>(
+    x: &Bound<'py, PyAny>,
+    device: Option<&Bound<'py, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<Bound<'py, PyDict>> {
     let py = x.py();
+    let options = import_options(device, copy)?;
+    // First: a capsule can be consumed once, and this entry is the one that is about it.
+    let imported = from_dlpack_explained(x, &options).map(|(tensor, report)| {
+        drop(tensor);
+        report
+    });
     let kind = x.get_type();
     let explained = PyDict::new(py);
     explained.set_item("type", format!("{}.{}", kind.module()?, kind.qualname()?))?;
+    explained.set_item("import", import_described(py, imported)?)?;
     explained.set_item("argument", described(py, explain_argument(x, false))?)?;
     explained.set_item(
         "writable_argument",
@@ -27,29 +55,63 @@ pub(crate) fn explain<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>
     Ok(explained)
 }
 
+/// An import's report as a dict, or its refusal.
+fn import_described<'py>(
+    py: Python<'py>,
+    report: PyResult<ImportReport>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => return refusal(py, error),
+    };
+    let dict = PyDict::new(py);
+    dict.set_item("path", report.path.name())?;
+    let steps = report.steps.iter().map(|step| step.name());
+    dict.set_item("negotiation", PyTuple::new(py, steps)?)?;
+    dict.set_item("copied", report.copied.is_some())?;
+    dict.set_item("copied_by", report.copied.map(|copier| copier.name()))?;
+    dict.set_item(
+        "version",
+        report.version.map(|version| (version.major, version.minor)),
+    )?;
+    dict.set_item("dtype", report.dtype.to_string())?;
+    dict.set_item("shape", PyTuple::new(py, &report.shape)?)?;
+    dict.set_item("strides", PyTuple::new(py, &report.strides)?)?;
+    dict.set_item(
+        "device",
+        (report.device.device_type.0, report.device.device_id),
+    )?;
+    dict.set_item("read_only", report.read_only)?;
+    Ok(dict)
+}
+
 /// One argument's report as a dict, or its refusal.
 fn described<'py>(
     py: Python<'py>,
     report: PyResult<ArgumentReport>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => return refusal(py, error),
+    };
     let dict = PyDict::new(py);
-    match report {
-        Ok(report) => {
-            dict.set_item("path", report.path.name())?;
-            dict.set_item("dtype", report.dtype.to_string())?;
-            dict.set_item("shape", PyTuple::new(py, &report.shape)?)?;
-            dict.set_item("strides", PyTuple::new(py, &report.strides)?)?;
-            dict.set_item(
-                "device",
-                (report.device.device_type.0, report.device.device_id),
-            )?;
-            dict.set_item("read_only", report.read_only)?;
-            dict.set_item("copied", false)?;
-        }
-        Err(error) => {
-            let name = error.get_type(py).qualname()?;
-            dict.set_item("refused", format!("{name}: {}", error.value(py)))?;
-        }
-    }
+    dict.set_item("path", report.path.name())?;
+    dict.set_item("dtype", report.dtype.to_string())?;
+    dict.set_item("shape", PyTuple::new(py, &report.shape)?)?;
+    dict.set_item("strides", PyTuple::new(py, &report.strides)?)?;
+    dict.set_item(
+        "device",
+        (report.device.device_type.0, report.device.device_id),
+    )?;
+    dict.set_item("read_only", report.read_only)?;
+    dict.set_item("copied", false)?;
+    Ok(dict)
+}
+
+/// `{"refused": "ExceptionType: message"}`.
+fn refusal<'py>(py: Python<'py>, error: PyErr) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    let name = error.get_type(py).qualname()?;
+    dict.set_item("refused", format!("{name}: {}", error.value(py)))?;
     Ok(dict)
 }

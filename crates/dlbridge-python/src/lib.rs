@@ -5,7 +5,7 @@
 //! - `buffer`: its buffer protocol (layout and `struct` formats);
 //! - `creation`: `from_dlpack`, `empty`, `zeros`, `arange` and their arguments;
 //! - `minifloat`: float8 encodings, for `arange`;
-//! - `explain`: `explain`, how typed arguments read an object;
+//! - `explain`: `explain`, what `from_dlpack` and typed arguments do with an object;
 //! - `testing` (cargo feature `testing`, off by default): the test suite's kernels, the
 //!   submodule `dlbridge._dlbridge._testing`.
 //!

@@ -282,3 +282,20 @@ def test_explain_says_why_a_jax_array_is_refused_for_writing():
     assert explained["argument"]["path"] == "buffer"
     assert explained["argument"]["read_only"]
     assert explained["writable_argument"]["read_only"]
+
+
+def test_explain_says_a_jax_import_is_a_read_only_legacy_tensor():
+    # Asked for a versioned capsule, JAX answers with a legacy one (no retry needed): the
+    # import is read-only, since a legacy tensor cannot say its memory may be written.
+    explained = dlbridge.explain(jnp.arange(3.0, dtype=jnp.float32))["import"]
+    assert explained["path"] == "dlpack-legacy"
+    assert (explained["negotiation"], explained["version"]) == ((), None)
+    assert (explained["read_only"], explained["copied"]) == (True, False)
+    assert (explained["dtype"], explained["shape"], explained["device"]) == (
+        "float32",
+        (3,),
+        (1, 0),
+    )
+    assert dlbridge.from_dlpack(jnp.arange(3.0)).readonly
+    copied = dlbridge.explain(jnp.arange(3.0), copy=True)["import"]
+    assert copied["copied"] and not copied["read_only"]
