@@ -150,7 +150,10 @@
 //! the answer does not depend on the path. To see which one an argument took:
 //! [`TensorArg::path`] and `{:?}` on an argument in Rust, [`explain_argument`] for any
 //! object, and `dlbridge.explain(x)` in Python (the `dlbridge` package), which also says
-//! whether the argument would be read-only and why an object is refused.
+//! whether the argument would be read-only and why an object is refused. An import of one's
+//! own ([`from_dlpack`]) reports its path, its negotiation with the producer and whether
+//! (and by whom) the memory was copied with [`from_dlpack_explained`]; `dlbridge.explain(x)`
+//! shows that too, under `"import"`.
 //!
 //! ## Returning results
 //!

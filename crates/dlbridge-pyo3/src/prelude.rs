@@ -36,8 +36,7 @@ pub use crate::args::tensor_arg::{
     ContiguousArg, ContiguousArgMut, TensorArg, TensorArg1, TensorArg2, TensorArg3, TensorArg4,
     TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
 };
-pub use crate::consume::{from_dlpack, ImportOptions};
-pub use crate::consume::{from_dlpack_explained, ImportPath};
+pub use crate::consume::{from_dlpack, from_dlpack_explained, ImportOptions, ImportPath};
 pub use crate::errors::{to_py_err, KernelError, KernelResult};
 pub use crate::owner::PyObjectOwner;
 pub use crate::produce::class::TensorClass;
