@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import subprocess
 import sys
 import threading
 
@@ -127,6 +128,23 @@ def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         resident_pages = int(f.read().split()[1])
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def python_without_exchange_api(*arguments: str) -> str:
+    """Runs `python ARGUMENTS...` in a process of its own with `DLBRIDGE_NO_EXCHANGE_API=1`
+    (read once per process, so the switch cannot be flipped inside the test's process), and
+    returns its standard output; a failing process fails the test with its standard error."""
+    env = dict(os.environ, DLBRIDGE_NO_EXCHANGE_API="1")
+    result = subprocess.run(
+        [sys.executable, *arguments],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
 
 
 def refcount(obj) -> int:

@@ -6,15 +6,12 @@ it agrees with what the import and the arguments do. (JAX's case: interop/test_j
 from __future__ import annotations
 
 import array
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import dlbridge
-from _helpers import collect
+from _helpers import collect, python_without_exchange_api
 from _kernels import kernels
 from dlbridge.check.fake_producers import (
     AlwaysTypeErrorProducer,
@@ -191,17 +188,8 @@ def test_torch_without_the_exchange_table():
         "explained = dlbridge.explain(torch.ones(3))['import']\n"
         "print(explained['path'], ','.join(explained['negotiation']), explained['copied'])\n"
     )
-    env = dict(os.environ, DLBRIDGE_NO_EXCHANGE_API="1")
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split() == ["dlpack-versioned", "exchange-disabled", "False"]
+    output = python_without_exchange_api("-c", code)
+    assert output.split() == ["dlpack-versioned", "exchange-disabled", "False"]
 
 
 def test_old_producers_are_retried_and_their_legacy_tensors_are_read_only():

@@ -7,12 +7,11 @@ producer's own `__dlpack__`, or a stricter one, for every kind of tensor in
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 import dlbridge
+from _helpers import python_without_exchange_api
 from _kernels import kernels as K
 from _kernels import require_kernels
 from _semantics import HERE, check_kind
@@ -83,17 +82,8 @@ def run_without_exchange_api(framework: str) -> dict:
     """`_semantics.py FRAMEWORK` in a process of its own with `DLBRIDGE_NO_EXCHANGE_API=1`
     (read once per process): the reference path instead of the exchange table."""
     require_kernels()  # the child process calls them
-    env = dict(os.environ, DLBRIDGE_NO_EXCHANGE_API="1")
-    result = subprocess.run(
-        [sys.executable, os.path.join(HERE, "_semantics.py"), framework],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    output = python_without_exchange_api(os.path.join(HERE, "_semantics.py"), framework)
+    return json.loads(output.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 //! arguments read it, for a user who wants to know why a tensor was accepted, refused,
 //! read-only or copied, and which path it took.
 
+use dlbridge::{DataType, Device};
 use dlbridge_pyo3::{explain_argument, from_dlpack_explained, ArgumentReport, ImportReport};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -74,14 +75,14 @@ fn import_described<'py>(
         "version",
         report.version.map(|version| (version.major, version.minor)),
     )?;
-    dict.set_item("dtype", report.dtype.to_string())?;
-    dict.set_item("shape", PyTuple::new(py, &report.shape)?)?;
-    dict.set_item("strides", PyTuple::new(py, &report.strides)?)?;
-    dict.set_item(
-        "device",
-        (report.device.device_type.0, report.device.device_id),
+    set_tensor(
+        &dict,
+        report.dtype,
+        &report.shape,
+        &report.strides,
+        report.device,
+        report.read_only,
     )?;
-    dict.set_item("read_only", report.read_only)?;
     Ok(dict)
 }
 
@@ -96,16 +97,34 @@ fn described<'py>(
     };
     let dict = PyDict::new(py);
     dict.set_item("path", report.path.name())?;
-    dict.set_item("dtype", report.dtype.to_string())?;
-    dict.set_item("shape", PyTuple::new(py, &report.shape)?)?;
-    dict.set_item("strides", PyTuple::new(py, &report.strides)?)?;
-    dict.set_item(
-        "device",
-        (report.device.device_type.0, report.device.device_id),
+    set_tensor(
+        &dict,
+        report.dtype,
+        &report.shape,
+        &report.strides,
+        report.device,
+        report.read_only,
     )?;
-    dict.set_item("read_only", report.read_only)?;
     dict.set_item("copied", false)?;
     Ok(dict)
+}
+
+/// The tensor an import or an argument sees, as both entries describe it: `dtype`, `shape`,
+/// `strides` (in elements), `device` (`(device_type, device_id)`) and `read_only`.
+fn set_tensor(
+    dict: &Bound<'_, PyDict>,
+    dtype: DataType,
+    shape: &[i64],
+    strides: &[i64],
+    device: Device,
+    read_only: bool,
+) -> PyResult<()> {
+    let py = dict.py();
+    dict.set_item("dtype", dtype.to_string())?;
+    dict.set_item("shape", PyTuple::new(py, shape)?)?;
+    dict.set_item("strides", PyTuple::new(py, strides)?)?;
+    dict.set_item("device", (device.device_type.0, device.device_id))?;
+    dict.set_item("read_only", read_only)
 }
 
 /// `{"refused": "ExceptionType: message"}`.

@@ -435,12 +435,7 @@ impl<'a, T: Element, D: Dimensionality, C: Constraints> TensorArgMut<'a, T, D, C
         C::Layout: Contiguous,
     {
         self.report.written = true;
-        if self.view.is_empty() {
-            return &mut [];
-        }
-        self.view
-            .as_slice_memory_order_mut()
-            .expect("a contiguous layout, checked at extraction")
+        contiguous_slice_mut(self.view.view_mut())
     }
 
     /// The elements as one mutable slice in memory order, when the tensor happens to be
@@ -460,6 +455,16 @@ fn contiguous_slice<T, D: Dimension>(view: ArrayView<'_, T, D>) -> &[T] {
         return &[];
     }
     view.to_slice_memory_order()
+        .expect("a contiguous layout, checked at extraction")
+}
+
+/// The elements of a mutable view whose layout extraction found contiguous, as one mutable
+/// slice in memory order, by the same rule as [`contiguous_slice`].
+fn contiguous_slice_mut<T, D: Dimension>(view: ArrayViewMut<'_, T, D>) -> &mut [T] {
+    if view.is_empty() {
+        return &mut [];
+    }
+    view.into_slice_memory_order()
         .expect("a contiguous layout, checked at extraction")
 }
 
