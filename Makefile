@@ -137,11 +137,13 @@ bench-python: python-build example-build bench-peers
 	$(PYTHON) benches/python_exchange.py
 
 ## The peer extensions the benchmark compares with (nanobind from PyPI, dlpark and rust-numpy
-## from crates.io), built into target/peers/python; not part of the project or its tests.
+## from crates.io, and a hand-written C++ floor against the installed torch), built into
+## target/peers/python; not part of the project or its tests.
 bench-peers: venv
 	PYTHON=$(PYTHON) bash benches/peers/nanobind/build.sh
 	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlpark
 	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh rust-numpy
+	PYTHON=$(PYTHON) bash benches/peers/torch_floor/build.sh
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --all-features --no-deps

@@ -52,6 +52,10 @@ try:
     import dlbridge_peer_rust_numpy as rust_numpy_peer
 except ImportError:  # pragma: no cover - built by `make bench-peers`
     rust_numpy_peer = None
+try:
+    import dlbridge_peer_torch_floor as torch_floor_peer
+except ImportError:  # pragma: no cover - built by `make bench-peers`
+    torch_floor_peer = None
 
 
 def per_call_interleaved(functions, calls=10_000, rounds=15):
@@ -189,6 +193,19 @@ def main():
                     lambda: rust_numpy_peer.add(na, nb),
                 ),
             ]
+        if torch_floor_peer is not None:
+            # The floor under the torch row above: the same steps by hand in C++, unchecked.
+            cases += [
+                (
+                    "add, torch in, new torch tensor out, C++ by hand, exchange table, no checks",
+                    lambda: torch_floor_peer.add_by_table(a, b),
+                ),
+                (
+                    "new 4x4 torch tensor, no arguments: C++ THPVariable_Wrap(at::empty)",
+                    torch_floor_peer.empty_wrapped,
+                ),
+                ("add, torch in, new torch tensor out, PyTorch's own a + b", lambda: a + b),
+            ]
         if matmul_kernels is not None:
             x = torch.randn(56, 56)
             y = torch.randn(56, 56)
@@ -215,6 +232,7 @@ def main():
         + (", nanobind peer built" if nanobind_peer is not None else "")
         + (", dlpark peer built" if dlpark_peer is not None else "")
         + (", rust-numpy peer built" if rust_numpy_peer is not None else "")
+        + (", torch floor peer built" if torch_floor_peer is not None else "")
         + (
             ", dlbridge built without the `testing` feature: no typed-argument rows"
             if kernels is None
