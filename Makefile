@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint free-threaded-check rust-test miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
+.PHONY: tour test wheels test-wheels wheels-quick lint free-threaded-check rust-test miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -19,8 +19,33 @@ tour: python-build example-build
 
 ## Every test: formatting, lints, the free-threaded (3.14t) type check, unit/integration/doc
 ## tests (with the ABI check against the real dlpack.h, fetched from the apache-tvm-ffi
-## wheel), Miri where it is installed, and the Python suite against real frameworks.
-test: lint free-threaded-check rust-test miri sanitize fuzz-smoke python-test
+## wheel), Miri where it is installed, the Python suite against real frameworks, and the
+## quick form of the release wheels' test (wheels-quick).
+test: lint free-threaded-check rust-test miri sanitize fuzz-smoke python-test wheels-quick
+
+## The release: manylinux2014 wheels into target/wheels (x86_64, and aarch64 cross-built by
+## Zig where `rustup target add aarch64-unknown-linux-gnu` was run), stripped and without the
+## test kernels: one per version for CPython 3.9 and 3.10 and one cp311-abi3 wheel for 3.11+
+## (one per version for each CPython found while crates/dlbridge-python has no feature
+## `abi3`), and the sdist beside them. The tools (maturin, ziglang, auditwheel: pinned in
+## python/requirements-wheels.txt) go into target/wheel-tools/venv. scripts/build-wheels.sh.
+wheels:
+	bash scripts/build-wheels.sh
+
+## The wheels of target/wheels in a fresh virtual environment of each CPython 3.9-3.13 found,
+## with NumPy from PyPI: `auditwheel show` (manylinux2014 or older), a NumPy round trip both
+## ways without a copy and `dlbridge check dlbridge` (scripts/wheel_smoke.py); the sdist must
+## build a wheel that passes too. Ends with a table of the wheels. Under CI=true, fails unless
+## two versions or more were tested. scripts/test-wheels.sh.
+test-wheels:
+	bash scripts/test-wheels.sh
+
+## `make test`'s quick form of the two above: the x86_64 wheels only (the abi3 one, or the
+## oldest and newest version's without the feature), with the cargo profile `wheel-quick`
+## (no LTO), into target/wheels-quick, tested the same way; no sdist.
+wheels-quick:
+	bash scripts/build-wheels.sh --quick
+	bash scripts/test-wheels.sh --quick
 
 ## A local virtual environment with the test dependencies (re-installed when the list changes).
 venv: $(VENV)/.installed

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# `make test-wheels`: tests the wheels and the sdist that scripts/build-wheels.sh made.
+#
+#   scripts/test-wheels.sh           the release wheels of target/wheels, and the sdist there
+#   scripts/test-wheels.sh --quick   `make test`'s quick form: the wheels of
+#                                    target/wheels-quick, no sdist
+#
+# Each wheel: `auditwheel show` must find manylinux2014 (glibc 2.17) or older, its library
+# must be stripped, and it must not have the test kernels (`_testing`, the cargo feature
+# `testing`). Each CPython 3.9-3.13 found (pyenv's, or pythonX.Y on PATH; an absent one is
+# skipped with a note) gets a fresh virtual environment, NumPy from PyPI, and dlbridge with
+# `pip install --no-index --find-links WHEEL_DIR dlbridge`: pip itself picks the wheel that
+# fits, as a user's would. Then scripts/wheel_smoke.py runs there, outside the source tree.
+# The sdist (release form only) must build a wheel with nothing but maturin (no index), which
+# must pass the same smoke test. Last, a table: wheel, tags, size, policy, versions passed.
+#
+# Under CI=true at least two versions must have been tested, and every wheel that can run
+# here (x86_64) must have passed on at least one; otherwise missing interpreters are notes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+case "${1:-}" in
+    "") ;;
+    --quick) quick=1 ;;
+    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
+if ((quick)); then dir=target/wheels-quick; else dir=target/wheels; fi
+strict=0
+[[ ${CI:-} == true ]] && strict=1
+
+tools=target/wheel-tools/venv   # auditwheel and maturin: scripts/build-wheels.sh installs them
+work=target/wheel-test          # the virtual environments, made anew on every run
+smoke=$PWD/scripts/wheel_smoke.py
+[[ -x $tools/bin/auditwheel ]] || { echo "test-wheels: run scripts/build-wheels.sh first" >&2; exit 1; }
+shopt -s nullglob
+wheels=("$dir"/dlbridge-*.whl)
+shopt -u nullglob
+((${#wheels[@]})) || { echo "test-wheels: no wheel in $dir (make wheels)" >&2; exit 1; }
+rm -rf "$work"
+mkdir -p "$work"
+# Only WHEEL_DIR may provide dlbridge: no find-links from the environment (pip's config here
+# adds one), no source tree on the path.
+unset PIP_FIND_LINKS PYTHONPATH
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+host_arch=$(uname -m)
+
+declare -A passed   # wheel file name -> the versions it passed on
+for wheel in "${wheels[@]}"; do passed[$(basename "$wheel")]=""; done
+
+# 1. Each wheel as a file: policy, stripped library, no test kernels.
+declare -A policy
+for wheel in "${wheels[@]}"; do
+    name=$(basename "$wheel")
+    shown=$("$tools/bin/auditwheel" show "$wheel")
+    tag=$(grep -o 'manylinux_2_[0-9]*_[a-z0-9_]*' <<<"$shown" | head -n 1 || true)
+    glibc_minor=$(sed -n 's/^manylinux_2_\([0-9]*\)_.*/\1/p' <<<"$tag")
+    if [[ -z $tag || $glibc_minor -gt 17 ]]; then
+        echo "$shown" >&2
+        echo "test-wheels: $name is not manylinux2014 or older (${tag:-no manylinux tag})" >&2
+        exit 1
+    fi
+    policy[$name]=$tag
+    unpacked=$work/unpacked/$name
+    "$tools/bin/python" -m zipfile -e "$wheel" "$unpacked"
+    if find "$unpacked" -name '*_testing*' | grep -q .; then
+        echo "test-wheels: $name has a _testing file" >&2
+        exit 1
+    fi
+    for library in "$unpacked"/dlbridge/*.so; do
+        if readelf -S --wide "$library" | grep -q '\.symtab'; then
+            echo "test-wheels: $name: $(basename "$library") is not stripped" >&2
+            exit 1
+        fi
+        # The name of the test kernels' submodule is in the library only with `testing`.
+        if grep -qa '_testing' "$library"; then
+            echo "test-wheels: $name: $(basename "$library") has the test kernels" >&2
+            exit 1
+        fi
+    done
+    echo "test-wheels: $name: $tag, stripped, no test kernels"
+done
+
+# A fresh virtual environment with NumPy from PyPI: make_venv PYTHON DIR
+make_venv() {
+    "$1" -m venv "$2"
+    "$2/bin/python" -m pip install --quiet numpy
+}
+
+# 2. Every CPython 3.9-3.13 found: install from the wheel directory, run the smoke test.
+tested=()
+for version in 3.9 3.10 3.11 3.12 3.13; do
+    python=""
+    for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/python \
+        "$(command -v "python$version" || true)"; do
+        if [[ -x $candidate ]] && "$candidate" -c "
+import sys, sysconfig
+ok = sys.version_info[:2] == tuple(map(int, '$version'.split('.')))
+raise SystemExit(0 if ok and not sysconfig.get_config_var('Py_GIL_DISABLED') else 1)
+" 2>/dev/null; then
+            python=$candidate
+            break
+        fi
+    done
+    if [[ -z $python ]]; then
+        echo "test-wheels: CPython $version not found; not tested"
+        continue
+    fi
+    venv=$work/venv-$version
+    make_venv "$python" "$venv"
+    # --report says which wheel pip chose.
+    "$venv/bin/python" -m pip install --quiet --no-index --find-links "$dir" \
+        --report "$work/report-$version.json" dlbridge
+    chosen=$("$venv/bin/python" -c '
+import json, sys
+from urllib.parse import unquote
+installs = json.load(open(sys.argv[1]))["install"]
+url = next(i["download_info"]["url"] for i in installs if i["metadata"]["name"] == "dlbridge")
+print(unquote(url).rsplit("/", 1)[-1])
+' "$work/report-$version.json")
+    echo "test-wheels: CPython $version: $chosen"
+    (cd "$work" && "$venv/bin/python" "$smoke")
+    passed[$chosen]+="${passed[$chosen]:+ }$version"
+    tested+=("$version")
+done
+
+# 3. The sdist builds a wheel offline with maturin (the release profile without its slow
+# whole-program optimization: what is checked is that the sdist has every file it needs),
+# which passes the smoke test on the tools' interpreter.
+sdist_row=""
+if ((!quick)); then
+    sdists=("$dir"/dlbridge-*.tar.gz)
+    [[ -f ${sdists[0]} ]] || { echo "test-wheels: no sdist in $dir" >&2; exit 1; }
+    echo "test-wheels: building a wheel from $(basename "${sdists[0]}")"
+    CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+        CARGO_TARGET_DIR=$PWD/target/wheel-build/sdist \
+        "$tools/bin/python" -m pip wheel --quiet --no-index --no-deps --no-build-isolation \
+        --wheel-dir "$work/from-sdist" "${sdists[0]}"
+    venv=$work/venv-sdist
+    make_venv "$tools/bin/python" "$venv"
+    "$venv/bin/python" -m pip install --quiet --no-index "$work"/from-sdist/dlbridge-*.whl
+    (cd "$work" && "$venv/bin/python" "$smoke")
+    sdist_version=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    sdist_row="$(basename "${sdists[0]}")|sdist|$(du -k "${sdists[0]}" | cut -f1) KiB|-|$sdist_version (wheel built from it)"
+fi
+
+# 4. The table, then CI's rules.
+echo
+printf '%-72s %-38s %9s %-26s %s\n' wheel tags size policy "passed on CPython"
+failed=0
+for wheel in "${wheels[@]}"; do
+    name=$(basename "$wheel")
+    IFS=- read -r _ _ py abi platform <<<"${name%.whl}"
+    versions=${passed[$name]}
+    if [[ -z $versions ]]; then
+        if [[ $platform == *"$host_arch"* ]]; then
+            versions="NONE"
+            ((strict)) && failed=1
+        else
+            versions="- (not runnable on $host_arch)"
+        fi
+    fi
+    printf '%-72s %-38s %5s KiB %-26s %s\n' "$name" "$py-$abi-${platform%%.*}" \
+        "$(du -k "$wheel" | cut -f1)" "${policy[$name]}" "$versions"
+done
+if [[ -n $sdist_row ]]; then
+    IFS='|' read -r name tags size pol versions <<<"$sdist_row"
+    printf '%-72s %-38s %9s %-26s %s\n' "$name" "$tags" "$size" "$pol" "$versions"
+fi
+echo
+echo "test-wheels: tested on CPython ${tested[*]:-nothing}"
+if ((strict && ${#tested[@]} < 2)); then
+    echo "test-wheels: CI=true needs at least two CPython versions tested" >&2
+    exit 1
+fi
+if ((failed)); then
+    echo "test-wheels: CI=true: a wheel for $host_arch was tested on no version" >&2
+    exit 1
+fi

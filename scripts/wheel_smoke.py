@@ -1,0 +1,88 @@
+"""The smoke test of one installed dlbridge wheel (scripts/test-wheels.sh runs it in a fresh
+virtual environment per CPython version, outside the source tree).
+
+It checks that the installed package is the wheel's (not python/dlbridge of the checkout),
+that the release wheel left the test kernels out, NumPy -> dlbridge -> NumPy and a
+dlbridge-owned tensor -> NumPy -> dlbridge without a copy (same addresses, shared memory, a
+write seen through both), and that `dlbridge check dlbridge` finds no failed MUST rule. That
+check must exit 0, not merely <= 1 as `make tour` accepts for third-party frameworks: its
+status 1 would mean that dlbridge itself breaks a MUST rule of DLPack, which a release must
+not. Prints one line, the interpreter's version, on success; exits non-zero on any failure.
+"""
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import dlbridge
+
+
+def check_installed() -> str:
+    """The package comes from the environment's site-packages, and its version is the
+    wheel's."""
+    location = Path(dlbridge.__file__).resolve()
+    assert Path(sys.prefix).resolve() in location.parents, f"dlbridge imported from {location}"
+    version = importlib.metadata.version("dlbridge")
+    module_version = getattr(dlbridge, "__version__", None)
+    if module_version is not None:
+        assert module_version == version, (module_version, version)
+    return version
+
+
+def check_no_test_kernels() -> None:
+    """The cargo feature `testing` is off in release wheels."""
+    assert not hasattr(dlbridge._dlbridge, "_testing"), "the wheel has the test kernels"
+    assert not any(name.endswith("._testing") for name in sys.modules), "test kernels loaded"
+
+
+def check_numpy_round_trips() -> None:
+    """Both ways without a copy: the same memory, equal values, a write seen through both."""
+    array = np.arange(24, dtype=np.float32).reshape(4, 6)
+    tensor = dlbridge.from_dlpack(array)
+    assert tensor.shape == (4, 6) and tensor.dtype == "float32", (tensor.shape, tensor.dtype)
+    assert tensor.data_ptr == array.ctypes.data, "NumPy -> dlbridge copied"
+    back = np.from_dlpack(tensor)
+    assert back.ctypes.data == array.ctypes.data and np.shares_memory(back, array)
+    np.testing.assert_array_equal(back, array)
+    back[1, 2] = -7.0
+    assert array[1, 2] == -7.0, "a write through the round trip is not seen in the original"
+
+    owned = dlbridge.arange(10, "int64")
+    viewed = np.from_dlpack(owned)
+    assert viewed.ctypes.data == owned.data_ptr, "dlbridge -> NumPy copied"
+    np.testing.assert_array_equal(viewed, np.arange(10, dtype=np.int64))
+    again = dlbridge.from_dlpack(viewed)
+    assert again.data_ptr == owned.data_ptr, "NumPy -> dlbridge copied"
+    assert np.shares_memory(np.from_dlpack(again), viewed)
+
+
+def check_conformance() -> None:
+    """`python -m dlbridge check dlbridge`: no failed MUST rule (exit status 0)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", "dlbridge", "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if run.returncode != 0:
+        sys.stderr.write(run.stdout[-4000:] + run.stderr[-4000:])
+        raise SystemExit(f"dlbridge check dlbridge: exit status {run.returncode}")
+    summary = json.loads(run.stdout)["summary"]["dlbridge"]
+    assert summary["passed"] > 0 and summary["must_failures"] == 0, summary
+
+
+def main() -> int:
+    version = check_installed()
+    check_no_test_kernels()
+    check_numpy_round_trips()
+    check_conformance()
+    print(f"dlbridge {version} on CPython {sys.version.split()[0]} with NumPy {np.__version__}: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
