@@ -30,7 +30,7 @@ strict=0
 [[ ${CI:-} == true ]] && strict=1
 
 tools=target/wheel-tools/venv   # auditwheel and maturin: scripts/build-wheels.sh installs them
-work=target/wheel-test          # the virtual environments, made anew on every run
+work=$PWD/target/wheel-test          # the virtual environments, made anew on every run
 smoke=$PWD/scripts/wheel_smoke.py
 [[ -x $tools/bin/auditwheel ]] || { echo "test-wheels: run scripts/build-wheels.sh first" >&2; exit 1; }
 shopt -s nullglob
@@ -106,6 +106,27 @@ raise SystemExit(0 if ok and not sysconfig.get_config_var('Py_GIL_DISABLED') els
         echo "test-wheels: CPython $version not found; not tested"
         continue
     fi
+    # Is there a wheel for it? pip's own tag rules say (its vendored `packaging`).
+    fitting=$("$python" - "$dir" <<'EOF'
+import pathlib
+import sys
+
+from pip._vendor.packaging.tags import sys_tags
+from pip._vendor.packaging.utils import parse_wheel_filename
+
+supported = set(sys_tags())
+wheels = pathlib.Path(sys.argv[1]).glob("dlbridge-*.whl")
+print(sum(1 for wheel in wheels if parse_wheel_filename(wheel.name)[3] & supported))
+EOF
+)
+    if ((fitting == 0)); then
+        if ((quick)); then
+            echo "test-wheels: no quick wheel for CPython $version; not tested"
+            continue
+        fi
+        echo "test-wheels: no wheel in $dir installs on CPython $version" >&2
+        exit 1
+    fi
     venv=$work/venv-$version
     make_venv "$python" "$venv"
     # --report says which wheel pip chose.
@@ -146,7 +167,7 @@ fi
 
 # 4. The table, then CI's rules.
 echo
-printf '%-72s %-38s %9s %-26s %s\n' wheel tags size policy "passed on CPython"
+printf '%-76s %-34s %9s %-26s %s\n' wheel tags size policy "passed on CPython"
 failed=0
 for wheel in "${wheels[@]}"; do
     name=$(basename "$wheel")
@@ -160,12 +181,12 @@ for wheel in "${wheels[@]}"; do
             versions="- (not runnable on $host_arch)"
         fi
     fi
-    printf '%-72s %-38s %5s KiB %-26s %s\n' "$name" "$py-$abi-${platform%%.*}" \
+    printf '%-76s %-34s %5s KiB %-26s %s\n' "$name" "$py-$abi-${platform%%.*}" \
         "$(du -k "$wheel" | cut -f1)" "${policy[$name]}" "$versions"
 done
 if [[ -n $sdist_row ]]; then
     IFS='|' read -r name tags size pol versions <<<"$sdist_row"
-    printf '%-72s %-38s %9s %-26s %s\n' "$name" "$tags" "$size" "$pol" "$versions"
+    printf '%-76s %-34s %9s %-26s %s\n' "$name" "$tags" "$size" "$pol" "$versions"
 fi
 echo
 echo "test-wheels: tested on CPython ${tested[*]:-nothing}"

@@ -4,10 +4,11 @@ virtual environment per CPython version, outside the source tree).
 It checks that the installed package is the wheel's (not python/dlbridge of the checkout),
 that the release wheel left the test kernels out, NumPy -> dlbridge -> NumPy and a
 dlbridge-owned tensor -> NumPy -> dlbridge without a copy (same addresses, shared memory, a
-write seen through both), and that `dlbridge check dlbridge` finds no failed MUST rule. That
-check must exit 0, not merely <= 1 as `make tour` accepts for third-party frameworks: its
-status 1 would mean that dlbridge itself breaks a MUST rule of DLPack, which a release must
-not. Prints one line, the interpreter's version, on success; exits non-zero on any failure.
+write to the original seen through the round trip), and that `dlbridge check dlbridge` finds
+no failed MUST rule. That check must exit 0, not merely <= 1 as `make tour` accepts for
+third-party frameworks: its status 1 would mean that dlbridge itself breaks a MUST rule of
+DLPack, which a release must not. Prints one line, the interpreter's version, on success;
+exits non-zero on any failure.
 """
 
 import importlib.metadata
@@ -48,8 +49,9 @@ def check_numpy_round_trips() -> None:
     back = np.from_dlpack(tensor)
     assert back.ctypes.data == array.ctypes.data and np.shares_memory(back, array)
     np.testing.assert_array_equal(back, array)
-    back[1, 2] = -7.0
-    assert array[1, 2] == -7.0, "a write through the round trip is not seen in the original"
+    # (A write to the original, since NumPy < 2.1 makes every imported array read-only.)
+    array[1, 2] = -7.0
+    assert back[1, 2] == -7.0, "a write to the original is not seen through the round trip"
 
     owned = dlbridge.arange(10, "int64")
     viewed = np.from_dlpack(owned)
@@ -57,7 +59,6 @@ def check_numpy_round_trips() -> None:
     np.testing.assert_array_equal(viewed, np.arange(10, dtype=np.int64))
     again = dlbridge.from_dlpack(viewed)
     assert again.data_ptr == owned.data_ptr, "NumPy -> dlbridge copied"
-    assert np.shares_memory(np.from_dlpack(again), viewed)
 
 
 def check_conformance() -> None:
