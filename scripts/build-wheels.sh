@@ -5,6 +5,7 @@
 #   scripts/build-wheels.sh --quick   `make test`'s quick form: x86_64 only, no sdist, the
 #                                     cargo profile `wheel-quick` (no LTO), into
 #                                     target/wheels-quick
+# WHEEL_DIR=DIR puts them elsewhere.
 #
 # Which wheels cover CPython 3.9-3.13:
 #   - with the cargo feature `abi3` of crates/dlbridge-python (pyo3/abi3-py311): one wheel
@@ -28,6 +29,7 @@
 # (target/wheel-build/TRIPLE/ABI), so that building again rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/wheels-common.sh
 
 quick=0
 case "${1:-}" in
@@ -36,13 +38,13 @@ case "${1:-}" in
     *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
 esac
 
-tools=target/wheel-tools/venv
+tools=$WHEEL_TOOLS
 requirements=python/requirements-wheels.txt
 if ((quick)); then
-    out=target/wheels-quick
+    out=${WHEEL_DIR:-target/wheels-quick}
     profile=(--profile wheel-quick)
 else
-    out=target/wheels
+    out=${WHEEL_DIR:-target/wheels}
     profile=(--release)
 fi
 
@@ -56,23 +58,6 @@ fi
 # maturin finds Zig as `python3 -m ziglang`: the tools' python3 comes first on PATH.
 export PATH="$PWD/$tools/bin:$PATH"
 
-# The interpreter of CPython X.Y (pyenv's, else pythonX.Y on PATH; not a free-threaded
-# build), or nothing.
-find_python() {
-    local version=$1 candidate
-    for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/python \
-        "$(command -v "python$version" || true)"; do
-        if [[ -x $candidate ]] && "$candidate" -c "
-import sys, sysconfig
-ok = sys.version_info[:2] == tuple(map(int, '$version'.split('.')))
-raise SystemExit(0 if ok and not sysconfig.get_config_var('Py_GIL_DISABLED') else 1)
-" 2>/dev/null; then
-            echo "$candidate"
-            return
-        fi
-    done
-}
-
 # Does crates/dlbridge-python declare the cargo feature `abi3`?
 has_abi3=$(cargo metadata --no-deps --format-version 1 | python3 -c '
 import json, sys
@@ -84,7 +69,7 @@ print(1 if "abi3" in features else 0)
 # The wheels to build, one "ABI VERSION" entry each: ABI is cpXY or abi3; VERSION the
 # interpreter maturin builds for (for abi3, the oldest the wheel supports).
 found=()
-for version in 3.9 3.10 3.11 3.12 3.13; do
+for version in "${WHEEL_PYTHONS[@]}"; do
     if [[ -n $(find_python "$version") ]]; then
         found+=("$version")
     else

@@ -4,6 +4,7 @@
 #   scripts/test-wheels.sh           the release wheels of target/wheels, and the sdist there
 #   scripts/test-wheels.sh --quick   `make test`'s quick form: the wheels of
 #                                    target/wheels-quick, no sdist
+# WHEEL_DIR=DIR tests the wheels there instead.
 #
 # Each wheel: `auditwheel show` must find manylinux2014 (glibc 2.17) or older, its library
 # must be stripped, and it must not have the test kernels (`_testing`, the cargo feature
@@ -18,6 +19,7 @@
 # here (x86_64) must have passed on at least one; otherwise missing interpreters are notes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/wheels-common.sh
 
 quick=0
 case "${1:-}" in
@@ -25,12 +27,16 @@ case "${1:-}" in
     --quick) quick=1 ;;
     *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
 esac
-if ((quick)); then dir=target/wheels-quick; else dir=target/wheels; fi
+if ((quick)); then
+    dir=${WHEEL_DIR:-target/wheels-quick}
+else
+    dir=${WHEEL_DIR:-target/wheels}
+fi
 strict=0
 [[ ${CI:-} == true ]] && strict=1
 
-tools=target/wheel-tools/venv   # auditwheel and maturin: scripts/build-wheels.sh installs them
-work=$PWD/target/wheel-test          # the virtual environments, made anew on every run
+tools=$WHEEL_TOOLS              # auditwheel and maturin: scripts/build-wheels.sh installs them
+work=$PWD/target/wheel-test     # the virtual environments, made anew on every run
 smoke=$PWD/scripts/wheel_smoke.py
 [[ -x $tools/bin/auditwheel ]] || { echo "test-wheels: run scripts/build-wheels.sh first" >&2; exit 1; }
 shopt -s nullglob
@@ -89,19 +95,8 @@ make_venv() {
 
 # 2. Every CPython 3.9-3.13 found: install from the wheel directory, run the smoke test.
 tested=()
-for version in 3.9 3.10 3.11 3.12 3.13; do
-    python=""
-    for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/python \
-        "$(command -v "python$version" || true)"; do
-        if [[ -x $candidate ]] && "$candidate" -c "
-import sys, sysconfig
-ok = sys.version_info[:2] == tuple(map(int, '$version'.split('.')))
-raise SystemExit(0 if ok and not sysconfig.get_config_var('Py_GIL_DISABLED') else 1)
-" 2>/dev/null; then
-            python=$candidate
-            break
-        fi
-    done
+for version in "${WHEEL_PYTHONS[@]}"; do
+    python=$(find_python "$version")
     if [[ -z $python ]]; then
         echo "test-wheels: CPython $version not found; not tested"
         continue
@@ -162,7 +157,8 @@ if ((!quick)); then
     "$venv/bin/python" -m pip install --quiet --no-index "$work"/from-sdist/dlbridge-*.whl
     (cd "$work" && "$venv/bin/python" "$smoke")
     sdist_version=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-    sdist_row="$(basename "${sdists[0]}")|sdist|$(du -k "${sdists[0]}" | cut -f1) KiB|-|$sdist_version (wheel built from it)"
+    sdist_kib=$((($(stat -c %s "${sdists[0]}") + 1023) / 1024))
+    sdist_row="$(basename "${sdists[0]}")|sdist|$sdist_kib KiB|-|$sdist_version (wheel built from it)"
 fi
 
 # 4. The table, then CI's rules.
@@ -182,7 +178,7 @@ for wheel in "${wheels[@]}"; do
         fi
     fi
     printf '%-76s %-34s %5s KiB %-26s %s\n' "$name" "$py-$abi-${platform%%.*}" \
-        "$(du -k "$wheel" | cut -f1)" "${policy[$name]}" "$versions"
+        "$((($(stat -c %s "$wheel") + 1023) / 1024))" "${policy[$name]}" "$versions"
 done
 if [[ -n $sdist_row ]]; then
     IFS='|' read -r name tags size pol versions <<<"$sdist_row"

@@ -1,0 +1,25 @@
+# Shared by scripts/build-wheels.sh and scripts/test-wheels.sh (sourced, not run).
+
+# The build tools' virtual environment (maturin, ziglang, auditwheel: pinned in
+# python/requirements-wheels.txt); scripts/build-wheels.sh installs it.
+WHEEL_TOOLS=target/wheel-tools/venv
+
+# The CPython versions a release covers, oldest first.
+WHEEL_PYTHONS=(3.9 3.10 3.11 3.12 3.13)
+
+# find_python X.Y: the path of a CPython X.Y interpreter (pyenv's, else pythonX.Y on PATH; not
+# a free-threaded build), or nothing when there is none.
+find_python() {
+    local version=$1 candidate
+    for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/python \
+        "$(command -v "python$version" || true)"; do
+        if [[ -x $candidate ]] && "$candidate" -c "
+import sys, sysconfig
+ok = sys.version_info[:2] == tuple(map(int, '$version'.split('.')))
+raise SystemExit(0 if ok and not sysconfig.get_config_var('Py_GIL_DISABLED') else 1)
+" 2>/dev/null; then
+            echo "$candidate"
+            return
+        fi
+    done
+}
