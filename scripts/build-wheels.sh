@@ -73,7 +73,7 @@ for version in "${WHEEL_PYTHONS[@]}"; do
     if [[ -n $(find_python "$version") ]]; then
         found+=("$version")
     else
-        echo "build-wheels: CPython $version not found; no wheel of its own for it"
+        echo "build-wheels: CPython $version not found here"
     fi
 done
 ((${#found[@]})) || { echo "build-wheels: no CPython 3.9-3.13 found" >&2; exit 1; }
@@ -122,8 +122,17 @@ for target in "${targets[@]}"; do
         features=()
         [[ $abi == abi3 ]] && features=(--features abi3)
         if [[ $target == "$(rustc -vV | sed -n 's/^host: //p')" ]]; then
-            # A native build: the interpreter itself tells maturin its configuration.
+            # A native build: the interpreter itself tells maturin its configuration. The
+            # abi3 wheel can be built by any CPython it supports (3.11 or later).
             interpreter=$(find_python "$version")
+            if [[ $abi == abi3 && -z $interpreter ]]; then
+                for later in "${found[@]}"; do
+                    if ((${later#3.} >= ${version#3.})); then
+                        interpreter=$(find_python "$later")
+                        break
+                    fi
+                done
+            fi
             if [[ -z $interpreter ]]; then
                 echo "build-wheels: CPython $version not found; no $abi wheel for $target"
                 continue
