@@ -7,8 +7,8 @@
 # WHEEL_DIR=DIR tests the wheels there instead.
 #
 # Each wheel: `auditwheel show` must find manylinux2014 (glibc 2.17) or older, its library
-# must be stripped, and it must not have the test kernels (`_testing`, the cargo feature
-# `testing`). Each CPython 3.9-3.13 found (pyenv's, or pythonX.Y on PATH; an absent one is
+# must be built for the wheel's machine and stripped, and it must not have the test kernels
+# (`_testing`, the cargo feature `testing`). Each CPython 3.9-3.13 found (pyenv's, or pythonX.Y on PATH; an absent one is
 # skipped with a note) gets a fresh virtual environment, NumPy from PyPI, and dlbridge with
 # `pip install --no-index --find-links WHEEL_DIR dlbridge`: pip itself picks the wheel that
 # fits, as a user's would. Then scripts/wheel_smoke.py runs there, outside the source tree.
@@ -73,7 +73,17 @@ for wheel in "${wheels[@]}"; do
         echo "test-wheels: $name has a _testing file" >&2
         exit 1
     fi
+    # The machine its libraries must be built for, from the wheel's platform tag.
+    case $name in
+        *_x86_64.whl) machine=X86-64 ;;
+        *_aarch64.whl) machine=AArch64 ;;
+        *) echo "test-wheels: $name: unexpected platform" >&2; exit 1 ;;
+    esac
     for library in "$unpacked"/dlbridge/*.so; do
+        if ! readelf -h "$library" | grep -q "Machine:.*$machine"; then
+            echo "test-wheels: $name: $(basename "$library") is not built for $machine" >&2
+            exit 1
+        fi
         if readelf -S --wide "$library" | grep -q '\.symtab'; then
             echo "test-wheels: $name: $(basename "$library") is not stripped" >&2
             exit 1
@@ -84,7 +94,7 @@ for wheel in "${wheels[@]}"; do
             exit 1
         fi
     done
-    echo "test-wheels: $name: $tag, stripped, no test kernels"
+    echo "test-wheels: $name: $tag, $machine, stripped, no test kernels"
 done
 
 # A fresh virtual environment with NumPy from PyPI: make_venv PYTHON DIR
