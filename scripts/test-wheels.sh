@@ -8,8 +8,9 @@
 #
 # Each wheel: `auditwheel show` must find manylinux2014 (glibc 2.17) or older, its library
 # must be built for the wheel's machine and stripped, and it must not have the test kernels
-# (`_testing`, the cargo feature `testing`). Each CPython 3.9-3.13 found (pyenv's, or pythonX.Y on PATH; an absent one is
-# skipped with a note) gets a fresh virtual environment, NumPy from PyPI, and dlbridge with
+# (`_testing`, the cargo feature `testing`). Each CPython 3.9-3.13 found (pyenv's, or
+# pythonX.Y on PATH; an absent one is skipped with a note) gets a fresh virtual environment,
+# NumPy from PyPI, and dlbridge with
 # `pip install --no-index --find-links WHEEL_DIR dlbridge`: pip itself picks the wheel that
 # fits, as a user's would. Then scripts/wheel_smoke.py runs there, outside the source tree.
 # The sdist (release form only) must build a wheel with nothing but maturin (no index), which
@@ -38,7 +39,10 @@ strict=0
 tools=$WHEEL_TOOLS              # auditwheel and maturin: scripts/build-wheels.sh installs them
 work=$PWD/target/wheel-test     # the virtual environments, made anew on every run
 smoke=$PWD/scripts/wheel_smoke.py
-[[ -x $tools/bin/auditwheel ]] || { echo "test-wheels: run scripts/build-wheels.sh first" >&2; exit 1; }
+if [[ ! -x $tools/bin/auditwheel ]]; then
+    echo "test-wheels: no build tools in $tools (make wheels first)" >&2
+    exit 1
+fi
 shopt -s nullglob
 wheels=("$dir"/dlbridge-*.whl)
 shopt -u nullglob
@@ -168,7 +172,8 @@ if ((!quick)); then
     (cd "$work" && "$venv/bin/python" "$smoke")
     sdist_version=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
     sdist_kib=$((($(stat -c %s "${sdists[0]}") + 1023) / 1024))
-    sdist_row="$(basename "${sdists[0]}")|sdist|$sdist_kib KiB|-|$sdist_version (wheel built from it)"
+    sdist_row="$(basename "${sdists[0]}")|sdist|$sdist_kib KiB|-"
+    sdist_row+="|$sdist_version (wheel built from it)"
 fi
 
 # 4. The table, then CI's rules.
