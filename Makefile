@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint free-threaded-check rust-test miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
+.PHONY: tour test lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -19,7 +19,7 @@ tour: python-build example-build
 
 ## Every test: formatting, lints, the free-threaded (3.14t) type check, unit/integration/doc
 ## tests (with the ABI check against the real dlpack.h, fetched from the apache-tvm-ffi
-## wheel), Miri where it is installed, and the Python suite against real frameworks.
+## wheel), the published crates as packaged (scripts/package-check.sh), Miri where it is installed, and the Python suite against real frameworks.
 test: lint free-threaded-check rust-test miri sanitize fuzz-smoke python-test
 
 ## A local virtual environment with the test dependencies (re-installed when the list changes).
@@ -69,8 +69,15 @@ lint: venv
 free-threaded-check:
 	CARGO="$(CARGO)" bash scripts/free-threaded-check.sh
 
+## Unit, integration and doc tests, then the published crates as crates.io would get them
+## (scripts/package-check.sh: `cargo publish --dry-run` of dlbridge and dlbridge-pyo3, and the
+## doc tests of each unpacked package, which must need no file outside it).
 rust-test:
 	$(CARGO) test --workspace --all-features
+	CARGO="$(CARGO)" bash scripts/package-check.sh
+
+package-check:
+	CARGO="$(CARGO)" bash scripts/package-check.sh
 
 ## The unsafe core under Miri (skipped with a note where the nightly Miri component is missing).
 miri:

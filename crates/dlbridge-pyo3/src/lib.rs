@@ -268,3 +268,8 @@ pub use produce::publish_dlpack;
 pub use produce::returning::{return_like, IntoTensor, TensorProducer};
 pub use pyo3;
 pub use writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
+
+/// The crate's README (its crates.io page), whose example is compiled as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
