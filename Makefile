@@ -71,7 +71,7 @@ free-threaded-check:
 
 ## Unit, integration and doc tests, then the published crates as crates.io would get them
 ## (scripts/package-check.sh: `cargo publish --dry-run` of dlbridge and dlbridge-pyo3, and the
-## doc tests of each unpacked package, which must need no file outside it).
+## doc tests of each unpacked package, which must need no file outside it; the MSRV check).
 rust-test:
 	$(CARGO) test --workspace --all-features
 	CARGO="$(CARGO)" bash scripts/package-check.sh

@@ -10,6 +10,9 @@
 #    outside the crate fails here. dlbridge-pyo3's doc tests embed Python, as its tests in
 #    `make rust-test` do (PyO3 finds `python3`, or PYO3_PYTHON); its dependency on dlbridge is
 #    patched to the unpacked dlbridge package, which is not on crates.io.
+# 4. the MSRV (`rust-version` of the workspace): `cargo +<msrv> check` of both crates, every
+#    target and feature, into target/msrv; the toolchain is installed with rustup when it is
+#    missing (minimal profile), and the step is skipped with a note where that fails.
 #
 # `--allow-dirty` packages the working tree as it is, so the check also works before a commit.
 set -euo pipefail
@@ -33,3 +36,13 @@ core=$target_dir/package/dlbridge-$version
 (cd "$target_dir/package/dlbridge-pyo3-$version" &&
     "${cargo[@]}" test --doc --all-features --quiet --config "patch.crates-io.dlbridge.path=\"$core\"")
 echo "package-check: dlbridge and dlbridge-pyo3 $version package, build and pass their doc tests"
+
+msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+if cargo "+$msrv" --version >/dev/null 2>&1 ||
+    rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then
+    CARGO_TARGET_DIR=$target_dir/msrv cargo "+$msrv" check --quiet --all-targets --all-features \
+        -p dlbridge -p dlbridge-pyo3
+    echo "package-check: dlbridge and dlbridge-pyo3 build with Rust $msrv (the MSRV)"
+else
+    echo "package-check: the Rust $msrv toolchain (the MSRV) could not be installed; its check skipped"
+fi
