@@ -22,7 +22,20 @@ Modules, each importing only modules listed before it:
 - `matrix`: the interop matrix;
 - `report`: text, Markdown, JSON;
 - `worker`: the subprocess side; `cli`: orchestration.
+
+The checker builds its tensors with NumPy, which dlbridge itself does not need: it comes with
+the extra `check` (`pip install "dlbridge[check]"`). Without it, importing this package raises
+`ModuleNotFoundError` (for the module `numpy`) saying so.
 """
+
+try:
+    import numpy as np  # noqa: F401 (only whether it is there)
+except ImportError as missing:
+    raise ModuleNotFoundError(
+        "the DLPack conformance checker needs NumPy, which is not installed: "
+        'pip install "dlbridge[check]"',
+        name="numpy",
+    ) from missing
 
 from .cli import main, run
 from .rules import MUST, RULES, SHOULD, Rule
