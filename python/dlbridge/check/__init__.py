@@ -28,16 +28,23 @@ the extra `check` (`pip install "dlbridge[check]"`). Without it, importing this 
 `ModuleNotFoundError` (for the module `numpy`) saying so.
 """
 
-try:
-    import numpy as np  # noqa: F401 (only whether it is there)
-except ImportError as missing:
-    raise ModuleNotFoundError(
-        "the DLPack conformance checker needs NumPy, which is not installed: "
-        'pip install "dlbridge[check]"',
-        name="numpy",
-    ) from missing
 
-from .cli import main, run
-from .rules import MUST, RULES, SHOULD, Rule
+def _require_numpy() -> None:
+    """Raises ModuleNotFoundError naming the extra `check` where NumPy is missing."""
+    try:
+        import numpy as np  # noqa: F401 (only whether it is there)
+    except ImportError as missing:
+        raise ModuleNotFoundError(
+            "the DLPack conformance checker needs NumPy, which is not installed: "
+            'pip install "dlbridge[check]"',
+            name="numpy",
+        ) from missing
+
+
+_require_numpy()
+
+# After the check above, so that a missing NumPy is reported as such.
+from .cli import main, run  # noqa: E402
+from .rules import MUST, RULES, SHOULD, Rule  # noqa: E402
 
 __all__ = ["MUST", "RULES", "SHOULD", "Rule", "main", "run"]
