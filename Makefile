@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
+.PHONY: tour test lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test stubtest example-build bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -23,11 +23,14 @@ tour: python-build example-build
 test: lint free-threaded-check rust-test miri sanitize fuzz-smoke python-test
 
 ## A local virtual environment with the test dependencies (re-installed when the list changes).
+## A framework without wheels for this platform or Python is left out by its environment
+## marker, with a note, and its tests are skipped; under CI on Linux x86_64 that is an error.
 venv: $(VENV)/.installed
 $(VENV)/.installed: python/requirements-test.txt
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	$(PYTHON) -m pip install --quiet -r python/requirements-test.txt
+	$(PYTHON) scripts/requirements-notes.py python/requirements-test.txt
 	touch $@
 
 ## The extension module, built in release mode into the virtual environment, with the test
@@ -44,9 +47,19 @@ example-build: venv
 
 ## Under CI every framework must be there: a test file skipped for a missing one fails, and
 ## so does a test that needs the test kernels in a build without them (python/tests/_kernels.py).
-python-test: python-build example-build
+python-test: python-build example-build stubtest
 	PYTHON=$(PYTHON) PYTHON_TESTS_STRICT=$(if $(filter true,$(CI)),1,0) \
 		bash scripts/python-tests.sh
+
+## The type stubs (python/dlbridge/__init__.pyi) against the built extension: mypy's stubtest,
+## pinned in python/requirements-test.txt, configured by pyproject.toml's [tool.mypy]. Its
+## allowlist holds only what stubtest cannot understand, each entry with its reason. The
+## private extension module `dlbridge._dlbridge` has no stub of its own (the package's stub
+## types what it re-exports), so its test-only submodule `_testing` is not checked, with or
+## without the feature `testing`.
+stubtest: python-build
+	$(PYTHON) -m mypy.stubtest --mypy-config-file pyproject.toml \
+		--allowlist python/stubtest-allowlist.txt dlbridge
 
 ## Formatting and lints: rustfmt, the import rules (no cycle in any crate or Python package,
 ## the layers of dlbridge-pyo3: scripts/module-layers.py), clippy on every feature and then on
