@@ -333,13 +333,24 @@ unsafe fn parse_request<'a, 'py>(
         // SAFETY: the value of the `index`-th keyword (after the positional arguments, of
         // which there are none), borrowed like the names.
         let value = unsafe { Borrowed::from_ptr(py, *args.add(index)) };
-        apply_keyword(py, &mut request, name, value)?;
+        if value.is_none() {
+            // Every keyword defaults to None, but the name must still be a known one.
+            keyword(py, name)?;
+            continue;
+        }
+        match keyword(py, name)? {
+            0 => request.stream = Some(value),
+            1 => request.max_version = Some(max_version(value)?),
+            2 => request.dl_device = Some(device_argument("dl_device", &value)?),
+            _ => request.copy = Some(copy_flag(value)?),
+        }
     }
     Ok(request)
 }
 
-/// Reads one keyword argument of `__dlpack__` into `request`.
-#[inline(always)]
+/// Reads one keyword argument of `__dlpack__` into `request`, as [`parse_request`]'s loop
+/// does (which keeps its own copy, the vectorcall path being the measured one).
+#[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
 fn apply_keyword<'a, 'py>(
     py: Python<'py>,
     request: &mut ExportRequest<'a, 'py>,
