@@ -62,15 +62,15 @@ stubtest: python-build
 		--allowlist python/stubtest-allowlist.txt dlbridge
 
 ## Formatting and lints: rustfmt, the import rules (no cycle in any crate or Python package,
-## the layers of dlbridge-pyo3: scripts/module-layers.py), clippy on every feature and then on
-## the extension module as its wheels build it (without the feature `testing`), which must be
-## warning-free too; ruff (format, then lints; its configuration is pyproject.toml's
-## [tool.ruff]) for the Python code.
+## the layers of dlbridge-pyo3: scripts/module-layers.py), clippy on every feature (but
+## `abi3`: WORKSPACE_FEATURES) and then on the extension module as its wheels build it
+## (without the feature `testing`), which must be warning-free too; ruff (format, then lints;
+## its configuration is pyproject.toml's [tool.ruff]) for the Python code.
 PYTHON_SOURCES := python benches scripts examples
 lint: venv
 	$(CARGO) fmt --all -- --check
 	python3 scripts/module-layers.py
-	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
+	$(CARGO) clippy --workspace --all-targets $(WORKSPACE_FEATURES) -- -D warnings
 	$(CARGO) clippy -p dlbridge-python --all-targets -- -D warnings
 	$(VENV)/bin/ruff format --check $(PYTHON_SOURCES)
 	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
@@ -82,11 +82,19 @@ lint: venv
 free-threaded-check:
 	CARGO="$(CARGO)" bash scripts/free-threaded-check.sh
 
-## Unit, integration and doc tests, then the published crates as crates.io would get them
+## Every feature of the workspace but dlbridge-python's `abi3`, which would switch PyO3 (and
+## so every crate of the build) to the limited API: the default build is the one tested and
+## linted here, the abi3 builds by scripts/abi3-check.sh.
+WORKSPACE_FEATURES := --features dlbridge/ndarray,dlbridge-python/testing
+
+## Unit, integration and doc tests; the limited-API (abi3) builds (scripts/abi3-check.sh:
+## dlbridge-pyo3's tests and clippy under pyo3/abi3-py39, `cargo check` of the extension
+## module's feature `abi3`); then the published crates as crates.io would get them
 ## (scripts/package-check.sh: `cargo publish --dry-run` of dlbridge and dlbridge-pyo3, and the
 ## doc tests of each unpacked package, which must need no file outside it; the MSRV check).
 rust-test:
-	$(CARGO) test --workspace --all-features
+	$(CARGO) test --workspace $(WORKSPACE_FEATURES)
+	CARGO="$(CARGO)" bash scripts/abi3-check.sh
 	CARGO="$(CARGO)" bash scripts/package-check.sh
 
 package-check:
@@ -166,4 +174,4 @@ bench-peers: venv
 	PYTHON=$(PYTHON) bash benches/peers/torch_floor/build.sh
 
 doc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --all-features --no-deps
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace $(WORKSPACE_FEATURES) --no-deps

@@ -130,6 +130,7 @@ pub(crate) struct FrameworkRules {
 }
 
 /// Calls `callable(*args)` with vectorcall.
+#[cfg(any(Py_3_12, all(Py_3_11, not(Py_LIMITED_API))))]
 fn call<'py>(
     py: Python<'py>,
     callable: &Py<PyAny>,
@@ -146,6 +147,23 @@ fn call<'py>(
         );
         Bound::from_owned_ptr_or_err(py, result)
     }
+}
+
+/// Calls `callable(*args)` with an argument tuple: `PyObject_Vectorcall` is in the limited
+/// API (abi3) only from Python 3.12. The same call, with the same result or exception.
+#[cfg(not(any(Py_3_12, all(Py_3_11, not(Py_LIMITED_API)))))]
+fn call<'py>(
+    py: Python<'py>,
+    callable: &Py<PyAny>,
+    args: &[*mut ffi::PyObject],
+) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: live arguments, borrowed for the call (the tuple takes its own references);
+    // the GIL is held (`py`).
+    let args = args
+        .iter()
+        .map(|&arg| unsafe { Borrowed::from_ptr(py, arg) });
+    let args = pyo3::types::PyTuple::new(py, args)?;
+    callable.bind(py).call1(args)
 }
 
 /// The truth of a result that is True or False (anything else by its truth value).

@@ -82,6 +82,7 @@ impl PyObjectOwner {
 /// Whether this thread holds the GIL now: the interpreter's current thread state is this
 /// thread's own. (`PyGILState_Check` without its shortcut that answers yes whenever
 /// sub-interpreters exist.)
+#[cfg(not(Py_LIMITED_API))]
 fn this_thread_holds_the_gil() -> bool {
     // SAFETY: both calls only read thread states, with or without the GIL.
     let (current, own) = unsafe {
@@ -91,6 +92,15 @@ fn this_thread_holds_the_gil() -> bool {
         )
     };
     !current.is_null() && current == own
+}
+
+/// Under the limited API (abi3) the current thread state cannot be read without a fatal
+/// error when there is none (`PyThreadState_Get`), and `PyGILState_Check` may answer yes for
+/// a thread without the GIL (when sub-interpreters exist): the owner always takes the slower,
+/// always correct path through [`Python::try_attach`].
+#[cfg(Py_LIMITED_API)]
+fn this_thread_holds_the_gil() -> bool {
+    false
 }
 
 impl Drop for PyObjectOwner {

@@ -1,17 +1,140 @@
 //! The buffer protocol (PEP 3118), consumer side: any exporter of host memory (NumPy arrays
 //! of other types, `array.array`, `memoryview`, `bytearray`, ...) read as a validated view,
 //! without negotiation and without allocating beyond the `Py_buffer` itself.
+//!
+//! The buffer protocol's C API is in the limited API (abi3) only from Python 3.11. A build
+//! for an older abi3 level (`pyo3/abi3-py39`, `abi3-py310`) declares the few functions and
+//! the `Py_buffer` struct itself (their signatures and layout have not changed since Python
+//! 3.3, and are the stable ABI's from 3.11) and calls them only when the running interpreter
+//! is 3.11 or later, where its stable ABI promises them; on 3.9 and 3.10 an object that
+//! exports a buffer (one `memoryview` accepts) is refused with a `TypeError` that says so,
+//! never read another way. On Windows such a build never calls them (`python3.dll` before
+//! 3.11 does not export them): build for `abi3-py311` to read buffers there.
 
 use std::ffi::CStr;
 
 use dlbridge::ffi::DLTensor;
 use dlbridge::{Device, TensorView, Writability};
-use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::formats::dtype_of_buffer_format;
 use super::strides::{ElementStrides, HOST_MAX_NDIM};
 use crate::errors::argument_error;
+
+/// The buffer protocol's C API: PyO3's declarations wherever the API has it.
+#[cfg(not(all(Py_LIMITED_API, not(Py_3_11))))]
+mod ffi {
+    pub(super) use pyo3::ffi::{
+        PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer, Py_buffer,
+    };
+}
+
+/// The buffer protocol's C API in a build for the limited API before Python 3.11, which
+/// leaves it out: declared here, and called only when [`ffi::available`] says so (see the
+/// module docs).
+#[cfg(all(Py_LIMITED_API, not(Py_3_11)))]
+#[allow(non_snake_case, non_camel_case_types, non_upper_case_globals)]
+mod ffi {
+    use std::ffi::{c_char, c_int, c_void};
+
+    pub(super) use pyo3::ffi::{PyObject, Py_ssize_t};
+    use pyo3::Python;
+
+    /// `Py_buffer`, as CPython has laid it out since 3.3 (the stable ABI's from 3.11).
+    #[repr(C)]
+    pub(super) struct Py_buffer {
+        pub(super) buf: *mut c_void,
+        pub(super) obj: *mut PyObject,
+        pub(super) len: Py_ssize_t,
+        pub(super) itemsize: Py_ssize_t,
+        pub(super) readonly: c_int,
+        pub(super) ndim: c_int,
+        pub(super) format: *mut c_char,
+        pub(super) shape: *mut Py_ssize_t,
+        pub(super) strides: *mut Py_ssize_t,
+        pub(super) suboffsets: *mut Py_ssize_t,
+        pub(super) internal: *mut c_void,
+    }
+
+    /// `PyBUF_RECORDS_RO`: strides and format, read-only allowed.
+    pub(super) const PyBUF_RECORDS_RO: c_int = 0x0010 | 0x0008 | 0x0004;
+
+    #[cfg(not(windows))]
+    unsafe extern "C" {
+        pub(super) fn PyObject_CheckBuffer(obj: *mut PyObject) -> c_int;
+        pub(super) fn PyObject_GetBuffer(
+            obj: *mut PyObject,
+            view: *mut Py_buffer,
+            flags: c_int,
+        ) -> c_int;
+        pub(super) fn PyBuffer_Release(view: *mut Py_buffer);
+    }
+
+    /// Never called: [`available`] is false on Windows in this build.
+    #[cfg(windows)]
+    pub(super) unsafe fn PyObject_CheckBuffer(_obj: *mut PyObject) -> c_int {
+        0
+    }
+
+    /// Never called: [`available`] is false on Windows in this build.
+    #[cfg(windows)]
+    pub(super) unsafe fn PyObject_GetBuffer(
+        _obj: *mut PyObject,
+        _view: *mut Py_buffer,
+        _flags: c_int,
+    ) -> c_int {
+        -1
+    }
+
+    /// Never called: [`available`] is false on Windows in this build.
+    #[cfg(windows)]
+    pub(super) unsafe fn PyBuffer_Release(_view: *mut Py_buffer) {}
+
+    /// Whether the running interpreter's stable ABI has the functions: Python 3.11 or later
+    /// (and not on Windows, see the module docs).
+    pub(super) fn available(py: Python<'_>) -> bool {
+        #[cfg(windows)]
+        {
+            let _ = py;
+            false
+        }
+        #[cfg(not(windows))]
+        {
+            static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+            *AVAILABLE.get_or_init(|| py.version_info() >= (3, 11))
+        }
+    }
+}
+
+/// The refusal of an object whose buffer this build cannot read on this interpreter (see the
+/// module docs); `None` when it exports no buffer (DLPack is tried next, as always).
+#[cfg(all(Py_LIMITED_API, not(Py_3_11)))]
+#[cold]
+fn refusal_without_buffer_api(object: &Bound<'_, PyAny>) -> Option<PyErr> {
+    let py = object.py();
+    match pyo3::types::PyMemoryView::from(object) {
+        Ok(view) => {
+            // Release the export now rather than when the view is collected.
+            drop(view.call_method0(pyo3::intern!(py, "release")));
+            let version = py.version_info();
+            Some(pyo3::exceptions::PyTypeError::new_err(format!(
+                "{} exports its memory through the buffer protocol, which this build of \
+                 dlbridge-pyo3 (for the limited API of Python before 3.11) reads only on \
+                 Python 3.11 or later, where the buffer protocol is in the stable ABI{}; this \
+                 is Python {}.{}: use a build for this Python or for abi3-py311",
+                crate::errors::type_name(object),
+                if cfg!(windows) {
+                    " (and never on Windows)"
+                } else {
+                    ""
+                },
+                version.major,
+                version.minor,
+            )))
+        }
+        Err(_) => None,
+    }
+}
 
 /// A buffer-protocol export held for as long as a view of it is used, and released, with the
 /// GIL, when dropped. Boxed: some exporters point the buffer's fields at the buffer itself.
@@ -36,6 +159,13 @@ pub(crate) fn with_buffer_view<R>(
     object: &Bound<'_, PyAny>,
     use_view: impl FnOnce(&TensorView<'_>, Writability) -> PyResult<R>,
 ) -> PyResult<Option<(HeldBuffer, R)>> {
+    #[cfg(all(Py_LIMITED_API, not(Py_3_11)))]
+    if !ffi::available(object.py()) {
+        return match refusal_without_buffer_api(object) {
+            Some(refusal) => Err(refusal),
+            None => Ok(None),
+        };
+    }
     // SAFETY: a live object; the call only inspects its type.
     if unsafe { ffi::PyObject_CheckBuffer(object.as_ptr()) } != 1 {
         return Ok(None);

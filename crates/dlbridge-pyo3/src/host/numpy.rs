@@ -61,8 +61,18 @@ const WRITEABLE: c_int = 0x0400;
 /// Whether objects of `kind` are at least as large as the fields read here (a sanity check
 /// on the class found as `numpy.ndarray`).
 pub(crate) fn layout_fits(kind: &Bound<'_, PyType>) -> bool {
+    #[cfg(not(Py_LIMITED_API))]
     // SAFETY: a live type object; `tp_basicsize` is a plain field of every type.
     let basicsize = unsafe { (*kind.as_type_ptr()).tp_basicsize };
+    // The limited API (abi3) hides the type struct's fields: the same field, read as the
+    // type's `__basicsize__` attribute (asked once per process, by `crate::dispatch`).
+    #[cfg(Py_LIMITED_API)]
+    let Ok(basicsize) = kind
+        .getattr(pyo3::intern!(kind.py(), "__basicsize__"))
+        .and_then(|size| size.extract::<isize>())
+    else {
+        return false;
+    };
     usize::try_from(basicsize).is_ok_and(|size| size >= std::mem::size_of::<ArrayFields>())
 }
 

@@ -236,10 +236,8 @@ pub fn publish_dlpack_methods<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
         [
             method_def(
                 c"__dlpack__",
-                ffi::PyMethodDefPointer {
-                    PyCFunctionFastWithKeywords: dlpack_method::<T>,
-                },
-                ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+                dlpack_method_pointer::<T>(),
+                DLPACK_METHOD_FLAGS,
                 c"__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n\
                   Exports the tensor as a DLPack capsule: versioned when max_version's major is at \
                   least 1, legacy otherwise.",
@@ -341,6 +339,7 @@ fn keyword(py: Python<'_>, name: Borrowed<'_, '_, PyAny>) -> PyResult<Keyword> {
 /// (NULL or a tuple of strings), all borrowed for `'a`, as CPython's `METH_FASTCALL |
 /// METH_KEYWORDS` convention passes them.
 #[inline(always)]
+#[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
 unsafe fn parse_request<'a, 'py>(
     py: Python<'py>,
     args: *const *mut ffi::PyObject,
@@ -374,6 +373,70 @@ unsafe fn parse_request<'a, 'py>(
             2 => request.dl_device = Some(device_argument("dl_device", &value)?),
             _ => request.copy = Some(copy_flag(value)?),
         }
+    }
+    Ok(request)
+}
+
+/// Reads one keyword argument of `__dlpack__` into `request`, as [`parse_request`]'s loop
+/// does (which keeps its own copy, the vectorcall path being the measured one).
+#[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
+fn apply_keyword<'a, 'py>(
+    py: Python<'py>,
+    request: &mut ExportRequest<'a, 'py>,
+    name: Borrowed<'_, 'py, PyAny>,
+    value: Borrowed<'a, 'py, PyAny>,
+) -> PyResult<()> {
+    if value.is_none() {
+        // Every keyword defaults to None, but the name must still be a known one.
+        keyword(py, name)?;
+        return Ok(());
+    }
+    match keyword(py, name)? {
+        0 => request.stream = Some(value),
+        1 => request.max_version = Some(max_version(value)?),
+        2 => request.dl_device = Some(device_argument("dl_device", &value)?),
+        _ => request.copy = Some(copy_flag(value)?),
+    }
+    Ok(())
+}
+
+/// Reads the arguments of a `METH_VARARGS | METH_KEYWORDS` call to `__dlpack__` (the limited
+/// API before Python 3.10 has no `METH_FASTCALL`): the same checks, in the same order (a
+/// keyword dictionary keeps the order of the call), with the same errors as
+/// [`parse_request`].
+///
+/// # Safety
+///
+/// `args` is a tuple and `kwargs` NULL or a dictionary with string keys, both borrowed for
+/// `'a`, as CPython's `METH_VARARGS | METH_KEYWORDS` convention passes them.
+#[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
+unsafe fn parse_request_from_tuple<'a, 'py>(
+    py: Python<'py>,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+) -> PyResult<ExportRequest<'a, 'py>> {
+    // SAFETY: a tuple, by the contract.
+    let nargs = unsafe { ffi::PyTuple_Size(args) };
+    if nargs != 0 {
+        return Err(PyTypeError::new_err(format!(
+            "__dlpack__() takes no positional arguments ({nargs} given); its arguments are \
+             keyword-only"
+        )));
+    }
+    let mut request = ExportRequest::default();
+    if kwargs.is_null() {
+        return Ok(request);
+    }
+    let mut position: ffi::Py_ssize_t = 0;
+    let mut name: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: a dictionary, by the contract, not changed while it is iterated (nothing here
+    // runs code that could reach it); its keys and values are borrowed for `'a`.
+    while unsafe { ffi::PyDict_Next(kwargs, &mut position, &mut name, &mut value) } != 0 {
+        // SAFETY: live entries of the dictionary, borrowed as it is.
+        let (name, value) =
+            unsafe { (Borrowed::from_ptr(py, name), Borrowed::from_ptr(py, value)) };
+        apply_keyword(py, &mut request, name, value)?;
     }
     Ok(request)
 }
@@ -414,6 +477,7 @@ fn copy_flag(value: Borrowed<'_, '_, PyAny>) -> PyResult<bool> {
 /// CPython's calling convention: `object` is an instance of `T` (the descriptor checks it),
 /// `args` holds `nargs` positional values and one per name in `kwnames`, the thread is
 /// attached.
+#[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
 unsafe extern "C" fn dlpack_method<T: TensorClass>(
     object: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
@@ -433,6 +497,59 @@ unsafe extern "C" fn dlpack_method<T: TensorClass>(
     };
     // SAFETY: CPython calls methods with the thread attached.
     unsafe { trampoline::attached("__dlpack__", body) }
+}
+
+/// `__dlpack__` of `T`, a `METH_VARARGS | METH_KEYWORDS` method: the limited API (abi3)
+/// before Python 3.10 has no `METH_FASTCALL`.
+///
+/// # Safety
+///
+/// CPython's calling convention: `object` is an instance of `T` (the descriptor checks it),
+/// `args` a tuple of positional values, `kwargs` NULL or a dictionary of keyword values, the
+/// thread is attached.
+#[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
+unsafe extern "C" fn dlpack_method_from_tuple<T: TensorClass>(
+    object: *mut ffi::PyObject,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    let body = |py: Python<'_>| -> PyResult<*mut ffi::PyObject> {
+        // SAFETY: CPython passes the instance and the arguments by the tuple-and-dictionary
+        // convention.
+        let (instance, request) = unsafe {
+            (
+                instance::<T>(py, object, "self")?,
+                parse_request_from_tuple(py, args, kwargs)?,
+            )
+        };
+        let borrowed = instance.try_borrow()?;
+        Ok(export_capsule(py, borrowed.tensor(), &request)?.into_ptr())
+    };
+    // SAFETY: CPython calls methods with the thread attached.
+    unsafe { trampoline::attached("__dlpack__", body) }
+}
+
+/// The calling convention of `__dlpack__`: vectorcall wherever the API has it.
+#[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
+const DLPACK_METHOD_FLAGS: c_int = ffi::METH_FASTCALL | ffi::METH_KEYWORDS;
+/// The calling convention of `__dlpack__`: an argument tuple and a keyword dictionary in the
+/// limited API before Python 3.10.
+#[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
+const DLPACK_METHOD_FLAGS: c_int = ffi::METH_VARARGS | ffi::METH_KEYWORDS;
+
+/// The C function of `T`'s `__dlpack__`, for [`DLPACK_METHOD_FLAGS`].
+#[cfg(any(Py_3_10, not(Py_LIMITED_API)))]
+fn dlpack_method_pointer<T: TensorClass>() -> ffi::PyMethodDefPointer {
+    ffi::PyMethodDefPointer {
+        PyCFunctionFastWithKeywords: dlpack_method::<T>,
+    }
+}
+/// The C function of `T`'s `__dlpack__`, for [`DLPACK_METHOD_FLAGS`].
+#[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
+fn dlpack_method_pointer<T: TensorClass>() -> ffi::PyMethodDefPointer {
+    ffi::PyMethodDefPointer {
+        PyCFunctionWithKeywords: dlpack_method_from_tuple::<T>,
+    }
 }
 
 /// `__dlpack_device__` of `T`, a `METH_NOARGS` method.
