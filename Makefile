@@ -100,14 +100,18 @@ rust-test:
 package-check:
 	CARGO="$(CARGO)" bash scripts/package-check.sh
 
-## The unsafe core under Miri (skipped with a note where the nightly Miri component is missing).
+## The unsafe core under Miri (skipped with a note where the nightly Miri component is missing),
+## on this machine's target and on 32-bit i686 (Miri builds that target's std itself: the core's
+## layouts and arithmetic on 4-byte pointers, without an installed i686 toolchain).
 miri:
 	@$(CARGO) +nightly miri --version >/dev/null 2>&1 || \
 		rustup component add --toolchain nightly miri >/dev/null 2>&1 || true
 	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 		MIRIFLAGS="-Zmiri-strict-provenance" $(CARGO) +nightly miri test -p dlbridge --all-features && \
 		MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-tree-borrows" \
-			$(CARGO) +nightly miri test -p dlbridge --all-features; \
+			$(CARGO) +nightly miri test -p dlbridge --all-features && \
+		MIRIFLAGS="-Zmiri-strict-provenance" \
+			$(CARGO) +nightly miri test -p dlbridge --all-features --target i686-unknown-linux-gnu; \
 	else \
 		echo "miri: not installed (rustup +nightly component add miri); skipped"; \
 	fi
