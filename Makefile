@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test wheels test-wheels wheels-quick lint free-threaded-check rust-test miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test example-build bench-python bench-peers
+.PHONY: tour test wheels test-wheels wheels-quick lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test stubtest example-build bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -19,8 +19,9 @@ tour: python-build example-build
 
 ## Every test: formatting, lints, the free-threaded (3.14t) type check, unit/integration/doc
 ## tests (with the ABI check against the real dlpack.h, fetched from the apache-tvm-ffi
-## wheel), Miri where it is installed, the Python suite against real frameworks, and the
-## quick form of the release wheels' test (wheels-quick).
+## wheel), the published crates as packaged (scripts/package-check.sh), Miri where it is
+## installed, the Python suite against real frameworks, and the quick form of the release
+## wheels' test (wheels-quick).
 test: lint free-threaded-check rust-test miri sanitize fuzz-smoke python-test wheels-quick
 
 ## The release: manylinux2014 wheels into target/wheels (x86_64, and aarch64 cross-built by
@@ -48,11 +49,14 @@ wheels-quick:
 	bash scripts/test-wheels.sh --quick
 
 ## A local virtual environment with the test dependencies (re-installed when the list changes).
+## A framework without wheels for this platform or Python is left out by its environment
+## marker, with a note, and its tests are skipped; under CI on Linux x86_64 that is an error.
 venv: $(VENV)/.installed
 $(VENV)/.installed: python/requirements-test.txt
 	test -x $(PYTHON) || python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
 	$(PYTHON) -m pip install --quiet -r python/requirements-test.txt
+	$(PYTHON) scripts/requirements-notes.py python/requirements-test.txt
 	touch $@
 
 ## The extension module, built in release mode into the virtual environment, with the test
@@ -69,20 +73,30 @@ example-build: venv
 
 ## Under CI every framework must be there: a test file skipped for a missing one fails, and
 ## so does a test that needs the test kernels in a build without them (python/tests/_kernels.py).
-python-test: python-build example-build
+python-test: python-build example-build stubtest
 	PYTHON=$(PYTHON) PYTHON_TESTS_STRICT=$(if $(filter true,$(CI)),1,0) \
 		bash scripts/python-tests.sh
 
+## The type stubs (python/dlbridge/__init__.pyi) against the built extension: mypy's stubtest,
+## pinned in python/requirements-test.txt, configured by pyproject.toml's [tool.mypy]. Its
+## allowlist holds only what stubtest cannot understand, each entry with its reason. The
+## private extension module `dlbridge._dlbridge` has no stub of its own (the package's stub
+## types what it re-exports), so its test-only submodule `_testing` is not checked, with or
+## without the feature `testing`.
+stubtest: python-build
+	$(PYTHON) -m mypy.stubtest --mypy-config-file pyproject.toml \
+		--allowlist python/stubtest-allowlist.txt dlbridge
+
 ## Formatting and lints: rustfmt, the import rules (no cycle in any crate or Python package,
-## the layers of dlbridge-pyo3: scripts/module-layers.py), clippy on every feature and then on
-## the extension module as its wheels build it (without the feature `testing`), which must be
-## warning-free too; ruff (format, then lints; its configuration is pyproject.toml's
-## [tool.ruff]) for the Python code.
+## the layers of dlbridge-pyo3: scripts/module-layers.py), clippy on every feature (but
+## `abi3`: WORKSPACE_FEATURES) and then on the extension module as its wheels build it
+## (without the feature `testing`), which must be warning-free too; ruff (format, then lints;
+## its configuration is pyproject.toml's [tool.ruff]) for the Python code.
 PYTHON_SOURCES := python benches scripts examples
 lint: venv
 	$(CARGO) fmt --all -- --check
 	python3 scripts/module-layers.py
-	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
+	$(CARGO) clippy --workspace --all-targets $(WORKSPACE_FEATURES) -- -D warnings
 	$(CARGO) clippy -p dlbridge-python --all-targets -- -D warnings
 	$(VENV)/bin/ruff format --check $(PYTHON_SOURCES)
 	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
@@ -94,17 +108,36 @@ lint: venv
 free-threaded-check:
 	CARGO="$(CARGO)" bash scripts/free-threaded-check.sh
 
-rust-test:
-	$(CARGO) test --workspace --all-features
+## Every feature of the workspace but dlbridge-python's `abi3`, which would switch PyO3 (and
+## so every crate of the build) to the limited API: the default build is the one tested and
+## linted here, the abi3 builds by scripts/abi3-check.sh.
+WORKSPACE_FEATURES := --features dlbridge/ndarray,dlbridge-python/testing
 
-## The unsafe core under Miri (skipped with a note where the nightly Miri component is missing).
+## Unit, integration and doc tests; the limited-API (abi3) builds (scripts/abi3-check.sh:
+## dlbridge-pyo3's tests and clippy under pyo3/abi3-py39, `cargo check` of the extension
+## module's feature `abi3`); then the published crates as crates.io would get them
+## (scripts/package-check.sh: `cargo publish --dry-run` of dlbridge and dlbridge-pyo3, and the
+## doc tests of each unpacked package, which must need no file outside it; the MSRV check).
+rust-test:
+	$(CARGO) test --workspace $(WORKSPACE_FEATURES)
+	CARGO="$(CARGO)" bash scripts/abi3-check.sh
+	CARGO="$(CARGO)" bash scripts/package-check.sh
+
+package-check:
+	CARGO="$(CARGO)" bash scripts/package-check.sh
+
+## The unsafe core under Miri (skipped with a note where the nightly Miri component is missing),
+## on this machine's target and on 32-bit i686 (Miri builds that target's std itself: the core's
+## layouts and arithmetic on 4-byte pointers, without an installed i686 toolchain).
 miri:
 	@$(CARGO) +nightly miri --version >/dev/null 2>&1 || \
 		rustup component add --toolchain nightly miri >/dev/null 2>&1 || true
 	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 		MIRIFLAGS="-Zmiri-strict-provenance" $(CARGO) +nightly miri test -p dlbridge --all-features && \
 		MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-tree-borrows" \
-			$(CARGO) +nightly miri test -p dlbridge --all-features; \
+			$(CARGO) +nightly miri test -p dlbridge --all-features && \
+		MIRIFLAGS="-Zmiri-strict-provenance" \
+			$(CARGO) +nightly miri test -p dlbridge --all-features --target i686-unknown-linux-gnu; \
 	else \
 		echo "miri: not installed (rustup +nightly component add miri); skipped"; \
 	fi
@@ -171,4 +204,4 @@ bench-peers: venv
 	PYTHON=$(PYTHON) bash benches/peers/torch_floor/build.sh
 
 doc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --all-features --no-deps
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace $(WORKSPACE_FEATURES) --no-deps

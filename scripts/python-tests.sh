@@ -8,7 +8,8 @@
 # Python process, because some frameworks cannot share one (importing TensorFlow and then
 # PaddlePaddle crashes the interpreter); the files directly under python/tests
 # (protocol, bad input, exchange API, kernel arguments, the matmul example, leaks, threads,
-# one semantics on every path, autograd, aliasing, the catalogue, the import rules) share one
+# one semantics on every path, autograd, aliasing, the catalogue, the import rules, the
+# installed package: version, command line, what works without NumPy) share one
 # more process. A run fails when pytest fails, when its report counts a failure (whatever the
 # exit status: a sanitizer runtime may rewrite it), when it collects no tests (exit code 5),
 # when the process crashes or times out, or when it leaves no report. The last line printed is the sum over
@@ -16,9 +17,12 @@
 #
 # A file skipped as a whole (pytest.importorskip of a framework that is not installed; pytest
 # then exits with 5 but reports the skip) is listed as SKIPPED and does not fail the run,
-# unless PYTHON_TESTS_STRICT=1. A test that needs the test kernels (`dlbridge._dlbridge._testing`,
-# built with the cargo feature `testing`: `make python-build`) skips where they are missing,
-# and fails instead with PYTHON_TESTS_STRICT=1 or CI=true (python/tests/_kernels.py).
+# unless PYTHON_TESTS_STRICT=1; a file skipped because its framework has no wheel for this
+# platform or Python (python/tests/_frameworks.py) is SKIPPED even then, with the reason,
+# except on Linux x86_64, where every framework has wheels. A test that needs the test
+# kernels (`dlbridge._dlbridge._testing`, built with the cargo feature `testing`: `make
+# python-build`) skips where they are missing, and fails instead with PYTHON_TESTS_STRICT=1
+# or CI=true (python/tests/_kernels.py).
 #
 # Environment: PYTHON (default: .venv/bin/python at the repository root), RUN_TIMEOUT
 # (seconds per process, default 1200), PYTHON_TESTS_STRICT (1: a skipped file fails),
@@ -42,13 +46,19 @@ REPORTS="$(mktemp -d "${TMPDIR:-/tmp}/dlbridge-pytest.XXXXXX")"
 trap 'rm -rf "$REPORTS"' EXIT
 
 # name|files (space-separated, relative to python/tests)
-RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py"
+RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py"
       "check|test_check.py")
 for file in "$TESTS"/interop/test_*.py; do
     [[ -e "$file" ]] || continue
     name="$(basename "$file" .py)"
     RUNS+=("${name#test_}|interop/$(basename "$file")")
 done
+
+# Every framework has wheels for Linux x86_64: there, a strict run skips none.
+LINUX_X86_64=0
+if [[ "$(uname -s)" == Linux && "$(uname -m)" == x86_64 ]]; then
+    LINUX_X86_64=1
+fi
 
 TIMEOUT_CMD=()
 if command -v timeout >/dev/null 2>&1; then
@@ -71,15 +81,17 @@ for run in "${RUNS[@]}"; do
     (cd "$ROOT" && "${TIMEOUT_CMD[@]}" "$PYTHON" -m pytest -q --junitxml="$xml" "${paths[@]}" "$@")
     rc=$?
 
-    # passed failed skipped, from the JUnit report (missing report: -1).
-    read -r passed failed skipped < <("$PYTHON" - "$xml" <<'PY'
+    # passed failed skipped, from the JUnit report (missing report: -1); then whether every
+    # skip is for a framework without wheels here (python/tests/_frameworks.py) and the
+    # first skip's reason.
+    read -r passed failed skipped nowheel reason < <("$PYTHON" - "$xml" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 
 try:
     root = ET.parse(sys.argv[1]).getroot()
 except (OSError, ET.ParseError):
-    print(-1, -1, -1)
+    print(-1, -1, -1, 0)
     raise SystemExit(0)
 suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
 tests = failed = skipped = 0
@@ -87,7 +99,17 @@ for suite in suites:
     tests += int(suite.get("tests", 0))
     failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
     skipped += int(suite.get("skipped", 0))
-print(tests - failed - skipped, failed, skipped)
+# A skip at collection keeps its reason in the element's text ("... 'Skipped: REASON')").
+reasons = []
+for element in root.iter("skipped"):
+    text = element.text or ""
+    reason = text.split("Skipped: ", 1)[1] if "Skipped: " in text else ""
+    if reason[-2:] in ("')", '")'):
+        reason = reason[:-2]
+    reasons.append(reason or element.get("message", ""))
+nowheel = int(bool(reasons) and all("no wheel for this platform" in r for r in reasons))
+first = " ".join(reasons[0].split()) if reasons else ""
+print(tests - failed - skipped, failed, skipped, nowheel, first)
 PY
     )
 
@@ -98,10 +120,16 @@ PY
         failed=1
         skipped=0
         status="no report (exit code $rc)"
+    elif [[ $rc -eq 5 && $skipped -gt 0 && $failed -eq 0 && $nowheel -eq 1 \
+            && ( "$STRICT" != "1" || "$LINUX_X86_64" != "1" ) ]]; then
+        # The framework has no wheel for this platform or Python, so the requirements leave
+        # it out (their environment markers). Reported, not failed, even where strict, except
+        # on Linux x86_64 where every framework has wheels.
+        status="SKIPPED: $reason"
     elif [[ $rc -eq 5 && $skipped -gt 0 && $failed -eq 0 && "$STRICT" != "1" ]]; then
         # The whole file was skipped at import (pytest.importorskip: the framework is not
         # installed). Reported, not failed, unless PYTHON_TESTS_STRICT=1.
-        status="SKIPPED: whole file skipped (framework not installed?)"
+        status="SKIPPED: ${reason:-whole file skipped (framework not installed?)}"
     elif [[ $rc -eq 5 ]]; then
         status="no tests collected (exit code 5)"
         failed=$((failed > 0 ? failed : 1))

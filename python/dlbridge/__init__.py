@@ -9,6 +9,11 @@ TensorFlow, PaddlePaddle, CuPy, Arrow, TVM):
 ((2, 3), 'float32', (1, 0))
 >>> np.from_dlpack(t).sum()
 np.float32(15.0)
+
+Nothing beyond the standard library is needed to import dlbridge and exchange tensors (a
+`bytearray`, `memoryview` or `array.array` is imported through the buffer protocol); the
+conformance checker, `dlbridge check`, needs NumPy: `pip install "dlbridge[check]"`.
+`dlbridge.__version__` is the version of the installed extension module.
 """
 
 from ._dlbridge import (
@@ -23,6 +28,7 @@ from ._dlbridge import (
     from_dlpack,
     zeros,
 )
+from ._dlbridge import __version__ as __version__
 
 __all__ = [
     "DLPACK_VERSION",

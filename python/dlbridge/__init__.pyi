@@ -1,29 +1,53 @@
-"""Type stubs for dlbridge."""
+"""Type stubs for dlbridge (checked against the built extension by `make stubtest`)."""
 
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar, final
+
+__all__ = [
+    "DLPACK_VERSION",
+    "FLAG_IS_COPIED",
+    "FLAG_IS_SUBBYTE_TYPE_PADDED",
+    "FLAG_READ_ONLY",
+    "Tensor",
+    "arange",
+    "empty",
+    "explain",
+    "from_dlpack",
+    "zeros",
+]
+
+__version__: str
 
 DLPACK_VERSION: tuple[int, int]
 FLAG_READ_ONLY: int
 FLAG_IS_COPIED: int
 FLAG_IS_SUBBYTE_TYPE_PADDED: int
 
-Device = tuple[int, int]
-Shape = int | Sequence[int]
+# Type aliases of the stubs only (private: the module has no such names at run time).
+_Device = tuple[int, int]
+_Shape = int | Sequence[int]
 
+@final
 class Tensor:
     """A tensor held by dlbridge, imported zero-copy from any DLPack producer or created in
     Rust memory."""
+
+    __dlpack_c_exchange_api__: ClassVar[Any]
+    """DLPack 1.3's C exchange table of the type: a PyCapsule named `dlpack_exchange_api`."""
+    __dlbridge_writability__: ClassVar[Any]
+    """dlbridge's writability hook for other dlbridge-pyo3 modules: a PyCapsule named
+    `dlbridge_writability_v1`."""
 
     def __dlpack__(
         self,
         *,
         stream: Any | None = None,
         max_version: tuple[int, int] | None = None,
-        dl_device: Device | None = None,
+        dl_device: _Device | None = None,
         copy: bool | None = None,
     ) -> Any: ...
-    def __dlpack_device__(self) -> Device: ...
+    def __dlpack_device__(self) -> _Device: ...
     @property
     def shape(self) -> tuple[int, ...]: ...
     @property
@@ -31,7 +55,7 @@ class Tensor:
     @property
     def dtype(self) -> str: ...
     @property
-    def device(self) -> Device: ...
+    def device(self) -> _Device: ...
     @property
     def readonly(self) -> bool:
         """Flagged READ_ONLY, or imported from a legacy capsule (which cannot say that its
@@ -49,13 +73,19 @@ class Tensor:
     @property
     def flags(self) -> int: ...
     def copy(self) -> Tensor: ...
-    def __buffer__(self, flags: int, /) -> memoryview: ...
+    if sys.version_info >= (3, 12):
+        # The buffer protocol (PEP 688): a Python-level method from 3.12 on.
+        def __buffer__(self, flags: int, /) -> memoryview: ...
 
-def from_dlpack(x: Any, /, *, device: Device | None = None, copy: bool | None = None) -> Tensor: ...
-def empty(shape: Shape, dtype: str = "float32") -> Tensor: ...
-def zeros(shape: Shape, dtype: str = "float32") -> Tensor: ...
+def from_dlpack(
+    x: Any, /, *, device: _Device | None = None, copy: bool | None = None
+) -> Tensor: ...
+def empty(shape: _Shape, dtype: str = "float32") -> Tensor: ...
+def zeros(shape: _Shape, dtype: str = "float32") -> Tensor: ...
 def arange(n: int, dtype: str = "int64") -> Tensor: ...
-def explain(x: Any, /, *, device: Device | None = None, copy: bool | None = None) -> dict[str, Any]:
+def explain(
+    x: Any, /, *, device: _Device | None = None, copy: bool | None = None
+) -> dict[str, Any]:
     """What dlbridge does with `x`: `type`; `import`, what `from_dlpack(x, device=device,
     copy=copy)` does (done for real, released at once): `path`, `negotiation`, `copied`,
     `copied_by`, `version`, `dtype`, `shape`, `strides`, `device`, `read_only`; `argument` and

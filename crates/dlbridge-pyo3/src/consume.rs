@@ -19,7 +19,12 @@ use crate::exchange::exchange_api_enabled;
 use crate::host::numpy;
 
 /// What a consumer asks of a producer.
+///
+/// `#[non_exhaustive]`: the protocol's keywords grow with its versions, so options are built
+/// from [`ImportOptions::default()`] with the `with_` methods (or by assigning fields):
+/// `ImportOptions::default().with_copy(Some(true))`.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ImportOptions<'py> {
     /// The device the tensor must be on (`dl_device`); `None` accepts the producer's.
     pub device: Option<Device>,
@@ -28,6 +33,29 @@ pub struct ImportOptions<'py> {
     pub copy: Option<bool>,
     /// The consumer's stream, passed on as `stream=`; `None` passes nothing.
     pub stream: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> ImportOptions<'py> {
+    /// These options with [`device`](Self::device) set.
+    #[inline]
+    pub fn with_device(mut self, device: Option<Device>) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// These options with [`copy`](Self::copy) set.
+    #[inline]
+    pub fn with_copy(mut self, copy: Option<bool>) -> Self {
+        self.copy = copy;
+        self
+    }
+
+    /// These options with [`stream`](Self::stream) set.
+    #[inline]
+    pub fn with_stream(mut self, stream: Option<Bound<'py, PyAny>>) -> Self {
+        self.stream = stream;
+        self
+    }
 }
 
 /// Imports a tensor from any DLPack producer, or from a raw `dltensor` / `dltensor_versioned`
@@ -99,7 +127,7 @@ pub fn from_dlpack(
 ///     // A legacy capsule handed over directly, imported with copy=True.
 ///     let legacy = Export::new(vec![1.0f32, 2.0, 3.0], &[3]).into_legacy().map_err(to_py_err)?;
 ///     let capsule = into_capsule(py, legacy)?;
-///     let options = ImportOptions { copy: Some(true), ..ImportOptions::default() };
+///     let options = ImportOptions::default().with_copy(Some(true));
 ///     let (tensor, report): (ManagedTensor, _) = from_dlpack_explained(capsule.as_any(), &options)?;
 ///     assert_eq!(report.path, ImportPath::Capsule);
 ///     assert_eq!(report.version, None, "a legacy tensor has no version");

@@ -23,6 +23,19 @@
 //! [maturin](https://www.maturin.rs) (`maturin develop`); `examples/matmul` in the repository is
 //! a complete extension, built and tested against NumPy, PyTorch and JAX.
 //!
+//! ### abi3 wheels and 64-bit targets
+//!
+//! The crate builds for PyO3's stable ABI (`pyo3/abi3-py39` and up) as well as for one
+//! interpreter, with the same acceptances, refusals and messages; below the level that has a
+//! fast path in its limited API it takes a slower, equivalent one (a tuple call before 3.12,
+//! a `METH_VARARGS` `__dlpack__` before 3.10, the GIL always taken to drop a
+//! [`PyObjectOwner`]). One difference remains: the buffer protocol (`bytearray`,
+//! `memoryview`, `array.array`, ...) is in the limited API only from Python 3.11, so a build
+//! for `abi3-py39` or `abi3-py310` reads buffers only when it runs on 3.11 or later (never on
+//! Windows); on 3.9 and 3.10 such an argument is refused with a `TypeError` that says why.
+//! Build for `abi3-py311` to read buffers everywhere. The crate needs a 64-bit target (a
+//! 32-bit one is a compile error saying why); the core crate `dlbridge` supports both.
+//!
 //! ## A complete module
 //!
 //! Four kernels: one that reads, one that writes in place, one that returns a new tensor in
@@ -268,3 +281,8 @@ pub use produce::publish_dlpack;
 pub use produce::returning::{return_like, IntoTensor, TensorProducer};
 pub use pyo3;
 pub use writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
+
+/// The crate's README (its crates.io page), whose example is compiled as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

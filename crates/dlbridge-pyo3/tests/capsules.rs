@@ -208,18 +208,12 @@ class NotACapsule:
         assert!(error.is_instance_of::<PyTypeError>(py), "{error}");
         // Asking for a device the producer is not on, from an old producer: BufferError.
         let old = make("Old");
-        let options = ImportOptions {
-            device: Some(Device::new(DeviceType::CUDA, 0)),
-            ..ImportOptions::default()
-        };
+        let options = ImportOptions::default().with_device(Some(Device::new(DeviceType::CUDA, 0)));
         let error = from_dlpack(&old, &options).unwrap_err();
         assert!(error.is_instance_of::<PyBufferError>(py), "{error}");
         // copy=True from an old producer: copied here, flagged IS_COPIED.
         let old = make("Old");
-        let options = ImportOptions {
-            copy: Some(true),
-            ..ImportOptions::default()
-        };
+        let options = ImportOptions::default().with_copy(Some(true));
         let copy = from_dlpack(&old, &options).unwrap();
         assert!(copy.view().flags().is_copied());
     });
@@ -266,10 +260,7 @@ class Pinned:
             let capsule = into_capsule(py, counted_tensor(&drops, legacy)).unwrap();
             module.getattr(class).unwrap().call1((capsule,)).unwrap()
         };
-        let copy = ImportOptions {
-            copy: Some(true),
-            ..ImportOptions::default()
-        };
+        let copy = ImportOptions::default().with_copy(Some(true));
 
         // An old producer: both retries, a legacy tensor (read-only), and for copy=True the
         // copy is dlbridge's.
@@ -292,10 +283,7 @@ class Pinned:
         assert!(!report.read_only && copied.view().flags().is_copied());
 
         // The device of `__dlpack_device__` wins, and host memory is seen as the CPU asked for.
-        let cpu = ImportOptions {
-            device: Some(Device::CPU),
-            ..ImportOptions::default()
-        };
+        let cpu = ImportOptions::default().with_device(Some(Device::CPU));
         let (pinned, report) = from_dlpack_explained(&make("Pinned", false), &cpu).unwrap();
         assert_eq!(report.path, ImportPath::DlpackVersioned);
         assert_eq!(

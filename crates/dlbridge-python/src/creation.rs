@@ -26,11 +26,7 @@ pub(crate) fn from_dlpack(
         Some(device) => Some(device_argument("device", device)?),
         None => None,
     };
-    let options = ImportOptions {
-        device,
-        copy,
-        stream: None,
-    };
+    let options = ImportOptions::default().with_device(device).with_copy(copy);
     Ok(Tensor::new(import(x, &options)?))
 }
 
@@ -43,11 +39,7 @@ pub(crate) fn import_options<'py>(
         Some(device) => Some(device_argument("device", device)?),
         None => None,
     };
-    Ok(ImportOptions {
-        device,
-        copy,
-        stream: None,
-    })
+    Ok(ImportOptions::default().with_device(device).with_copy(copy))
 }
 
 /// Reads a shape argument: an int or a sequence of non-negative ints.

@@ -29,6 +29,9 @@ pub use tensor::Tensor;
 /// (`gil_used = false`): its state is dlbridge-pyo3's, which is safe without it.
 #[pymodule(gil_used = false)]
 fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The crate's version, which maturin also gives the package: right in every build,
+    // `maturin develop` and editable installs included, whatever metadata is installed.
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_class::<Tensor>()?;
     publish_dlpack::<Tensor>(module.py())?;
     module.add_function(wrap_pyfunction!(tensor::_exchange_api_exports, module)?)?;

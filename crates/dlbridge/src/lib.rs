@@ -32,6 +32,7 @@
 //! assert_eq!(view.elements::<f32>()?.get(&[1, 0]), Some(&4.0));
 //! # Ok::<(), dlbridge::Error>(())
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -74,7 +75,9 @@ pub use managed::{ManagedTensor, RawManagedTensor};
 pub use version::Version;
 pub use view::TensorView;
 
-/// The README's examples, compiled and run as doc tests.
+/// The crate's README (its crates.io page), whose examples are compiled and run as doc tests.
+/// The repository's README shows the same quick start: `tests/readme_quick_start.rs` keeps
+/// the two equal.
 #[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

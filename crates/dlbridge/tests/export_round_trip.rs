@@ -261,7 +261,8 @@ fn read_only_exports() {
 fn device_memory_is_described_but_never_read() {
     // A pretend CUDA allocation: the owner is a handle, the address is never dereferenced.
     struct DeviceBuffer(usize);
-    let handle = DeviceBuffer(0x7f00_0000_0000);
+    // An address high in the address space of 64-bit and of 32-bit targets.
+    let handle = DeviceBuffer(usize::MAX / 2 - 0xfff);
     let data = std::ptr::without_provenance_mut(handle.0);
     // SAFETY: consumers are told the data is on CUDA:0; nothing here dereferences it.
     let tensor = unsafe {

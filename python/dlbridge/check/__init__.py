@@ -22,9 +22,29 @@ Modules, each importing only modules listed before it:
 - `matrix`: the interop matrix;
 - `report`: text, Markdown, JSON;
 - `worker`: the subprocess side; `cli`: orchestration.
+
+The checker builds its tensors with NumPy, which dlbridge itself does not need: it comes with
+the extra `check` (`pip install "dlbridge[check]"`). Without it, importing this package raises
+`ModuleNotFoundError` (for the module `numpy`) saying so.
 """
 
-from .cli import main, run
-from .rules import MUST, RULES, SHOULD, Rule
+
+def _require_numpy() -> None:
+    """Raises ModuleNotFoundError naming the extra `check` where NumPy is missing."""
+    try:
+        import numpy as np  # noqa: F401 (only whether it is there)
+    except ImportError as missing:
+        raise ModuleNotFoundError(
+            "the DLPack conformance checker needs NumPy, which is not installed: "
+            'pip install "dlbridge[check]"',
+            name="numpy",
+        ) from missing
+
+
+_require_numpy()
+
+# After the check above, so that a missing NumPy is reported as such.
+from .cli import main, run  # noqa: E402
+from .rules import MUST, RULES, SHOULD, Rule  # noqa: E402
 
 __all__ = ["MUST", "RULES", "SHOULD", "Rule", "main", "run"]

@@ -27,7 +27,9 @@ import gc
 import numpy as np
 import pytest
 
-paddle = pytest.importorskip("paddle")
+from _frameworks import import_framework
+
+paddle = import_framework("paddle", "paddlepaddle")
 
 import dlbridge
 from _helpers import (

@@ -28,7 +28,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
 import pytest
 
-tf = pytest.importorskip("tensorflow")
+from _frameworks import import_framework
+
+tf = import_framework("tensorflow", "tensorflow-cpu")
 
 import dlbridge
 from _helpers import (

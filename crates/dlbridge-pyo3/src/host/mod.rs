@@ -13,8 +13,11 @@ pub(crate) mod numpy;
 pub(crate) mod buffer;
 
 // NumPy's `npy_intp` and Python's `Py_ssize_t` are `isize`; the descriptors built here point
-// DLPack's `int64_t` shape at them directly, which needs them to be 64 bits wide.
-const _: () = assert!(
-    std::mem::size_of::<isize>() == std::mem::size_of::<i64>(),
-    "dlbridge-pyo3 needs a 64-bit target: DLPack's shapes are int64_t, host extents are isize"
+// DLPack's `int64_t` shape at them directly (no allocation, no copy), which needs them to be
+// 64 bits wide. On a 32-bit target they are not: refused at compile time, with the reason.
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!(
+    "dlbridge-pyo3 supports 64-bit targets only: it points DLPack's int64_t shapes directly at \
+     NumPy's npy_intp and Python's Py_ssize_t extents, which are 32 bits wide on this target \
+     (the core crate `dlbridge` supports 32-bit targets)"
 );

@@ -37,11 +37,9 @@ use crate::trampoline;
 ///     let tensor = Export::new(vec![1u8, 2, 3], &[3]).into_versioned().map_err(to_py_err)?;
 ///     let tensor = Arc::new(tensor);
 ///     // `__dlpack__(max_version=(1, 3), copy=True)`
-///     let request = ExportRequest {
-///         max_version: Some((1, 3)),
-///         copy: Some(true),
-///         ..Default::default()
-///     };
+///     let request = ExportRequest::default()
+///         .with_max_version(Some((1, 3)))
+///         .with_copy(Some(true));
 ///     let copy = from_capsule(export_capsule(py, &tensor, &request)?.as_any())?;
 ///     assert!(copy.view().flags().is_copied());
 ///     assert_ne!(copy.view().data_ptr(), tensor.view().data_ptr());
@@ -50,6 +48,7 @@ use crate::trampoline;
 /// # .unwrap();
 /// ```
 #[derive(Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct ExportRequest<'a, 'py> {
     /// `stream`: must be None for host memory; device tensors ignore it (Rust-owned tensors
     /// have no work pending on any stream).
@@ -62,6 +61,36 @@ pub struct ExportRequest<'a, 'py> {
     /// `copy`: `Some(true)` always copies, `Some(false)` never does, `None` copies only when
     /// the device asks for it.
     pub copy: Option<bool>,
+}
+
+impl<'a, 'py> ExportRequest<'a, 'py> {
+    /// This request with [`stream`](Self::stream) set.
+    #[inline]
+    pub fn with_stream(mut self, stream: Option<Borrowed<'a, 'py, PyAny>>) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    /// This request with [`max_version`](Self::max_version) set.
+    #[inline]
+    pub fn with_max_version(mut self, max_version: Option<(i64, i64)>) -> Self {
+        self.max_version = max_version;
+        self
+    }
+
+    /// This request with [`dl_device`](Self::dl_device) set.
+    #[inline]
+    pub fn with_dl_device(mut self, dl_device: Option<Device>) -> Self {
+        self.dl_device = dl_device;
+        self
+    }
+
+    /// This request with [`copy`](Self::copy) set.
+    #[inline]
+    pub fn with_copy(mut self, copy: Option<bool>) -> Self {
+        self.copy = copy;
+        self
+    }
 }
 
 /// Exports `tensor` as a DLPack capsule by the rules of `__dlpack__`:
@@ -89,12 +118,12 @@ pub struct ExportRequest<'a, 'py> {
 ///     let legacy = export_capsule(py, &tensor, &ExportRequest::default())?;
 ///     assert!(legacy.is_valid_checked(Some(DLTENSOR)));
 ///     // `__dlpack__(max_version=(1, 3))`: a versioned one, sharing the memory.
-///     let versioned = ExportRequest { max_version: Some((1, 3)), ..Default::default() };
+///     let versioned = ExportRequest::default().with_max_version(Some((1, 3)));
 ///     let shared = from_capsule(export_capsule(py, &tensor, &versioned)?.as_any())?;
 ///     assert_eq!(shared.view().data_ptr(), tensor.view().data_ptr());
 ///     // A stream for a tensor in host memory is refused.
 ///     let stream = 1i64.into_pyobject(py)?.into_any();
-///     let on_stream = ExportRequest { stream: Some(stream.as_borrowed()), ..versioned };
+///     let on_stream = versioned.with_stream(Some(stream.as_borrowed()));
 ///     let error = export_capsule(py, &tensor, &on_stream).unwrap_err();
 ///     assert!(error.is_instance_of::<PyValueError>(py));
 ///     Ok(())
@@ -333,13 +362,24 @@ unsafe fn parse_request<'a, 'py>(
         // SAFETY: the value of the `index`-th keyword (after the positional arguments, of
         // which there are none), borrowed like the names.
         let value = unsafe { Borrowed::from_ptr(py, *args.add(index)) };
-        apply_keyword(py, &mut request, name, value)?;
+        if value.is_none() {
+            // Every keyword defaults to None, but the name must still be a known one.
+            keyword(py, name)?;
+            continue;
+        }
+        match keyword(py, name)? {
+            0 => request.stream = Some(value),
+            1 => request.max_version = Some(max_version(value)?),
+            2 => request.dl_device = Some(device_argument("dl_device", &value)?),
+            _ => request.copy = Some(copy_flag(value)?),
+        }
     }
     Ok(request)
 }
 
-/// Reads one keyword argument of `__dlpack__` into `request`.
-#[inline(always)]
+/// Reads one keyword argument of `__dlpack__` into `request`, as [`parse_request`]'s loop
+/// does (which keeps its own copy, the vectorcall path being the measured one).
+#[cfg(all(Py_LIMITED_API, not(Py_3_10)))]
 fn apply_keyword<'a, 'py>(
     py: Python<'py>,
     request: &mut ExportRequest<'a, 'py>,

@@ -38,6 +38,17 @@ fn an_empty_tensor_with_a_huge_extent_views_mutably() {
     // SAFETY: a live tensor without a deleter; shape holds ndim values, strides are NULL
     // (allowed before 1.2); it outlives the managed tensor.
     let mut tensor = unsafe { ManagedTensor::from_raw_versioned(&mut managed) }.unwrap();
+    if usize::try_from(i64::MAX).is_err() {
+        // A 32-bit target: the extent is no `usize`, which ndarray's shapes are.
+        assert_eq!(
+            tensor.as_array_mut::<u32>().unwrap_err(),
+            Error::ElementCountOverflow {
+                dim: 0,
+                extent: i64::MAX
+            }
+        );
+        return;
+    }
     let array = tensor.as_array_mut::<u32>().unwrap();
     assert_eq!(array.shape(), &[i64::MAX as usize, 0]);
     assert_eq!(array.len(), 0);
@@ -257,7 +268,8 @@ fn empty_tensors_ndarray_cannot_represent_are_refused() {
             std::ptr::null_mut(),
             DataType::UINT8,
             Device::CPU,
-            &[1 << 62, 4, 0],
+            // 2^62 on 64-bit targets, 2^30 on 32-bit ones: times 4, past `isize::MAX`.
+            &[usize::MAX / 4 + 1, 4, 0],
         )
     }
     .into_versioned()

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Checks that the two published crates (dlbridge, dlbridge-pyo3) are complete on their own:
+#
+# 1. each crate's LICENSE is the repository's (cargo packages the copy in the crate's folder);
+# 2. `cargo publish --dry-run` of both together: packaging (README, LICENSE, metadata) and a
+#    build of each packaged crate, dlbridge-pyo3 against the packaged dlbridge (cargo serves
+#    it from a temporary registry; needs the crates.io index);
+# 3. the doc tests of each unpacked package (target/package/<crate>-<version>/), README
+#    included: they compile from the package's files alone, so a doc test that reads a file
+#    outside the crate fails here. dlbridge-pyo3's doc tests embed Python, as its tests in
+#    `make rust-test` do (PyO3 finds `python3`, or PYO3_PYTHON); its dependency on dlbridge is
+#    patched to the unpacked dlbridge package, which is not on crates.io.
+# 4. the MSRV (`rust-version` of the workspace): `cargo +<msrv> check` of both crates, every
+#    target and feature, into target/msrv; the toolchain is installed with rustup when it is
+#    missing (minimal profile), and the step is skipped with a note where that fails.
+#
+# `--allow-dirty` packages the working tree as it is, so the check also works before a commit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+read -ra cargo <<<"${CARGO:-cargo}" # may carry arguments: CARGO="cargo +stable"
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+export CARGO_TARGET_DIR=$target_dir
+version=$("${cargo[@]}" metadata --no-deps --format-version 1 |
+    python3 -c 'import json, sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "dlbridge"))')
+
+for crate in dlbridge dlbridge-pyo3; do
+    cmp -s LICENSE "crates/$crate/LICENSE" ||
+        { echo "package-check: crates/$crate/LICENSE differs from LICENSE" >&2; exit 1; }
+done
+
+"${cargo[@]}" publish --dry-run --allow-dirty --quiet -p dlbridge -p dlbridge-pyo3
+
+core=$target_dir/package/dlbridge-$version
+(cd "$core" && "${cargo[@]}" test --doc --all-features --quiet)
+(cd "$target_dir/package/dlbridge-pyo3-$version" &&
+    "${cargo[@]}" test --doc --all-features --quiet --config "patch.crates-io.dlbridge.path=\"$core\"")
+echo "package-check: dlbridge and dlbridge-pyo3 $version package, build and pass their doc tests"
+
+msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+if cargo "+$msrv" --version >/dev/null 2>&1 ||
+    rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then
+    CARGO_TARGET_DIR=$target_dir/msrv cargo "+$msrv" check --quiet --all-targets --all-features \
+        -p dlbridge -p dlbridge-pyo3
+    echo "package-check: dlbridge and dlbridge-pyo3 build with Rust $msrv (the MSRV)"
+else
+    echo "package-check: the Rust $msrv toolchain (the MSRV) could not be installed; its check skipped"
+fi
