@@ -156,14 +156,16 @@ done
 
 # 3. The sdist builds a wheel offline with maturin (the release profile without its slow
 # whole-program optimization: what is checked is that the sdist has every file it needs),
-# which passes the smoke test on the tools' interpreter.
+# which passes the smoke test on the tools' interpreter. Its target directory is new every
+# time: the sdist's files keep old times, so a kept one would look up to date to cargo and
+# give back the extension of an earlier sdist.
 sdist_row=""
 if ((!quick)); then
     sdists=("$dir"/dlbridge-*.tar.gz)
     [[ -f ${sdists[0]} ]] || { echo "test-wheels: no sdist in $dir" >&2; exit 1; }
     echo "test-wheels: building a wheel from $(basename "${sdists[0]}")"
     CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-        CARGO_TARGET_DIR=$PWD/target/wheel-build/sdist \
+        CARGO_TARGET_DIR=$work/sdist-target \
         "$tools/bin/python" -m pip wheel --quiet --no-index --no-deps --no-build-isolation \
         --wheel-dir "$work/from-sdist" "${sdists[0]}"
     venv=$work/venv-sdist
