@@ -226,6 +226,32 @@ def test_a_producer_that_forgets_is_copied_gets_a_copy_from_dlbridge():
     assert (explained["copied_by"], explained["negotiation"]) == ("producer", ())
 
 
+def test_a_producer_that_cannot_copy_is_asked_again_and_dlbridge_copies():
+    expected = np.arange(6, dtype=np.float32).reshape(2, 3)
+    refusing = RecordingProducer(shape=(2, 3), values=expected.tobytes(), refuse_copy=True)
+    explained = agrees_with_from_dlpack(refusing, copy=True)
+    assert explained["negotiation"] == ("copy-refused", "copied-here")
+    assert (explained["copied"], explained["copied_by"], explained["read_only"]) == (
+        True,
+        "dlbridge",
+        False,
+    )
+    # Asked with copy=True, refused, asked again without copy (and nothing else changed).
+    assert [call.get("copy") for call in refusing.calls[-2:]] == [True, None]
+    assert "copy" not in refusing.calls[-1]
+    tensor = dlbridge.from_dlpack(refusing, copy=True)
+    copied = np.from_dlpack(tensor)
+    np.testing.assert_array_equal(copied, expected)
+    copied[0, 0] = 42.0  # the copy is private: the producer's memory is untouched
+    again = np.from_dlpack(dlbridge.from_dlpack(refusing))
+    assert again[0, 0] == 0.0
+    # A refusal that is not about copying stays the producer's: asked again without copy, it
+    # refuses the device again, and that error is raised, with the first as its cause.
+    with pytest.raises(BufferError, match="cannot export to device") as caught:
+        dlbridge.from_dlpack(RecordingProducer(refuse_device=True), copy=True, device=(2, 0))
+    assert isinstance(caught.value.__cause__, BufferError)
+
+
 def test_devices_named_by_dlpack_device_and_host_memory_seen_as_cpu():
     pinned = RecordingProducer(shape=(2,), device=(3, 0))  # CUDAHost; the tensor says CPU
     assert agrees_with_from_dlpack(pinned)["negotiation"] == ("device-from-dlpack-device",)

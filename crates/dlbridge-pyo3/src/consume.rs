@@ -69,6 +69,9 @@ impl<'py> ImportOptions<'py> {
 ///    keyword when no copy and no other device was asked for. When a copy or a device was
 ///    asked for and the producer cannot take the keyword, the bare call is made and the copy
 ///    is made here (on the host), or a device mismatch is reported as `BufferError`;
+///    when `copy=True` is answered with `BufferError` (a producer that cannot copy, as
+///    tvm-ffi), again without `copy`, and the copy is made here (if that call fails too, its
+///    error is raised with the refusal as its cause);
 /// 4. the capsule that comes back is checked by name and version, whatever was asked for.
 ///
 /// Before all that, when nothing but a plain import is asked for, the fast path: if the
@@ -95,8 +98,8 @@ impl<'py> ImportOptions<'py> {
 /// `__dlpack__` refuses or converts go through it, so its errors are NumPy's.
 ///
 /// The device from `__dlpack_device__` wins over the one written in the tensor (PyTorch's
-/// pinned memory), and `copy=True` always yields a private copy: when the producer did not
-/// flag its result IS_COPIED (PyTorch 2.15 forgets), the copy is made here.
+/// pinned memory), and `copy=True` always yields a private copy: when the producer cannot
+/// copy, or did not flag its result IS_COPIED (PyTorch 2.15 forgets), the copy is made here.
 ///
 /// Which of these paths an import took, its retries, and whether (and by whom) the memory was
 /// copied: [`from_dlpack_explained`].
@@ -257,15 +260,18 @@ pub enum ImportStep {
     /// a view, no copy.
     DeviceAsCpu,
     /// dlbridge made the copy that `copy=True` asked for: the producer could not take the
-    /// keyword, or did not flag its result IS_COPIED (PyTorch 2.15 forgets).
+    /// keyword, refused to copy, or did not flag its result IS_COPIED (PyTorch 2.15 forgets).
     CopiedHere,
+    /// `__dlpack__(copy=True)` raised `BufferError` (the producer cannot copy, as tvm-ffi):
+    /// asked again without `copy`, and the copy made here ([`CopiedHere`](Self::CopiedHere)).
+    CopyRefused,
 }
 
 impl ImportStep {
     /// The step's short name: `"exchange-disabled"`, `"exchange-failed"`,
     /// `"exchange-device-with-streams"`, `"numpy-declined"`, `"max-version-refused"`,
-    /// `"keywords-refused"`, `"device-from-dlpack-device"`, `"device-as-cpu"` or
-    /// `"copied-here"`.
+    /// `"keywords-refused"`, `"device-from-dlpack-device"`, `"device-as-cpu"`,
+    /// `"copied-here"` or `"copy-refused"`.
     pub fn name(self) -> &'static str {
         match self {
             ImportStep::ExchangeDisabled => "exchange-disabled",
@@ -277,6 +283,7 @@ impl ImportStep {
             ImportStep::DeviceFromDlpackDevice => "device-from-dlpack-device",
             ImportStep::DeviceAsCpu => "device-as-cpu",
             ImportStep::CopiedHere => "copied-here",
+            ImportStep::CopyRefused => "copy-refused",
         }
     }
 
@@ -306,6 +313,9 @@ impl ImportStep {
             }
             ImportStep::DeviceAsCpu => "host-readable memory seen as the CPU device asked for",
             ImportStep::CopiedHere => "dlbridge made the copy that copy=True asked for",
+            ImportStep::CopyRefused => {
+                "__dlpack__(copy=True) raised BufferError; asked again without copy, to copy here"
+            }
         }
     }
 }
@@ -508,12 +518,25 @@ fn import<T: Trace>(
         kwargs.set_item(intern!(py, "stream"), stream)?;
     }
     let mut copied_here = false;
-    let capsule = match dlpack.call((), Some(&kwargs)) {
+    let copy_wanted = options.copy == Some(true);
+    let capsule = match call_copying_here_if_refused(
+        &dlpack,
+        &kwargs,
+        copy_wanted,
+        &mut copied_here,
+        trace,
+    ) {
         Ok(capsule) => capsule,
         Err(error) if error.is_instance_of::<PyTypeError>(py) => {
             trace.step(ImportStep::MaxVersionRefused);
             kwargs.del_item(intern!(py, "max_version"))?;
-            match dlpack.call((), Some(&kwargs)) {
+            match call_copying_here_if_refused(
+                &dlpack,
+                &kwargs,
+                copy_wanted,
+                &mut copied_here,
+                trace,
+            ) {
                 Ok(capsule) => capsule,
                 Err(error) if error.is_instance_of::<PyTypeError>(py) => {
                     // An old producer: no keyword at all. What was asked is done here: the
@@ -553,6 +576,34 @@ fn import<T: Trace>(
         trace.received(path, &tensor);
     }
     finish(tensor, producer_device, options, copied_here, trace)
+}
+
+/// Calls `__dlpack__(**kwargs)`. Where `copy=True` was asked and the producer raises
+/// `BufferError` (it cannot copy: tvm-ffi says "copy not yet supported"), asks again without
+/// `copy` and sets `copied_here`, so that the copy is made here: `copy=True` is always honoured
+/// when dlbridge can copy the memory. Should that second call fail as well, its error is
+/// raised with the producer's refusal as its cause.
+fn call_copying_here_if_refused<'py, T: Trace>(
+    dlpack: &Bound<'py, PyAny>,
+    kwargs: &Bound<'py, PyDict>,
+    copy_wanted: bool,
+    copied_here: &mut bool,
+    trace: &mut T,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = dlpack.py();
+    match dlpack.call((), Some(kwargs)) {
+        Err(refusal)
+            if copy_wanted && !*copied_here && refusal.is_instance_of::<PyBufferError>(py) =>
+        {
+            trace.step(ImportStep::CopyRefused);
+            kwargs.del_item(intern!(py, "copy"))?;
+            *copied_here = true;
+            dlpack
+                .call((), Some(kwargs))
+                .inspect_err(|error| error.set_cause(py, Some(refusal)))
+        }
+        answer => answer,
+    }
 }
 
 /// Applies the producer's device, checks the requested device, makes a requested copy.

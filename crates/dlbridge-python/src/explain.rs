@@ -20,9 +20,10 @@ use crate::creation::import_options;
 ///   `"dlpack-versioned"` or `"dlpack-legacy"` (the capsule `__dlpack__` returned);
 ///   `negotiation`: the steps beyond the plain path, in order (`"exchange-disabled"`,
 ///   `"exchange-failed"`, `"exchange-device-with-streams"`, `"numpy-declined"`,
-///   `"max-version-refused"`, `"keywords-refused"`, `"device-from-dlpack-device"`,
-///   `"device-as-cpu"`, `"copied-here"`); `copied` and `copied_by` (`None`, `"producer"`: the
-///   tensor is flagged IS_COPIED, or `"dlbridge"`: made here for `copy=True`); `version`: the
+///   `"max-version-refused"`, `"keywords-refused"`, `"copy-refused"`,
+///   `"device-from-dlpack-device"`, `"device-as-cpu"`, `"copied-here"`); `copied` and
+///   `copied_by` (`None`, `"producer"`: the tensor is flagged IS_COPIED, or `"dlbridge"`: made
+///   here for `copy=True`); `version`: the
 ///   DLPack version the tensor arrived with (`None` for a legacy one); `dtype`, `shape`,
 ///   `strides` in elements, `device`, `read_only`.
 /// - `argument` and `writable_argument`: how a Rust kernel's typed arguments (dlbridge-pyo3's

@@ -32,6 +32,8 @@ class RecordingProducer:
     `calls` holds one dict per `__dlpack__` call with exactly the keywords the consumer passed.
     It returns a legacy capsule when max_version is absent/None/major<1, else a versioned one.
     `device` is what `__dlpack_device__` reports (the tensor itself always says CPU).
+    `refuse_copy` makes `copy=True` raise `BufferError`, as a producer that cannot copy does
+    (tvm-ffi).
     """
 
     def __init__(
@@ -44,6 +46,7 @@ class RecordingProducer:
         honour_copy: bool = False,
         flags: int = 0,
         refuse_device: bool = False,
+        refuse_copy: bool = False,
     ):
         self.shape = shape
         self.dtype = dtype
@@ -52,6 +55,7 @@ class RecordingProducer:
         self.flags = flags
         self.honour_copy = honour_copy
         self.refuse_device = refuse_device
+        self.refuse_copy = refuse_copy
         self.calls: list[dict] = []
         self.records: list[ManagedRecord] = []
         self.buffer_record = make_managed(shape, dtype, values=values)  # the "original" memory
@@ -72,6 +76,8 @@ class RecordingProducer:
         flags = self.flags
         data = self.buffer_record.data_address
         copy = kwargs.get("copy")
+        if copy and self.refuse_copy:
+            raise BufferError("copy not supported by this producer")
         if copy and self.honour_copy:
             fresh = make_managed(self.shape, self.dtype, values=self.values)
             data = fresh.data_address

@@ -7,7 +7,8 @@ apache-tvm-ffi 0.1.15 facts these tests rely on:
   by dlbridge with BufferError); it takes raw legacy capsules too;
 - `tvm_ffi.Tensor.__dlpack__(*, stream, max_version, dl_device, copy)` answers
   `dltensor_versioned` 1.3 for max_version >= (1, 0) (copy=True: BufferError "copy not yet
-  supported"); `data_ptr()` includes byte_offset, a re-export keeps byte_offset as it came;
+  supported", so dlbridge asks again without copy and copies); `data_ptr()` includes
+  byte_offset, a re-export keeps byte_offset as it came;
 - dtypes both ways: bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64 and
   the whole float8 family; no complex ("unknown type_code=5": ValueError);
 - any strides are kept (transposed, stepped, negative, size-1 dimensions), 32 dimensions and
@@ -90,6 +91,26 @@ def test_tvm_writes_seen_both_ways():
     assert np.asarray(t)[1] == 5.0
     np.asarray(t)[2] = 7.0
     assert np.from_dlpack(y)[2] == 7.0
+
+
+def test_tvm_copy_true_is_honoured_by_a_copy_here():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]
+    y = tvm_ffi.from_dlpack(a)
+    with pytest.raises(BufferError, match="copy"):  # what tvm-ffi itself says
+        y.__dlpack__(max_version=(1, 3), copy=True)
+    t = dlbridge.from_dlpack(y, copy=True)
+    assert t.flags & dlbridge.FLAG_IS_COPIED
+    assert not t.readonly
+    assert t.data_ptr != y.data_ptr()
+    assert t.strides == (2, 1)  # a compact copy
+    copied = np.asarray(t)
+    np.testing.assert_array_equal(copied, a)
+    copied[0, 0] = 42.0
+    assert a[0, 0] == 0.0  # TVM's (and NumPy's) memory untouched
+    assert dlbridge.explain(y, copy=True)["import"]["negotiation"] == (
+        "copy-refused",
+        "copied-here",
+    )
 
 
 @pytest.mark.parametrize(
