@@ -7,7 +7,9 @@ the mismatches (an empty list when every path agrees):
 
 - `from_dlpack`: `dlbridge.from_dlpack(x)` (the exchange table, NumPy's array struct or
   `__dlpack__`, whichever the type takes), and for a refused kind also with `copy=True` and
-  `copy=False` (compared with `__dlpack__(copy=...)`);
+  `copy=False` (compared with `__dlpack__(copy=...)`; where `copy=True` is refused with
+  `BufferError`, with the plain call's answer, since dlbridge then asks without `copy` and
+  copies itself);
 - the raw capsules `x.__dlpack__(max_version=(1, 3))` and `x.__dlpack__()` (legacy, which is
   read-only for every consumer that can express it);
 - typed arguments, read (`TensorArg`) and written (`TensorArgMut`), through
@@ -218,7 +220,11 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
     if isinstance(reference, Refused):
         for copy in (True, False):
             refusal = capsules.reference(x, copy=copy)
-            if not hasattr(x, "__dlpack__"):
+            if not hasattr(x, "__dlpack__") or (
+                copy and isinstance(refusal, Refused) and refusal.exception == "BufferError"
+            ):
+                # A producer that cannot copy: dlbridge asks again without `copy` (to copy
+                # here), so the plain call's answer is the one to give.
                 refusal = reference
             if isinstance(refusal, Refused):
                 _judge(
