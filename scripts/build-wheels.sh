@@ -31,20 +31,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/wheels-common.sh
 
-quick=0
-case "${1:-}" in
-    "") ;;
-    --quick) quick=1 ;;
-    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
-esac
+read_wheel_mode "$@"
 
 tools=$WHEEL_TOOLS
 requirements=python/requirements-wheels.txt
+out=$wheel_dir
 if ((quick)); then
-    out=${WHEEL_DIR:-target/wheels-quick}
     profile=(--profile wheel-quick)
 else
-    out=${WHEEL_DIR:-target/wheels}
     profile=(--release)
 fi
 

@@ -22,17 +22,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/wheels-common.sh
 
-quick=0
-case "${1:-}" in
-    "") ;;
-    --quick) quick=1 ;;
-    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
-esac
-if ((quick)); then
-    dir=${WHEEL_DIR:-target/wheels-quick}
-else
-    dir=${WHEEL_DIR:-target/wheels}
-fi
+read_wheel_mode "$@"
+dir=$wheel_dir
 strict=0
 [[ ${CI:-} == true ]] && strict=1
 

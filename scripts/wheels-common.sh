@@ -4,6 +4,23 @@
 # python/requirements-wheels.txt); scripts/build-wheels.sh installs it.
 WHEEL_TOOLS=target/wheel-tools/venv
 
+# read_wheel_mode "$@": the scripts' one option. Sets `quick` (1 for --quick: `make test`'s
+# quick form, 0 for the release form) and `wheel_dir`, the folder of the wheels (WHEEL_DIR,
+# else target/wheels-quick or target/wheels); anything else is a usage error.
+read_wheel_mode() {
+    quick=0
+    case "${1:-}" in
+        "") ;;
+        --quick) quick=1 ;;
+        *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+    esac
+    if ((quick)); then
+        wheel_dir=${WHEEL_DIR:-target/wheels-quick}
+    else
+        wheel_dir=${WHEEL_DIR:-target/wheels}
+    fi
+}
+
 # The CPython versions a release covers, oldest first.
 WHEEL_PYTHONS=(3.9 3.10 3.11 3.12 3.13)
 
