@@ -8,7 +8,7 @@
 # Python process, because some frameworks cannot share one (importing TensorFlow and then
 # PaddlePaddle crashes the interpreter); the files directly under python/tests
 # (protocol, bad input, exchange API, kernel arguments, the matmul example, leaks, threads,
-# one semantics on every path, autograd, aliasing, the catalogue, the import rules, the
+# pickling, one semantics on every path, autograd, aliasing, the catalogue, the import rules, the
 # installed package: version, command line, what works without NumPy) share one
 # more process. A run fails when pytest fails, when its report counts a failure (whatever the
 # exit status: a sanitizer runtime may rewrite it), when it collects no tests (exit code 5),
@@ -46,7 +46,7 @@ REPORTS="$(mktemp -d "${TMPDIR:-/tmp}/dlbridge-pytest.XXXXXX")"
 trap 'rm -rf "$REPORTS"' EXIT
 
 # name|files (space-separated, relative to python/tests)
-RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py"
+RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py test_pickle.py"
       "check|test_check.py")
 for file in "$TESTS"/interop/test_*.py; do
     [[ -e "$file" ]] || continue

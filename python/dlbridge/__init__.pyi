@@ -2,7 +2,7 @@
 
 import sys
 from collections.abc import Sequence
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, SupportsIndex, final
 
 __all__ = [
     "DLPACK_VERSION",
@@ -73,6 +73,15 @@ class Tensor:
     @property
     def flags(self) -> int: ...
     def copy(self) -> Tensor: ...
+    def __copy__(self) -> Tensor:
+        """`copy.copy`: as `copy()`, an independent, writable, C-contiguous copy."""
+    def __deepcopy__(self, memo: Any, /) -> Tensor:
+        """`copy.deepcopy`: as `copy()`."""
+    def __reduce_ex__(self, protocol: SupportsIndex, /) -> tuple[Any, ...]:
+        """Pickling: from protocol 5 on the bytes go out-of-band as a `pickle.PickleBuffer`
+        over the tensor's memory (no copy of a C-contiguous tensor), before it in-band as a
+        copy; dtype, shape, read-only-ness and sub-byte padding travel, strides do not (the
+        tensor comes back C-contiguous). A tensor the host cannot read raises `TypeError`."""
     if sys.version_info >= (3, 12):
         # The buffer protocol (PEP 688): a Python-level method from 3.12 on.
         def __buffer__(self, flags: int, /) -> memoryview: ...

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import pickle
 import sys
 
 import numpy as np
@@ -113,6 +114,28 @@ def test_buffer_protocol():
 def test_copy_method():
     t = dlbridge.from_dlpack(np.arange(16, dtype=np.float32).reshape(4, 4).T)
     _check(t.copy, t)
+
+
+def test_pickle_round_trips():
+    # Protocol 5 out-of-band (shared both ways), in-band (a bytearray), protocol 4 (copies),
+    # and a refused, corrupted pickle.
+    t = dlbridge.from_dlpack(np.arange(64, dtype=np.float32).reshape(8, 8)[:, ::2])
+    compact = t.copy()
+    # The shape (8, 4) as (9, 4): the bytes no longer fit it.
+    corrupted = pickle.dumps(compact, protocol=4).replace(b"K\x08K\x04", b"K\x09K\x04")
+    with pytest.raises(ValueError, match="must hold 144 bytes, got 128"):
+        pickle.loads(corrupted)
+
+    def round_trips():
+        buffers = []
+        data = pickle.dumps(compact, protocol=5, buffer_callback=buffers.append)
+        pickle.loads(data, buffers=buffers)
+        pickle.loads(pickle.dumps(t, protocol=5))
+        pickle.loads(pickle.dumps(t, protocol=4))
+        with contextlib.suppress(ValueError):
+            pickle.loads(corrupted)
+
+    _check(round_trips, t, compact)
 
 
 def test_refused_export_error_path():

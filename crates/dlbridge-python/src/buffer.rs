@@ -1,5 +1,6 @@
 //! The buffer protocol of `dlbridge.Tensor`: which tensors it serves, the `Py_buffer` layout
-//! (format, shape and byte strides) owned from `__getbuffer__` to `__releasebuffer__`. The
+//! (format, shape and byte strides) owned from `__getbuffer__` to `__releasebuffer__`; and
+//! the plain bytes of any tensor, which pickling hands out. The
 //! format of a dtype comes from dlbridge-pyo3's one table ([`buffer_format`]).
 
 use std::ffi::{c_int, c_void, CString};
@@ -23,10 +24,43 @@ pub(crate) unsafe fn get_buffer(
     view: *mut ffi::Py_buffer,
     flags: c_int,
 ) -> PyResult<()> {
+    // SAFETY: the caller's contract.
+    unsafe { serve(view, owner, BufferLayout::new(tensor, flags)) }
+}
+
+/// Fills `view` with the bytes of a C-contiguous host tensor of any dtype (sub-byte, bfloat16
+/// and float8 included, which have no `struct` format): one dimension of unsigned bytes
+/// (format "B"), `compact_byte_size` long, writable unless `read_only`. What pickling hands
+/// to `pickle.PickleBuffer`.
+///
+/// # Safety
+///
+/// As [`get_buffer`].
+pub(crate) unsafe fn get_byte_buffer(
+    tensor: &ManagedTensor,
+    read_only: bool,
+    owner: &Bound<'_, PyAny>,
+    view: *mut ffi::Py_buffer,
+    flags: c_int,
+) -> PyResult<()> {
+    // SAFETY: the caller's contract.
+    unsafe { serve(view, owner, BufferLayout::bytes(tensor, read_only, flags)) }
+}
+
+/// Hands `layout` to `view`, or its error.
+///
+/// # Safety
+///
+/// As [`get_buffer`], for the tensor `layout` describes.
+unsafe fn serve(
+    view: *mut ffi::Py_buffer,
+    owner: &Bound<'_, PyAny>,
+    layout: PyResult<BufferLayout>,
+) -> PyResult<()> {
     if view.is_null() {
         return Err(PyBufferError::new_err("NULL Py_buffer"));
     }
-    let buffer = BufferLayout::new(tensor, flags)?;
+    let buffer = layout?;
     // SAFETY: `view` is a valid Py_buffer to fill (CPython's contract for getbuffer); the
     // memory it describes is kept alive by `owner` (the Tensor), referenced from `obj`, and
     // the layout arrays and format live in `internal` until `__releasebuffer__`.
@@ -43,6 +77,16 @@ pub(crate) unsafe fn release_buffer(view: *mut ffi::Py_buffer) {
     // SAFETY: `internal` was set by `get_buffer` to a leaked `BufferLayout`, released once,
     // here.
     unsafe { drop(Box::from_raw((*view).internal.cast::<BufferLayout>())) };
+}
+
+/// The address a buffer hands out for a tensor's first element: an empty tensor may have NULL
+/// data, and buffers want an address.
+fn buffer_address(data: *mut c_void) -> *mut c_void {
+    if data.is_null() {
+        std::ptr::NonNull::<u64>::dangling().as_ptr().cast()
+    } else {
+        data
+    }
 }
 
 /// What a `Py_buffer` points to: the format and the shape and byte strides, owned until the
@@ -102,20 +146,45 @@ impl BufferLayout {
         let mut dims: Vec<isize> = view.shape().iter().map(|&e| e as isize).collect();
         dims.extend(view.strides().iter().map(|&s| s as isize * itemsize));
         let elements = view.num_elements() as isize;
-        let data = view.data_ptr();
-        // An empty tensor may have NULL data; buffers want an address.
-        let buf = if data.is_null() {
-            std::ptr::NonNull::<u64>::dangling().as_ptr().cast()
-        } else {
-            data
-        };
         Ok(BufferLayout {
-            buf,
+            buf: buffer_address(view.data_ptr()),
             len: elements * itemsize,
             itemsize,
             readonly,
             format: CString::new(format).expect("formats have no NUL"),
             dims,
+        })
+    }
+
+    /// The layout of [`get_byte_buffer`]: the tensor's bytes as one dimension of "B".
+    fn bytes(tensor: &ManagedTensor, read_only: bool, flags: c_int) -> PyResult<Self> {
+        let view = tensor.view();
+        let device = view.device();
+        if !device.is_host_readable() {
+            return Err(PyBufferError::new_err(format!(
+                "the buffer protocol needs host memory; this tensor is on {device}"
+            )));
+        }
+        if !view.is_c_contiguous() {
+            return Err(PyBufferError::new_err(format!(
+                "the bytes of a tensor are served C-contiguous only; its strides are {:?}",
+                view.strides()
+            )));
+        }
+        if read_only && flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
+            return Err(PyBufferError::new_err(
+                "the tensor is read-only; a writable buffer was requested",
+            ));
+        }
+        let len = isize::try_from(view.compact_byte_size())
+            .map_err(|_| PyBufferError::new_err("the tensor is too large for a buffer"))?;
+        Ok(BufferLayout {
+            buf: buffer_address(view.data_ptr()),
+            len,
+            itemsize: 1,
+            readonly: read_only,
+            format: CString::new("B").expect("no NUL"),
+            dims: vec![len, 1],
         })
     }
 

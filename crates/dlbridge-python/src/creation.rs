@@ -1,6 +1,6 @@
 //! The functions that make a `dlbridge.Tensor`: `from_dlpack` (import from any producer) and
-//! the creation functions `empty`, `zeros` and `arange` (Rust memory), with the reading of
-//! their shape and dtype arguments.
+//! the creation functions `empty`, `zeros` and `arange` (Rust memory), the reconstructor of
+//! pickled tensors, with the reading of their shape and dtype arguments.
 
 use dlbridge::{DataType, Element, ManagedTensor};
 use dlbridge_pyo3::{device_argument, from_dlpack as import, to_py_err, ImportOptions};
@@ -10,6 +10,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::minifloat;
+use crate::pickling;
 use crate::tensor::Tensor;
 
 /// Imports any DLPack producer or capsule as a `dlbridge.Tensor`.
@@ -153,4 +154,22 @@ pub(crate) fn arange(n: i64, dtype: &str) -> PyResult<Tensor> {
             ))),
         },
     }
+}
+
+/// The reconstructor of pickled tensors (`Tensor.__reduce_ex__` names it): a CPU tensor of
+/// `dtype` and `shape` over the bytes of `data`, shared when they allow it, copied otherwise
+/// (see the module `pickling`). Every argument is checked: a corrupted pickle is an error.
+#[pyfunction]
+#[pyo3(signature = (data, dtype, shape, read_only, subbyte_padded, /))]
+pub(crate) fn _tensor_from_pickle(
+    data: &Bound<'_, PyAny>,
+    dtype: &str,
+    shape: &Bound<'_, PyAny>,
+    read_only: bool,
+    subbyte_padded: bool,
+) -> PyResult<Tensor> {
+    let dtype = dtype_argument(dtype)?;
+    let shape = shape_argument(shape)?;
+    let tensor = pickling::rebuild(data, dtype, &shape, read_only, subbyte_padded)?;
+    Ok(Tensor::new(tensor))
 }

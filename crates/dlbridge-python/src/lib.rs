@@ -3,7 +3,10 @@
 //!
 //! - `tensor`: the `Tensor` class;
 //! - `buffer`: its buffer protocol (layout and `struct` formats);
-//! - `creation`: `from_dlpack`, `empty`, `zeros`, `arange` and their arguments;
+//! - `pickling`: pickling it (`__reduce_ex__`, protocol 5's out-of-band buffers) and the
+//!   reconstructor's checks;
+//! - `creation`: `from_dlpack`, `empty`, `zeros`, `arange`, the pickle reconstructor and their
+//!   arguments;
 //! - `minifloat`: float8 encodings, for `arange`;
 //! - `explain`: `explain`, what `from_dlpack` and typed arguments do with an object;
 //! - `testing` (cargo feature `testing`, off by default): the test suite's kernels, the
@@ -13,6 +16,7 @@
 
 mod minifloat;
 mod buffer;
+mod pickling;
 mod tensor;
 mod creation;
 mod explain;
@@ -41,6 +45,7 @@ fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(creation::empty, module)?)?;
     module.add_function(wrap_pyfunction!(creation::zeros, module)?)?;
     module.add_function(wrap_pyfunction!(creation::arange, module)?)?;
+    module.add_function(wrap_pyfunction!(creation::_tensor_from_pickle, module)?)?;
     module.add_function(wrap_pyfunction!(explain::explain, module)?)?;
     module.add(
         "DLPACK_VERSION",

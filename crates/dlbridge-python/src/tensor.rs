@@ -1,5 +1,6 @@
 //! The `dlbridge.Tensor` class: a `ManagedTensor` shared with Python, its read-only
-//! properties, `copy`, and the buffer-protocol slots (whose layout lives in `buffer.rs`).
+//! properties, `copy`, the buffer-protocol slots (whose layout lives in `buffer.rs`) and
+//! pickling (`pickling.rs`).
 //! `publish_dlpack` (dlbridge-pyo3) gives it `__dlpack__` and the C exchange API.
 
 use std::ffi::c_int;
@@ -12,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::buffer;
+use crate::pickling;
 
 /// A tensor held by dlbridge: imported from any DLPack producer (zero-copy, keeping the
 /// producer's memory alive) or created in Rust memory. Exported again with `__dlpack__`, or
@@ -136,6 +138,25 @@ impl Tensor {
     fn copy(&self) -> PyResult<Tensor> {
         let copy = self.inner.view().to_compact_copy().map_err(to_py_err)?;
         Ok(Tensor::new(copy))
+    }
+
+    /// Pickling (see the module `pickling`): the bytes out-of-band as a `pickle.PickleBuffer`
+    /// from protocol 5 on (no copy of a C-contiguous tensor), a copy in-band before; dtype,
+    /// shape, read-only-ness and sub-byte padding travel; a tensor the host cannot read is
+    /// refused with a `TypeError`.
+    fn __reduce_ex__<'py>(&self, py: Python<'py>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
+        pickling::reduce(py, &self.inner, protocol)
+    }
+
+    /// `copy.copy`: as [`Tensor::copy`], an independent, writable, C-contiguous copy (as NumPy's
+    /// arrays copy).
+    fn __copy__(&self) -> PyResult<Tensor> {
+        self.copy()
+    }
+
+    /// `copy.deepcopy`: as `copy.copy` (a tensor holds no Python objects to copy deeply).
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        self.copy()
     }
 
     /// The buffer protocol, for host-readable tensors whose dtype has a `struct` format.

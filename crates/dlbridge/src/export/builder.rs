@@ -132,10 +132,26 @@ impl<'s, O: Send + 'static> Export<'s, O> {
         self
     }
 
-    /// Flags the tensor IS_SUBBYTE_TYPE_PADDED: its sub-byte elements take one byte each (the
-    /// compact copies of such tensors, `fresh_storage`).
+    /// Flags the tensor IS_SUBBYTE_TYPE_PADDED: its sub-byte elements take one byte each
+    /// instead of being packed (the compact copies of such tensors, memory rebuilt from a
+    /// padded tensor's bytes). Only for sub-byte data types: the export of any other is
+    /// refused.
+    ///
+    /// ```
+    /// use dlbridge::{DataType, Device, Export};
+    /// let int4 = DataType::int(4);
+    /// let bytes = vec![1u8, 2, 3];
+    /// let data = bytes.as_ptr().cast_mut().cast();
+    /// // SAFETY: `bytes`, moved into the tensor, holds one byte for each of the 3 elements.
+    /// let tensor = unsafe { Export::from_raw_parts(bytes, data, int4, Device::CPU, &[3]) }
+    ///     .subbyte_padded(true)
+    ///     .into_versioned()?;
+    /// assert!(tensor.view().flags().is_subbyte_type_padded());
+    /// assert_eq!(tensor.view().compact_byte_size(), 3);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     #[must_use]
-    pub(super) fn subbyte_padded(mut self, padded: bool) -> Self {
+    pub fn subbyte_padded(mut self, padded: bool) -> Self {
         self.flags = self.flags.with(Flags::IS_SUBBYTE_TYPE_PADDED, padded);
         self
     }
