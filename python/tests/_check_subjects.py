@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 import dlbridge
+from dlbridge.check import CapsuleOnly
 from dlbridge.check.abi import (
     EXCHANGE_PROTOTYPES,
     FLAG_READ_ONLY,
@@ -315,3 +316,61 @@ def hangs():
 
 def leaky():
     return Leaky()
+
+
+# ---- factories for the interop matrix ----------------------------------------------------------
+
+#: Values unlike the checker's own (arange(12) in float32 and the other matrix dtypes).
+OTHER_VALUES = np.array([[7, -3, 9, 1], [2, 8, -5, 4]], dtype=np.float32)
+
+
+def other_values():
+    """A tensor of values, dtype and shape the checker does not make itself."""
+    return Good(OTHER_VALUES)
+
+
+def sub_byte():
+    """float4 elements (two per byte): the checker's reader cannot read them as values."""
+    return dlbridge.zeros((2, 4), "float4_e2m1fn")
+
+
+# ---- a capsule-only framework: DLPack functions, no __dlpack__ -----------------------------------
+#
+# Its tensors are NumPy arrays in a box without `__dlpack__`; `to_capsule` hands out a legacy
+# capsule (NumPy's, asked without max_version) and `from_capsule` imports one through dlbridge
+# into a new box, as MXNet's `to_dlpack_for_read` / `from_dlpack` do.
+
+
+class Boxed:
+    """A tensor of the capsule-only framework: no `__dlpack__`, no `__dlpack_device__`."""
+
+    def __init__(self, array):
+        self.array = array
+
+
+def box_to_capsule(box: Boxed):
+    return box.array.__dlpack__()
+
+
+def box_from_capsule(capsule) -> Boxed:
+    return Boxed(np.from_dlpack(dlbridge.from_dlpack(capsule)))
+
+
+def boxed():
+    """The factory of a capsule-only subject: its tensor with its DLPack functions."""
+    return CapsuleOnly(
+        Boxed(np.array(OTHER_VALUES, copy=True)),
+        to_capsule=box_to_capsule,
+        from_capsule=box_from_capsule,
+        to_numpy=lambda box: box.array,
+    )
+
+
+def boxed_export_only():
+    """A capsule-only subject without an import function: a producer only."""
+    return CapsuleOnly(Boxed(np.array(BASE, copy=True)), to_capsule=box_to_capsule)
+
+
+def box_from_capsule_corrupting(capsule) -> Boxed:
+    """An import function that gets the values wrong (every element doubled)."""
+    return Boxed(box_from_capsule(capsule).array * 2)

@@ -16,7 +16,7 @@ import pytest
 
 import _check_subjects as S
 import dlbridge
-from dlbridge.check import consumer_checks, exchange_checks, producer_checks
+from dlbridge.check import CapsuleOnly, consumer_checks, exchange_checks, producer_checks
 from dlbridge.check.abi import (
     CURRENT_WORK_STREAM,
     FLAG_READ_ONLY,
@@ -27,6 +27,7 @@ from dlbridge.check.abi import (
     DLPackExchangeAPI,
 )
 from dlbridge.check.capi import PyCapsule_GetPointer, PyCapsule_New, static_name
+from dlbridge.check.capsule_only import NO_DEVICE_FUNCTION, NOT_APPLICABLE
 from dlbridge.check.capsules import (
     capsule_name,
     capsule_table,
@@ -35,8 +36,9 @@ from dlbridge.check.capsules import (
     release,
     table_member,
 )
-from dlbridge.check.cli import check_framework
-from dlbridge.check.frameworks import FRAMEWORKS, Framework
+from dlbridge.check.cli import check_framework, run_matrix
+from dlbridge.check.frameworks import FRAMEWORKS, Framework, capsule_only_framework, custom
+from dlbridge.check.matrix import run_pair
 from dlbridge.check.records import ManagedRecord, make_from_numpy
 from dlbridge.check.rules import RULES
 
@@ -343,7 +345,40 @@ class WritableReExport(np.ndarray):
         return make_from_numpy(np.asarray(self), versioned=versioned).capsule()
 
 
-def _consumer_framework(**bug) -> Framework:
+class CopyAsked:
+    """Forwards every `__dlpack__` call to `producer` with copy=True added."""
+
+    def __init__(self, producer):
+        self.producer = producer
+
+    def __dlpack_device__(self):
+        return self.producer.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        return self.producer.__dlpack__(copy=True, **kwargs)
+
+
+def naive_copy_consumer(kind: str):
+    """`from_dlpack(x, copy=True)` written on `naive_consumer`: "share" ignores copy and
+    hands out a view of the producer's memory (the bug the MUST catches), "propagate" passes
+    copy=True on and lets the producer's refusal through (what the SHOULD reports), "good"
+    asks for a copy and, refused or unable to ask, imports without and copies."""
+    if kind == "share":
+        return naive_consumer(writable_view=True)
+
+    def propagate(obj):
+        return naive_consumer()(CopyAsked(obj))  # naive_consumer copies whatever it reads
+
+    def good(obj):
+        try:
+            return propagate(obj)
+        except (BufferError, TypeError):
+            return naive_consumer()(obj)
+
+    return {"propagate": propagate, "good": good}[kind]
+
+
+def _consumer_framework(copy=None, **bug) -> Framework:
     return Framework(
         "naive",
         "numpy",
@@ -351,6 +386,7 @@ def _consumer_framework(**bug) -> Framework:
         consume=naive_consumer(**bug),
         to_numpy=np.asarray,
         read_only=lambda r: not r.flags.writeable,
+        consume_copy=None if copy is None else naive_copy_consumer(copy),
     )
 
 
@@ -369,11 +405,15 @@ BROKEN_CONSUMERS = [
     ("consumer.legacy-read-only", {"legacy_share": "writable"}),
     ("consumer.legacy-re-export", {"legacy_share": "writable"}),
     ("consumer.legacy-re-export", {"legacy_share": "re-export writable"}),
+    ("consumer.copy-true", {"copy": "share"}),
+    ("consumer.copy-true-refused", {"copy": "propagate"}),
 ]
 #: The consumer that passes where the bug-free one has nothing to say (it copies).
 GOOD_CONSUMERS = {
     "consumer.legacy-read-only": {"legacy_share": "read-only"},
     "consumer.legacy-re-export": {"legacy_share": "read-only"},
+    "consumer.copy-true": {"copy": "good"},
+    "consumer.copy-true-refused": {"copy": "good"},
 }
 
 
@@ -387,6 +427,30 @@ def test_a_consumer_breaking_a_rule_is_reported(rule, bug):
     assert outcome == "fail", f"{bug} passed {rule}: {detail}"
     good = _consumer_framework(**GOOD_CONSUMERS.get(rule, {}))
     assert consumer_checks.CHECKS[rule](good)[0] == "pass", rule
+
+
+def test_copy_true_refused_by_the_producer_may_be_propagated_but_never_shared():
+    propagating = _consumer_framework(copy="propagate")
+    outcome, detail = consumer_checks.copy_true(propagating)
+    assert outcome == "pass", detail
+    assert "a producer refusing copy=True: propagated BufferError" in detail, detail
+    sharing = _consumer_framework(copy="share")
+    outcome, detail = consumer_checks.copy_true(sharing)
+    assert outcome == "fail", detail
+    assert "a producer refusing copy=True: the result shares the producer's memory" in detail
+    # A from_dlpack without a copy parameter: the rules do not apply (not a pass).
+    without = _consumer_framework()
+    for check in (consumer_checks.copy_true, consumer_checks.copy_true_refused):
+        assert check(without) == ("n/a", "its from_dlpack has no copy parameter")
+
+
+def test_dlbridge_copies_where_the_producer_cannot():
+    ours = FRAMEWORKS["dlbridge"]
+    assert consumer_checks.copy_true(ours)[0] == "pass"
+    outcome, detail = consumer_checks.copy_true_refused(ours)
+    assert outcome == "pass", detail
+    # Asked with copy=True, refused, asked again without.
+    assert "[{'max_version': (1, 3), 'copy': True}, {'max_version': (1, 3)}]" in detail, detail
 
 
 def test_legacy_capsules_copied_pass_and_dlbridge_imports_them_read_only():
@@ -545,3 +609,132 @@ def test_cli_plain_text_has_a_summary_line_and_a_matrix():
     assert "numpy: 0 MUST failures" in done.stdout
     assert "Interop matrix" in done.stdout
     assert "\x1b[" not in done.stdout  # no colour when not on a terminal
+
+
+# ---- the interop matrix of a user's factory ---------------------------------------------------
+
+
+def _corrupting(name: str = "corrupting") -> Framework:
+    """A consumer that gets every value wrong (doubled)."""
+    return Framework(
+        name, "numpy", make=np.array, consume=lambda o: np.from_dlpack(o) * 2, to_numpy=np.asarray
+    )
+
+
+def test_a_factory_matrix_compares_with_the_values_the_producer_holds():
+    factory = custom("_check_subjects:other_values")  # values the checker does not make
+    for consumer in (FRAMEWORKS["numpy"], FRAMEWORKS["dlbridge"]):
+        pair = run_pair(factory, consumer)
+        assert pair["counts"] == {"pass": 1, "fail": 0, "unsupported": 0, "unchecked": 0}, pair
+        assert pair["failures"] == {} and pair["zero_copy"] is True, pair
+
+
+def test_a_factory_matrix_still_catches_a_consumer_that_corrupts():
+    pair = run_pair(custom("_check_subjects:other_values"), _corrupting())
+    assert pair["counts"]["fail"] == 1, pair
+    detail = pair["failures"]["factory-tensor"]
+    assert "read [14.0, -6.0, 18.0" in detail and "holds [7.0, -3.0, 9.0" in detail, detail
+
+
+def test_a_factory_matrix_says_when_the_values_cannot_be_read():
+    # float4 elements: the checker's reader cannot read them, so nothing is claimed to pass.
+    reads_anything = Framework(
+        "reads-anything",
+        "dlbridge",
+        make=np.array,
+        consume=dlbridge.from_dlpack,
+        to_numpy=lambda result: np.zeros(result.shape, np.uint8),
+    )
+    pair = run_pair(custom("_check_subjects:sub_byte"), reads_anything)
+    assert pair["counts"] == {"pass": 0, "fail": 0, "unsupported": 0, "unchecked": 1}, pair
+    detail = pair["unchecked"]["factory-tensor"]
+    assert "dtype(17, 4, 1) elements are not whole bytes" in detail, detail
+
+
+def test_a_factory_matrix_runs_in_workers(subjects_importable):
+    pairs = run_matrix(["_check_subjects:other_values", "numpy"], 120, lambda _: None)
+    by_pair = {(p["producer"], p["consumer"]): p for p in pairs}
+    factory_row = by_pair[("_check_subjects:other_values", "numpy")]
+    assert factory_row["counts"]["pass"] == 1 and not factory_row["failures"], factory_row
+    assert ("numpy", "_check_subjects:other_values") not in by_pair  # a factory consumes nothing
+
+
+# ---- capsule-only frameworks (MXNet's kind): the adapter ---------------------------------------
+
+
+def _boxed_framework() -> Framework:
+    """The capsule-only framework of `_check_subjects`, built as the `mxnet` entry is."""
+    return capsule_only_framework(
+        "boxed",
+        "_check_subjects",
+        lambda array: S.Boxed(np.array(array, copy=True)),
+        to_capsule=S.box_to_capsule,
+        from_capsule=S.box_from_capsule,
+        to_numpy=lambda box: box.array,
+        make_view=S.Boxed,
+    )
+
+
+def test_the_adapter_answers_as_a_legacy_only_producer():
+    adapter = S.boxed()
+    assert not hasattr(adapter.tensor, "__dlpack__")
+    assert adapter.__dlpack_device__() == (1, 0)  # read from a capsule
+    for keywords in ({}, {"max_version": (1, 3)}, {"copy": False}, {"dl_device": (1, 0)}):
+        assert capsule_name(adapter.__dlpack__(**keywords)) == NAME_LEGACY, keywords
+    for keywords in ({"copy": True}, {"dl_device": (2, 0)}, {"stream": 1}):
+        with pytest.raises(BufferError):
+            adapter.__dlpack__(**keywords)
+    with pytest.raises(TypeError, match="to_capsule must be callable"):
+        CapsuleOnly(S.Boxed(S.BASE), to_capsule=None)
+
+
+def test_a_capsule_only_framework_in_the_matrix_both_ways():
+    boxed = _boxed_framework()
+    for producer, consumer in [
+        (boxed, FRAMEWORKS["dlbridge"]),
+        (FRAMEWORKS["numpy"], boxed),
+        (boxed, boxed),
+    ]:
+        pair = run_pair(producer, consumer)
+        counts = pair["counts"]
+        assert counts["fail"] == 0 and counts["pass"] == 36, (producer.name, consumer.name, pair)
+    # The consumer is checked: one that corrupts is caught.
+    corrupting = capsule_only_framework(
+        "boxed-corrupting",
+        "_check_subjects",
+        S.Boxed,
+        to_capsule=S.box_to_capsule,
+        from_capsule=S.box_from_capsule_corrupting,
+        to_numpy=lambda box: box.array,
+    )
+    pair = run_pair(FRAMEWORKS["numpy"], corrupting)
+    assert pair["counts"]["fail"] > 0 and "float32/contiguous" in pair["failures"], pair
+
+
+def test_a_capsule_only_framework_against_the_consumer_rules():
+    boxed = _boxed_framework()
+    assert boxed.not_applicable()["consumer.old-producer"].startswith("capsule-only")
+    for rule in ("consumer.legacy-capsule", "consumer.deleter-once", "consumer.byte-offset"):
+        assert consumer_checks.CHECKS[rule](boxed)[0] == "pass", rule
+    assert consumer_checks.CHECKS["consumer.versioned-capsule"](boxed)[0] == "n/a"
+
+
+def test_a_capsule_only_factory_is_checked_as_producer_and_consumer(subjects_importable):
+    results = {r["rule"]: r for r in check_framework("_check_subjects:boxed", timeout=120)}
+    outcomes = {rule: r["outcome"] for rule, r in results.items()}
+    assert not [r for r in results.values() if r["outcome"] == "fail"], results
+    for rule, why in {**NOT_APPLICABLE, **NO_DEVICE_FUNCTION}.items():
+        assert (outcomes[rule], results[rule]["detail"]) == ("n/a", why), rule
+    for rule in (
+        "producer.legacy-without-max-version",
+        "producer.consumed-once",
+        "producer.no-leak",
+        "consumer.legacy-capsule",
+        "consumer.null-strides",
+    ):
+        assert outcomes[rule] == "pass", results[rule]
+    # Without an import function the factory is a producer only.
+    results = {r["rule"]: r for r in check_framework("_check_subjects:boxed_export_only", 120)}
+    assert results["consumer.legacy-capsule"]["detail"] == "a user's factory has no from_dlpack"
+    assert results["producer.values"]["outcome"] == "n/a"
+    assert results["producer.legacy-without-max-version"]["outcome"] == "pass"

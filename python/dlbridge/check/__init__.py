@@ -14,6 +14,8 @@ Modules, each importing only modules listed before it:
 - `capi`: the functions of Python's C API called through ctypes, bound once;
 - `capsules`: what a producer hands out, read without dlbridge (tensor capsules, the
   reference reader `reference`, the C exchange table a type publishes);
+- `capsule_only`: `CapsuleOnly`, the adapter for frameworks with DLPack functions but no
+  `__dlpack__` (MXNet), and the rules that say nothing about them;
 - `records`: hand-built managed tensors with any field values and counted deleters;
 - `fake_producers`: hostile and odd producers over those tensors (fed to consumers);
 - `catalogue`: the odd tensors each framework can produce;
@@ -44,7 +46,8 @@ def _require_numpy() -> None:
 _require_numpy()
 
 # After the check above, so that a missing NumPy is reported as such.
+from .capsule_only import CapsuleOnly  # noqa: E402
 from .cli import main, run  # noqa: E402
 from .rules import MUST, RULES, SHOULD, Rule  # noqa: E402
 
-__all__ = ["MUST", "RULES", "SHOULD", "Rule", "main", "run"]
+__all__ = ["MUST", "RULES", "SHOULD", "CapsuleOnly", "Rule", "main", "run"]

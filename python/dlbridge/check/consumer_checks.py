@@ -1,7 +1,8 @@
 """Consumer checks: a framework's `from_dlpack` fed by producers built here with ctypes
 (`fake_producers`), each sending one thing the standard allows or requires a consumer to
-handle, with the producer's deleter counted; then every tensor a real producer's
-`__dlpack__` refuses.
+handle, with the producer's deleter counted; `from_dlpack(x, copy=True)` against producers
+that copy, refuse to and cannot be asked; then every tensor a real producer's `__dlpack__`
+refuses.
 
 Each check is a function of the `Framework` that returns `(outcome, detail)` for its rule:
 PASS, FAIL or NA (the rule does not apply, with the reason).
@@ -9,6 +10,7 @@ PASS, FAIL or NA (the rule does not apply, with the reason).
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import importlib.util
 import sys
@@ -18,7 +20,12 @@ import numpy as np
 from . import capsules, catalogue
 from .abi import FLAG_READ_ONLY
 from .capsules import Refused
-from .fake_producers import NegotiatingProducer, OldProducer, OneTensorProducer
+from .fake_producers import (
+    NegotiatingProducer,
+    OldProducer,
+    OneTensorProducer,
+    RecordingProducer,
+)
 from .frameworks import Framework, data_address
 from .records import LOST_EXCEPTIONS, ManagedRecord, make_major2, make_managed
 from .rules import FAIL, NA, PASS
@@ -72,7 +79,7 @@ def _import(framework: Framework, producer):
         result = framework.consume(producer)
         array = np.array(framework.to_numpy(result), copy=True)
         read_only = framework.read_only(result)
-        shared = data_address(result)
+        shared = data_address(framework.exporter(result))
         del result
         return array, read_only, shared, None
     except Exception as error:  # noqa: BLE001 - every exception is a finding here
@@ -290,11 +297,13 @@ def _legacy_result(framework: Framework):
         seen["error"] = _refusal(error, lost_before)
         return seen
     seen["read_only"] = framework.read_only(result)
-    address = data_address(result)
+    exported = framework.exporter(result)
+    address = data_address(exported)
     if address is not None:
         seen["shared"] = address == seen["memory"]
-    if seen["shared"] and hasattr(result, "__dlpack__"):
-        seen["reexport"] = capsules.reference(result, max_version=(1, 3))
+    if seen["shared"] and hasattr(exported, "__dlpack__"):
+        seen["reexport"] = capsules.reference(exported, max_version=(1, 3))
+    del exported
     del result, producer
     gc.collect()
     return seen
@@ -338,6 +347,119 @@ def legacy_re_export(framework: Framework):
     return FAIL, (
         f"the versioned re-export (v{again.version[0]}.{again.version[1]}, flags "
         f"{again.flags:#x}) of the legacy capsule's memory lacks READ_ONLY"
+    )
+
+
+# ---- copy=True ------------------------------------------------------------------------------
+#
+# Three producers over memory of their own, each asked by `from_dlpack(x, copy=True)`: one
+# that copies (a flagged copy in fresh memory), one that refuses copy=True with BufferError
+# as tvm-ffi does, and an old one whose `__dlpack__` takes no keywords. After the import the
+# producer's memory is overwritten: a result that shows the new values shares it.
+
+#: What the producer's memory is overwritten with after the import.
+OVERWRITTEN = VALUES + 100
+
+
+#: The producers fed, by kind: one that copies, one that refuses copy=True, an old one.
+COPYING, REFUSING, OLD = "copying", "refusing", "old"
+_COPY_LABELS = {
+    COPYING: "a producer that copies",
+    REFUSING: "a producer refusing copy=True",
+    OLD: "an old producer without copy",
+}
+
+
+def _copy_producers() -> list:
+    """[(kind, producer, a function giving the records whose memory a result must not
+    share)]."""
+    values = VALUES.tobytes()
+    copying = RecordingProducer(values=values, honour_copy=True)
+    refusing = RecordingProducer(values=values, refuse_copy=True)
+    old = OldProducer(values=values)
+    return [
+        (COPYING, copying, lambda: [copying.buffer_record]),
+        (REFUSING, refusing, lambda: [refusing.buffer_record]),
+        (OLD, old, lambda: list(old.records)),
+    ]
+
+
+def _import_copy(framework: Framework, producer, shared_memory):
+    """(values read before the overwrite, after it, error) of `consume_copy(producer)`;
+    the memory the producer exported without copying is overwritten while the result lives."""
+    lost_before = len(LOST_EXCEPTIONS)
+    try:
+        result = framework.consume_copy(producer)
+        before = np.array(framework.to_numpy(result), copy=True)
+        for record in shared_memory():
+            ctypes.memmove(record.first_element_address(), OVERWRITTEN.tobytes(), VALUES.nbytes)
+        after = np.array(framework.to_numpy(result), copy=True)
+        del result
+        return before, after, None
+    except Exception as error:  # noqa: BLE001 - every exception is a finding here
+        return None, None, _refusal(error, lost_before)
+
+
+def _copy_survey(framework: Framework) -> dict:
+    """{kind: (the producer's calls, verdict, detail)}; a verdict is "copy", "shared",
+    "wrong", "propagated" (the refusing producer's BufferError) or "raised"."""
+    survey = {}
+    for kind, producer, shared_memory in _copy_producers():
+        before, after, error = _import_copy(framework, producer, shared_memory)
+        calls = list(producer.calls)
+        del producer
+        gc.collect()
+        if error is not None:
+            propagated = kind == REFUSING and issubclass(error.kind, BufferError)
+            survey[kind] = (calls, "propagated" if propagated else "raised", _describe(error))
+        elif not np.array_equal(before, VALUES):
+            survey[kind] = (calls, "wrong", f"read {before.tolist()}")
+        elif np.array_equal(after, OVERWRITTEN):
+            survey[kind] = (calls, "shared", "the result shares the producer's memory")
+        elif not np.array_equal(after, VALUES):
+            survey[kind] = (calls, "wrong", f"then read {after.tolist()}")
+        else:
+            survey[kind] = (calls, "copy", "a copy")
+    return survey
+
+
+def _no_copy_parameter():
+    return NA, "its from_dlpack has no copy parameter"
+
+
+def copy_true(framework: Framework):
+    if framework.consume_copy is None:
+        return _no_copy_parameter()
+    survey = _copy_survey(framework)
+    problems = [
+        f"{_COPY_LABELS[kind]}: {detail}"
+        for kind, (_, verdict, detail) in survey.items()
+        if verdict in ("shared", "wrong") or (verdict == "raised" and kind == COPYING)
+    ]
+    if problems:
+        return FAIL, "; ".join(problems)
+    return PASS, "; ".join(
+        f"{_COPY_LABELS[kind]}: {'propagated ' * (verdict == 'propagated')}{detail}"
+        for kind, (_, verdict, detail) in survey.items()
+    )
+
+
+def copy_true_refused(framework: Framework):
+    if framework.consume_copy is None:
+        return _no_copy_parameter()
+    survey = _copy_survey(framework)
+    del survey[COPYING]
+    problems = [
+        f"{_COPY_LABELS[kind]}: {'propagated ' * (verdict == 'propagated')}{detail}"
+        for kind, (_, verdict, detail) in survey.items()
+        if verdict in ("propagated", "raised")
+    ]
+    if problems:
+        return FAIL, "; ".join(problems) + " (no copy made here)"
+    if any(verdict != "copy" for _, verdict, _ in survey.values()):
+        return NA, "no copy, and no refusal either: see consumer.copy-true"
+    return PASS, "imported and copied here; " + "; ".join(
+        f"{_COPY_LABELS[kind]} was asked {calls}" for kind, (calls, _, _) in survey.items()
     )
 
 
@@ -494,6 +616,8 @@ CHECKS = {
     "consumer.legacy-re-export": legacy_re_export,
     "consumer.major-version-2": major_version_2,
     "consumer.old-producer": old_producer,
+    "consumer.copy-true": copy_true,
+    "consumer.copy-true-refused": copy_true_refused,
     "consumer.producer-refusals": producer_refusals,
     "consumer.producer-refusal-error-type": producer_refusal_error_type,
 }

@@ -1,5 +1,7 @@
 """What the checker needs of each framework: how to make one of its tensors from NumPy
-values, how its `from_dlpack` is called, and how to read a result back.
+values, how its `from_dlpack` is called (also with copy=True), and how to read a result back.
+A framework without `__dlpack__` (MXNet) is driven through its DLPack functions by the
+adapter of `capsule_only`.
 
 Every framework module is imported lazily, inside the worker process that checks it, so that
 frameworks which crash when imported together never meet.
@@ -14,6 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import capsule_only
+from .capsule_only import CapsuleOnly
 from .capsules import is_capsule
 
 
@@ -24,7 +28,12 @@ class Framework:
     `make(array)` returns a tensor of the framework holding `array`'s values (its own memory);
     `make_read_only(array)` one whose data is read-only, where the framework has such a
     thing; `consume(obj)` is its `from_dlpack`; `to_numpy(result)` reads a result back;
-    `read_only(result)` says whether a result may not be written (None: no such notion).
+    `read_only(result)` says whether a result may not be written (None: no such notion);
+    `consume_copy(obj)` is its `from_dlpack(obj, copy=True)` (None: it has no copy parameter).
+
+    A capsule-only framework (no `__dlpack__`) has an `adapter(tensor)` that wraps one of its
+    tensors in a `CapsuleOnly`, the producer handed to consumers and producer checks (see
+    `exporter`).
     """
 
     name: str
@@ -38,8 +47,23 @@ class Framework:
     #: view, keeping its strides (the interop matrix's layouts).
     make_view: Callable[[np.ndarray], Any] | None = None
     needs_gpu: bool = False
-    #: A user's `module:factory`: one tensor of unknown values, and no consumer.
+    #: A user's `module:factory`: one tensor of unknown values, and a consumer only where
+    #: the factory returns a `CapsuleOnly` with a `from_capsule`.
     user_factory: bool = False
+    consume_copy: Callable[[Any], Any] | None = None
+    adapter: Callable[[Any], Any] | None = None
+    #: The rules that say nothing about this framework, with why (asked once the framework's
+    #: tensors can be made: a user's factory knows only then).
+    not_applicable: Callable[[], dict] = dict
+    #: Whether `consume` is a from_dlpack at all (a user's factory may have none).
+    has_consumer: Callable[[], bool] = lambda: True
+
+    def exporter(self, tensor):
+        """What is handed to a consumer for one of this framework's tensors: the tensor, or
+        for a capsule-only framework its `CapsuleOnly` adapter."""
+        if self.adapter is None or isinstance(tensor, CapsuleOnly):
+            return tensor
+        return self.adapter(tensor)
 
     def available(self) -> bool:
         """Whether the framework can be imported here (without importing it)."""
@@ -147,8 +171,86 @@ def _dlbridge_consume(obj):
     return dlbridge.from_dlpack(obj)
 
 
+def _dlbridge_consume_copy(obj):
+    import dlbridge
+
+    return dlbridge.from_dlpack(obj, copy=True)
+
+
 def _via_numpy(result):
     return np.from_dlpack(result)
+
+
+def _mxnet_device(tensor):
+    """MXNet's own (device_type, device_id) of an NDArray, from its context."""
+    kinds = {"cpu": 1, "cpu_shared": 1, "gpu": 2, "cpu_pinned": 3}
+    context = tensor.context
+    return kinds[context.device_type], int(context.device_id)
+
+
+def capsule_only_framework(
+    name: str,
+    module: str,
+    make: Callable[[np.ndarray], Any],
+    *,
+    to_capsule: Callable[[Any], Any],
+    from_capsule: Callable[[Any], Any],
+    to_numpy: Callable[[Any], np.ndarray],
+    device: Callable[[Any], tuple[int, int]] | None = None,
+    make_view: Callable[[np.ndarray], Any] | None = None,
+) -> Framework:
+    """A framework with DLPack functions but no `__dlpack__` (MXNet): its tensors are handed
+    out in a `CapsuleOnly` adapter, its consumer is `from_capsule(x.__dlpack__())`, and the
+    rules the adapter answers are n/a."""
+
+    def adapter(tensor):
+        return CapsuleOnly(
+            tensor,
+            to_capsule=to_capsule,
+            from_capsule=from_capsule,
+            to_numpy=to_numpy,
+            device=device,
+        )
+
+    not_applicable = dict(capsule_only.NOT_APPLICABLE)
+    if device is None:
+        not_applicable.update(capsule_only.NO_DEVICE_FUNCTION)
+    return Framework(
+        name,
+        module,
+        make,
+        lambda obj: from_capsule(obj if is_capsule(obj) else obj.__dlpack__()),
+        to_numpy,
+        make_view=make_view,
+        adapter=adapter,
+        not_applicable=lambda: not_applicable,
+    )
+
+
+def _mxnet_make(array):
+    return _lazy("mxnet").nd.array(array, dtype=array.dtype)
+
+
+def _mxnet_to_capsule(tensor):
+    return _lazy("mxnet").nd.to_dlpack_for_read(tensor)
+
+
+def _mxnet_from_capsule(capsule):
+    return _lazy("mxnet").nd.from_dlpack(capsule)
+
+
+def _mxnet_framework() -> Framework:
+    """MXNet 1.x: `mx.nd.to_dlpack_for_read` and `mx.nd.from_dlpack`, looked up when called
+    (the module is imported in the worker only)."""
+    return capsule_only_framework(
+        "mxnet",
+        "mxnet",
+        _mxnet_make,
+        to_capsule=_mxnet_to_capsule,
+        from_capsule=_mxnet_from_capsule,
+        to_numpy=lambda t: t.asnumpy(),
+        device=_mxnet_device,
+    )
 
 
 def _cupy_make(array):
@@ -170,11 +272,25 @@ FRAMEWORKS = {
             np.asarray,
             make_read_only=_numpy_read_only,
             read_only=lambda r: not r.flags.writeable,
+            consume_copy=lambda o: np.from_dlpack(o, copy=True),
         ),
         Framework(
-            "torch", "torch", _torch_make, lambda o: _lazy("torch").from_dlpack(o), _torch_to_numpy
+            "torch",
+            "torch",
+            _torch_make,
+            lambda o: _lazy("torch").from_dlpack(o),
+            _torch_to_numpy,
+            consume_copy=lambda o: _lazy("torch").from_dlpack(o, copy=True),
         ),
-        Framework("jax", "jax", _jax_make, _jax_consume, np.asarray, read_only=lambda r: True),
+        Framework(
+            "jax",
+            "jax",
+            _jax_make,
+            _jax_consume,
+            np.asarray,
+            read_only=lambda r: True,
+            consume_copy=lambda o: _lazy("jax.dlpack").from_dlpack(o, copy=True),
+        ),
         Framework(
             "tensorflow",
             "tensorflow",
@@ -183,7 +299,14 @@ FRAMEWORKS = {
             lambda r: r.numpy(),
             read_only=lambda r: True,
         ),
-        Framework("paddle", "paddle", _paddle_make, _paddle_consume, lambda r: r.numpy()),
+        Framework(
+            "paddle",
+            "paddle",
+            _paddle_make,
+            _paddle_consume,
+            lambda r: r.numpy(),
+            consume_copy=lambda o: _lazy("paddle").from_dlpack(o, copy=True),
+        ),
         Framework(
             "pyarrow",
             "pyarrow",
@@ -193,6 +316,7 @@ FRAMEWORKS = {
             make_read_only=_arrow_read_only_make,
             make_view=_arrow_view,
             read_only=lambda r: not r.is_mutable,
+            consume_copy=lambda o: _lazy("pyarrow").Tensor.from_dlpack(o, copy=True),
         ),
         Framework(
             "tvm_ffi",
@@ -202,7 +326,16 @@ FRAMEWORKS = {
             _via_numpy,
             make_view=lambda v: _lazy("tvm_ffi").from_dlpack(v),
         ),
-        Framework("cupy", "cupy", _cupy_make, _cupy_consume, lambda r: r.get(), needs_gpu=True),
+        _mxnet_framework(),
+        Framework(
+            "cupy",
+            "cupy",
+            _cupy_make,
+            _cupy_consume,
+            lambda r: r.get(),
+            needs_gpu=True,
+            consume_copy=lambda o: _lazy("cupy").from_dlpack(o, copy=True),
+        ),
         Framework(
             "dlbridge",
             "dlbridge",
@@ -212,6 +345,7 @@ FRAMEWORKS = {
             make_read_only=_dlbridge_read_only_make,
             read_only=lambda r: r.readonly,
             make_view=_dlbridge_consume,
+            consume_copy=_dlbridge_consume_copy,
         ),
     ]
 }
@@ -219,19 +353,72 @@ FRAMEWORKS = {
 
 def custom(spec: str) -> Framework:
     """A user's producer, `module:factory`: `factory()` returns a tensor object to check (as
-    a producer only: there is no consumer to call)."""
+    a producer only: there is no consumer to call), or a `CapsuleOnly` (a tensor of a
+    framework without `__dlpack__`, with its DLPack functions: a producer through the
+    adapter, and a consumer where it has a `from_capsule`)."""
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"expected module:factory, got {spec!r}")
+    first: list = []
 
     def make(_array):
         factory = getattr(importlib.import_module(module_name), attribute)
-        return factory()
+        made = factory()
+        if not first:
+            first.append(made)
+        return made
 
-    def no_consumer(_obj):
-        raise NotImplementedError("a module:factory producer has no from_dlpack")
+    def sample():
+        """The factory's first tensor (made once), which tells what the factory hands out."""
+        if not first:
+            make(None)
+        return first[0]
 
-    return Framework(spec, module_name, make, no_consumer, _via_numpy, user_factory=True)
+    def capsule_only_sample():
+        made = sample()
+        return made if isinstance(made, CapsuleOnly) else None
+
+    def has_consumer():
+        adapter = capsule_only_sample()
+        return adapter is not None and adapter.from_capsule is not None
+
+    def consume(obj):
+        adapter = capsule_only_sample()
+        if adapter is None or adapter.from_capsule is None:
+            raise NotImplementedError("a module:factory producer has no from_dlpack")
+        return adapter.consume(obj)
+
+    def to_numpy(result):
+        adapter = capsule_only_sample()
+        if isinstance(result, CapsuleOnly):
+            return result.to_numpy(result.tensor)
+        if adapter is not None:
+            return adapter.to_numpy(result)
+        return _via_numpy(result)
+
+    def adapt(tensor):
+        adapter = capsule_only_sample()
+        return adapter.wrap(tensor) if adapter is not None else tensor
+
+    def not_applicable():
+        adapter = capsule_only_sample()
+        if adapter is None:
+            return {}
+        if adapter.device is None:
+            return {**capsule_only.NOT_APPLICABLE, **capsule_only.NO_DEVICE_FUNCTION}
+        return capsule_only.NOT_APPLICABLE
+
+    return Framework(
+        spec,
+        module_name,
+        make,
+        consume,
+        to_numpy,
+        user_factory=True,
+        adapter=adapt,
+        has_consumer=has_consumer,
+        not_applicable=not_applicable,
+    )
 
 
 def data_address(obj):

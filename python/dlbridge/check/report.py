@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .rules import FAIL, NA, PASS, RULES, UNSUPPORTED
+from .rules import FAIL, NA, PASS, RULES, UNCHECKED, UNSUPPORTED
 
 _COLOURS = {PASS: "\x1b[32m", FAIL: "\x1b[31m", NA: "\x1b[33m"}
 _RESET = "\x1b[0m"
@@ -37,6 +37,8 @@ def _pair_cell(pair: dict) -> str:
         return f"CRASH ({pair['error'][:40]})"
     counts = pair["counts"]
     cell = f"{counts[PASS]}/{counts[FAIL]}/{counts[UNSUPPORTED]}"
+    if counts.get(UNCHECKED):
+        cell += f" +{counts[UNCHECKED]} unchecked"
     if pair.get("zero_copy") is True:
         cell += " zc"
     elif pair.get("zero_copy") is False:
@@ -76,24 +78,25 @@ def render_text(report: dict, colour: bool = False) -> str:
         lines.append("")
         lines.append(
             "Interop matrix: rows produce, columns consume; pass/fail/unsupported of "
-            "the dtype x layout cases, zero-copy (zc) or copy, and the median time of "
-            "one float32 4x3 exchange"
+            "the dtype x layout cases (a module:factory: its one tensor), zero-copy (zc) "
+            "or copy, and the median time of one float32 4x3 exchange"
         )
         width = max(18, *(len(c) for c in cell.values())) + 2
         lines.append(" " * 12 + "".join(f"{c:<{width}}" for c in consumers))
         for producer in producers:
             row = "".join(f"{cell.get((producer, c), '-'):<{width}}" for c in consumers)
             lines.append(f"{producer:<12}{row}")
-        failures = [
-            (p["producer"], p["consumer"], k, v)
-            for p in report["matrix"]
-            for k, v in p.get("failures", {}).items()
-        ]
-        if failures:
-            lines.append("")
-            lines.append("Wrong values in the matrix:")
-            for producer, consumer, case, detail in failures:
-                lines.append(f"  {producer} -> {consumer} {case}: {detail}")
+        for key, title in [
+            ("failures", "Wrong values in the matrix:"),
+            ("unchecked", "Not compared (the producer's values cannot be read independently):"),
+        ]:
+            cases = [
+                f"  {p['producer']} -> {p['consumer']} {case}: {detail}"
+                for p in report["matrix"]
+                for case, detail in p.get(key, {}).items()
+            ]
+            if cases:
+                lines += ["", title, *cases]
     return "\n".join(lines)
 
 

@@ -4,6 +4,14 @@ the outcomes a check reports.
 Sections refer to dlbridge's protocol checklist (`python-protocol.md`, sections 1-7), which
 restates the array API standard's `__dlpack__` / `from_dlpack` text and `dlpack.h` (v1.3);
 `header` means `dlpack.h` itself.
+
+`copy=True` on the consumer side: the array API standard says `from_dlpack`'s copy=True
+"must always copy", and that `from_dlpack` "must propagate" the exceptions `__dlpack__`
+raises. So a consumer that returns memory shared with x for copy=True breaks a MUST
+(`consumer.copy-true`), while one that propagates the producer's BufferError for copy=True
+conforms; importing without copy and copying itself, as it must for an old producer that
+cannot be asked, gives the caller what was asked for and is the SHOULD
+(`consumer.copy-true-refused`).
 """
 
 from __future__ import annotations
@@ -19,6 +27,9 @@ PASS = "pass"
 FAIL = "fail"
 NA = "n/a"  # the rule does not apply (the detail says why)
 UNSUPPORTED = "unsupported"  # an interop matrix case the consumer refused
+#: An interop matrix case whose result could not be compared: the producer's values cannot be
+#: read independently of the consumer (not host memory, or not whole bytes per element).
+UNCHECKED = "unchecked"
 
 
 @dataclass(frozen=True)
@@ -294,6 +305,21 @@ _RULES = [
         MUST,
         "protocol 7",
         "a producer whose __dlpack__ takes no max_version is retried without it",
+    ),
+    Rule(
+        "consumer.copy-true",
+        MUST,
+        "protocol 3, 7",
+        "from_dlpack(x, copy=True) never returns memory shared with x: not when the producer "
+        "copies, nor when it refuses copy=True (BufferError) or takes no copy keyword (an old "
+        "producer); propagating the producer's BufferError is allowed",
+    ),
+    Rule(
+        "consumer.copy-true-refused",
+        SHOULD,
+        "protocol 3, 7",
+        "where the producer refuses copy=True (BufferError) or takes no copy keyword, "
+        "from_dlpack(x, copy=True) imports without copy and copies the data itself",
     ),
     Rule(
         "consumer.producer-refusals",

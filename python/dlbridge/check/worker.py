@@ -30,11 +30,23 @@ def _framework_job(name: str, skip: set) -> None:
     from .frameworks import resolve
 
     framework = resolve(name)
+    asked: list = []
+
+    def rules_not_applicable() -> dict:
+        """The framework's n/a rules, asked once (a factory makes its tensor to tell)."""
+        if not asked:
+            try:
+                asked.append(dict(framework.not_applicable()))
+            except Exception:  # noqa: BLE001 - a factory that fails is reported by the checks
+                asked.append({})
+        return asked[0]
 
     def consumer_rule(rule_id):
         _emit({"running": rule_id})
-        if framework.user_factory:
+        if framework.user_factory and not _guarded_bool(framework.has_consumer):
             outcome, detail = NA, "a user's factory has no from_dlpack"
+        elif rule_id in rules_not_applicable():
+            outcome, detail = NA, rules_not_applicable()[rule_id]
         else:
             outcome, detail = _guarded(consumer_checks.CHECKS[rule_id], framework)
         _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
@@ -58,12 +70,22 @@ def _framework_job(name: str, skip: set) -> None:
                 subject_error = f"cannot make a tensor: {type(error).__name__}: {error}"
         if subject_error is not None:
             outcome, detail = NA, subject_error
+        elif rule_id in rules_not_applicable():
+            outcome, detail = NA, rules_not_applicable()[rule_id]
         else:
             outcome, detail = _guarded(check, subject)
         _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
     for rule_id in consumer_checks.CHECKS:
         if rule_id not in skip and rule_id not in first:
             consumer_rule(rule_id)
+
+
+def _guarded_bool(question) -> bool:
+    """`question()`, False where it raises (a factory that cannot make its tensor)."""
+    try:
+        return bool(question())
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _guarded(check, argument):
