@@ -76,7 +76,7 @@ example-build: venv
 ## MXNet's tests run in an environment of their own, made first (scripts/mxnet-env.sh: CPython
 ## 3.11 in target/mxnet-venv with python/requirements-mxnet.txt); a failure to make it fails.
 python-test: python-build example-build stubtest
-	bash scripts/mxnet-env.sh
+	VENV=$(VENV) bash scripts/mxnet-env.sh
 	PYTHON=$(PYTHON) PYTHON_TESTS_STRICT=$(if $(filter true,$(CI)),1,0) \
 		bash scripts/python-tests.sh
 

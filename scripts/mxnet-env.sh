@@ -8,11 +8,11 @@
 #
 # Idempotent: the environment is made again only when the requirements file changed (its
 # hash is kept in target/mxnet-venv/.installed) or the environment is broken. dlbridge: where
-# `make python-build` already built the extension for CPython 3.11 (python/dlbridge holds
-# `_dlbridge.cpython-311-*.so`: the main .venv is 3.11), the environment imports the package
-# from python/ through a .pth file, that very build; otherwise maturin builds it for 3.11
-# (release, feature `testing`), in target/mxnet-build so that the main build's artifacts stay
-# as they are. Fails, saying why, when there is no CPython 3.11 (pyenv's or python3.11 on
+# the main virtual environment (VENV, default .venv) is CPython 3.11 too, `make python-build`
+# built the extension for it into python/dlbridge, and this environment imports the package
+# from python/ through a .pth file: that very build. Otherwise maturin builds it for 3.11
+# (release, feature `testing`; incremental, so quick when nothing changed) in
+# target/mxnet-build, so that the main build's artifacts stay as they are. Fails, saying why, when there is no CPython 3.11 (pyenv's or python3.11 on
 # PATH), when an install fails, or when the environment cannot import mxnet and dlbridge.
 set -euo pipefail
 
@@ -46,7 +46,9 @@ fi
 
 # dlbridge: the 3.11 build of `make python-build`, or one made here.
 site=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-if compgen -G "python/dlbridge/_dlbridge.cpython-311-*.so" >/dev/null; then
+main_python=${VENV:-.venv}/bin/python
+if [[ -x $main_python ]] && "$main_python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+    && compgen -G "python/dlbridge/_dlbridge.cpython-311-*.so" >/dev/null; then
     echo "$ROOT/python" >"$site/dlbridge.pth"
 else
     echo "mxnet-env: building dlbridge for CPython 3.11 (target/mxnet-build)"
