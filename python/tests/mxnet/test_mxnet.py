@@ -21,6 +21,7 @@ import pytest
 import dlbridge
 from _helpers import CountingDeleters, read_bytes, rust_tensor_with_bytes
 from dlbridge.check.capsules import read_capsule
+from dlbridge.check.records import make_managed
 
 with warnings.catch_warnings():
     # MXNet 1.9.1 uses NumPy aliases that NumPy 1.23 deprecates (np.bool).
@@ -141,6 +142,20 @@ def test_round_trip_through_mxnet_keeps_the_address():
     back = dlbridge.from_dlpack(mx.nd.to_dlpack_for_read(m))
     assert t.data_ptr == data_address(m) == back.data_ptr == source.ctypes.data
     assert np.frombuffer(contents(back), np.float32).tolist() == source.ravel().tolist()
+
+
+def test_offset_views_reach_mxnet_with_their_values():
+    """MXNet's from_dlpack ignores byte_offset (it reads from `data`); dlbridge exports a view
+    with `data` at its first element and byte_offset 0, so MXNet reads the right values."""
+    source = np.arange(8, dtype=np.float32)
+    t = dlbridge.from_dlpack(source[3:7])
+    capsule = t.__dlpack__()
+    description = read_capsule(capsule)
+    assert (description["data"], description["byte_offset"]) == (source.ctypes.data + 12, 0)
+    assert mx.nd.from_dlpack(capsule).asnumpy().tolist() == [3.0, 4.0, 5.0, 6.0]
+    # What MXNet does with a producer's non-zero byte_offset: the offset is lost.
+    record = make_managed((4,), "float32", versioned=False, values=source.tobytes(), byte_offset=8)
+    assert mx.nd.from_dlpack(record.capsule()).asnumpy().tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 def test_mxnet_refuses_versioned_capsules_which_are_then_released():
