@@ -73,7 +73,10 @@ example-build: venv
 
 ## Under CI every framework must be there: a test file skipped for a missing one fails, and
 ## so does a test that needs the test kernels in a build without them (python/tests/_kernels.py).
+## MXNet's tests run in an environment of their own, made first (scripts/mxnet-env.sh: CPython
+## 3.11 in target/mxnet-venv with python/requirements-mxnet.txt); a failure to make it fails.
 python-test: python-build example-build stubtest
+	VENV=$(VENV) bash scripts/mxnet-env.sh
 	PYTHON=$(PYTHON) PYTHON_TESTS_STRICT=$(if $(filter true,$(CI)),1,0) \
 		bash scripts/python-tests.sh
 

@@ -24,6 +24,9 @@
 # python-build`) skips where they are missing, and fails instead with PYTHON_TESTS_STRICT=1
 # or CI=true (python/tests/_kernels.py).
 #
+# The "mxnet" run (python/tests/mxnet) uses MXNET_PYTHON (default: target/mxnet-venv/bin/python,
+# made by scripts/mxnet-env.sh); where that interpreter is missing, the run fails.
+#
 # Environment: PYTHON (default: .venv/bin/python at the repository root), RUN_TIMEOUT
 # (seconds per process, default 1200), PYTHON_TESTS_STRICT (1: a skipped file fails),
 # PYTHON_TESTS_ONLY (space-separated run names, e.g. "core torch": only those runs).
@@ -53,6 +56,9 @@ for file in "$TESTS"/interop/test_*.py; do
     name="$(basename "$file" .py)"
     RUNS+=("${name#test_}|interop/$(basename "$file")")
 done
+# MXNet 1.9.1 needs NumPy < 1.24 and so an environment of its own (scripts/mxnet-env.sh, run
+# by `make python-test`): a third field names the run's interpreter.
+RUNS+=("mxnet|mxnet/test_mxnet.py|${MXNET_PYTHON:-$ROOT/target/mxnet-venv/bin/python}")
 
 # Every framework has wheels for Linux x86_64: there, a strict run skips none.
 LINUX_X86_64=0
@@ -72,13 +78,19 @@ for run in "${RUNS[@]}"; do
     if [[ -n "$ONLY" && " $ONLY " != *" $name "* ]]; then
         continue
     fi
-    read -r -a files <<<"${run#*|}"
+    spec="${run#*|}"
+    run_python="$PYTHON"
+    if [[ "$spec" == *"|"* ]]; then
+        run_python="${spec#*|}"
+        spec="${spec%%|*}"
+    fi
+    read -r -a files <<<"$spec"
     paths=()
     for f in "${files[@]}"; do paths+=("$TESTS/$f"); done
     xml="$REPORTS/$name.xml"
 
     echo "=== python-tests: $name (${files[*]})"
-    (cd "$ROOT" && "${TIMEOUT_CMD[@]}" "$PYTHON" -m pytest -q --junitxml="$xml" "${paths[@]}" "$@")
+    (cd "$ROOT" && "${TIMEOUT_CMD[@]}" "$run_python" -m pytest -q --junitxml="$xml" "${paths[@]}" "$@")
     rc=$?
 
     # passed failed skipped, from the JUnit report (missing report: -1); then whether every

@@ -26,6 +26,7 @@ from dlbridge.check.abi import (
     NAME_USED_VERSIONED,
     NAME_VERSIONED,
     kDLBfloat,
+    kDLBool,
     kDLCPU,
     kDLCUDA,
     kDLCUDAHost,
@@ -33,6 +34,8 @@ from dlbridge.check.abi import (
     kDLFloat,
     kDLFloat4_e2m1fn,
     kDLFloat8_e4m3fn,
+    kDLInt,
+    kDLUInt,
 )
 from dlbridge.check.capsules import capsule_name, consume_capsule, read_capsule, release
 from dlbridge.check.fake_producers import (
@@ -771,6 +774,53 @@ def test_packed_float4_sizes(n, packed_bytes):
         # whole bytes are copied exactly (the last, half-used byte may differ in its top bits)
         assert read_bytes(c.data_ptr, packed_bytes - 1) == bytes(range(packed_bytes - 1))
     del t, c, cap
+    collect()
+    assert rec.deleter_calls == 1
+
+
+NINE_BOOLS = bytes([1, 0, 0, 1, 0, 0, 1, 1, 0])
+
+
+@pytest.mark.parametrize(
+    "dtype", [(kDLUInt, 1, 1), (kDLUInt, 4, 1), (kDLInt, 2, 1), (kDLBool, 1, 1)]
+)
+def test_legacy_sub_byte_integers_take_a_byte_per_element(dtype):
+    """A legacy capsule has no padded flag: its sub-byte integers (MXNet's bool is uint1) are
+    read one byte per element, on every path: size, copy, re-export either way."""
+    rec = make_managed((9,), dtype, versioned=False, values=NINE_BOOLS, buffer_bytes=9)
+    cap = rec.capsule()
+    t = dlbridge.from_dlpack(cap)
+    assert (t.nbytes, t.flags) == (9, FLAG_IS_SUBBYTE_TYPE_PADDED)
+    c = t.copy()
+    assert (c.nbytes, c.flags) == (9, FLAG_IS_COPIED | FLAG_IS_SUBBYTE_TYPE_PADDED)
+    assert read_bytes(c.data_ptr, 9) == NINE_BOOLS
+    info = read_capsule(t.__dlpack__(max_version=V13))
+    assert info["flags"] & FLAG_IS_SUBBYTE_TYPE_PADDED
+    again = dlbridge.from_dlpack(t.__dlpack__())  # legacy again: still a byte each
+    assert (again.nbytes, read_bytes(again.data_ptr, 9)) == (9, NINE_BOOLS)
+    del t, c, again, cap
+    collect()
+    assert rec.deleter_calls == 1
+
+
+def test_packed_sub_byte_integers_do_not_go_out_legacy():
+    rec = make_managed((9,), (kDLUInt, 1, 1), values=b"\x49\x01")
+    cap = rec.capsule()
+    t = dlbridge.from_dlpack(cap)
+    assert (t.nbytes, t.flags) == (2, 0)  # versioned without the flag: packed
+    assert read_bytes(t.copy().data_ptr, 2) == b"\x49\x01"
+    with pytest.raises(BufferError, match="one byte per element"):
+        t.__dlpack__()
+    del t, cap
+    collect()
+    assert rec.deleter_calls == 1
+
+
+def test_legacy_sub_byte_vectors_of_no_whole_byte_are_refused():
+    rec = make_managed((2,), (kDLUInt, 1, 3), versioned=False, buffer_bytes=8)
+    cap = rec.capsule()
+    _import_fails(cap, BufferError, "no agreed layout", "DLTensor.dtype")
+    del cap
     collect()
     assert rec.deleter_calls == 1
 

@@ -249,6 +249,44 @@ impl DataType {
         self.bits < 8
     }
 
+    /// Whether a legacy `DLManagedTensor` of this type stores its sub-byte elements padded to
+    /// one byte each: the flag that says so (IS_SUBBYTE_TYPE_PADDED) exists only on
+    /// `DLManagedTensorVersioned`, so the layout of a legacy tensor follows from its type.
+    ///
+    /// - Integers and booleans (codes `kDLInt`, `kDLUInt`, `kDLBool`) narrower than a byte,
+    ///   with one lane: **padded**, one byte per element. This is what legacy producers did:
+    ///   MXNet exports its bool as `uint1` over one byte per element (the convention from
+    ///   before `kDLBool`), and TVM's runtime before tvm-ffi sized every tensor as
+    ///   `elements * ceil(bits * lanes / 8)` bytes.
+    /// - Vectors of such integers whose lanes fill whole bytes (`uint4x2`): packed, which is
+    ///   the same size as that formula.
+    /// - Other vectors of such integers (`uint1x3`): `None`, no agreed layout; a legacy tensor
+    ///   of that type is refused ([`Error::AmbiguousLegacySubByte`](crate::Error)).
+    /// - Every other type: packed as the header says (`false`). The float4 and float6 codes
+    ///   came with DLPack 1.1, whose header defines them packed, and producers send them so on
+    ///   the legacy path too (JAX's `float4_e2m1fn`, PyTorch's `float4_e2m1fn_x2`).
+    ///
+    /// ```
+    /// use dlbridge::DataType;
+    /// assert_eq!(DataType::uint(1).legacy_sub_byte_padding(), Some(true)); // MXNet's bool
+    /// assert_eq!(DataType::FLOAT4_E2M1FN.legacy_sub_byte_padding(), Some(false));
+    /// assert_eq!(DataType::uint(4).with_lanes(2).legacy_sub_byte_padding(), Some(false));
+    /// assert_eq!(DataType::uint(1).with_lanes(3).legacy_sub_byte_padding(), None);
+    /// assert_eq!(DataType::FLOAT32.legacy_sub_byte_padding(), Some(false));
+    /// ```
+    pub const fn legacy_sub_byte_padding(self) -> Option<bool> {
+        let integer = matches!(self.code.0, 0 | 1 | 6);
+        if !self.is_sub_byte() || !integer {
+            Some(false)
+        } else if self.lanes == 1 {
+            Some(true)
+        } else if self.bits_per_element() % 8 == 0 {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
     /// The bytes of one element when elements are byte-addressable: `ceil(bits * lanes / 8)`.
     /// `None` for sub-byte types, which are packed (see [`DataType::storage_bytes`]), and for
     /// invalid types with zero bits or lanes.

@@ -194,8 +194,23 @@ pub enum Error {
     /// A read-only tensor cannot be exported as a legacy `DLManagedTensor`, which has no flags.
     ReadOnlyLegacyExport,
     /// A padded sub-byte tensor cannot be exported as a legacy `DLManagedTensor`, which has no
-    /// flags: consumers would read it as packed.
+    /// flags: consumers would read it as packed (the float4 and float6 types: see
+    /// [`DataType::legacy_sub_byte_padding`]).
     PaddedLegacyExport {
+        /// The tensor's data type.
+        dtype: DataType,
+    },
+    /// A packed sub-byte integer tensor (`uint1`, `int4`...) cannot be exported as a legacy
+    /// `DLManagedTensor`: legacy consumers read those types as one byte per element (see
+    /// [`DataType::legacy_sub_byte_padding`]), and would read past the packed data.
+    PackedLegacyExport {
+        /// The tensor's data type.
+        dtype: DataType,
+    },
+    /// A legacy `DLManagedTensor` of a vector of sub-byte integers whose lanes do not fill
+    /// whole bytes (`uint1x3`): without flags, neither packed nor padded storage can be told
+    /// (see [`DataType::legacy_sub_byte_padding`]). Refused on import and on export.
+    AmbiguousLegacySubByte {
         /// The tensor's data type.
         dtype: DataType,
     },
@@ -353,6 +368,19 @@ impl fmt::Display for Error {
                 f,
                 "a {dtype} tensor with IS_SUBBYTE_TYPE_PADDED cannot be exported as a legacy \
                  DLManagedTensor, which has no flags to say so"
+            ),
+            Error::PackedLegacyExport { dtype } => write!(
+                f,
+                "a packed {dtype} tensor cannot be exported as a legacy DLManagedTensor: legacy \
+                 consumers read {dtype} as one byte per element; export it as \
+                 DLManagedTensorVersioned"
+            ),
+            Error::AmbiguousLegacySubByte { dtype } => write!(
+                f,
+                "DLTensor.dtype = {} in a legacy DLManagedTensor: a vector of sub-byte integers \
+                 that does not fill whole bytes has no agreed layout without the flags of \
+                 DLManagedTensorVersioned (packed or padded)",
+                dtype_fields(dtype)
             ),
             Error::ReadOnlyLegacyExport => f.write_str(
                 "a read-only tensor cannot be exported as a legacy DLManagedTensor, which has \

@@ -12,6 +12,13 @@
 //! - [`TensorView`]: the validated descriptor, with typed zero-copy access ([`Element`]), and
 //!   its [`Writability`]: a legacy tensor, which cannot say that its memory may be written,
 //!   is read-only ([`ManagedTensor::assume_legacy_writable`] vouches for one);
+//! - sub-byte types: packed, or one byte per element where a versioned tensor sets
+//!   IS_SUBBYTE_TYPE_PADDED. A legacy tensor has no flags: its sub-byte integers of one lane
+//!   (`uint1`, MXNet's bool; `int4`...) are read one byte per element, as legacy producers
+//!   stored them, and its float4/float6 packed, as the header defines them
+//!   ([`DataType::legacy_sub_byte_padding`]); the view reports that layout in its flags, and
+//!   sizes, copies and re-exports follow it (a versioned re-export carries the flag; a tensor
+//!   whose layout a legacy consumer would misread is not exported legacy);
 //! - [`overlap`]: whether two strided tensors share a byte, decided exactly;
 //! - [`Export`]: Rust memory (`Vec`, `Box<[T]>`, `Arc<[T]>`, any owner) as a managed tensor in
 //!   one heap allocation;

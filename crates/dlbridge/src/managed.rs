@@ -14,7 +14,9 @@ use crate::error::{Error, Result};
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::flags::Flags;
 use crate::layout;
-use crate::validate::{validate_descriptor, validate_legacy, validate_versioned, Validated};
+use crate::validate::{
+    legacy_flags, validate_descriptor, validate_legacy, validate_versioned, Validated,
+};
 use crate::version::Version;
 use crate::view::TensorView;
 
@@ -301,8 +303,13 @@ impl ManagedTensor {
                     Flags::from_bits(managed.flags),
                 )
             },
-            // SAFETY: owned and live until drop.
-            Owned::Legacy(ptr, _) => unsafe { (&ptr.as_ref().dl_tensor, None, Flags::NONE) },
+            Owned::Legacy(ptr, _) => {
+                // SAFETY: owned and live until drop.
+                let tensor = unsafe { &ptr.as_ref().dl_tensor };
+                // Validated, so the type has a legacy layout (`validate_legacy`).
+                let flags = legacy_flags(tensor.dtype).unwrap_or(Flags::NONE);
+                (tensor, None, flags)
+            }
         }
     }
 

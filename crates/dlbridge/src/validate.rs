@@ -206,7 +206,31 @@ pub(crate) unsafe fn validate_versioned(
     unsafe { validate_descriptor(tensor, Some(version), flags, tensor.device) }
 }
 
-/// Validates a legacy managed tensor's descriptor (V1 to V8; it has no version and no flags).
+/// The flags a legacy tensor of `dtype` is read with, since it has none of its own:
+/// IS_SUBBYTE_TYPE_PADDED for the sub-byte integers that legacy producers stored one byte per
+/// element ([`DataType::legacy_sub_byte_padding`]), nothing otherwise; `None` for a type
+/// without an agreed legacy layout.
+pub(crate) const fn legacy_flags(dtype: DataType) -> Option<Flags> {
+    match dtype.legacy_sub_byte_padding() {
+        Some(true) => Some(Flags::IS_SUBBYTE_TYPE_PADDED),
+        Some(false) => Some(Flags::NONE),
+        None => None,
+    }
+}
+
+/// Checks that a tensor of `dtype` with `flags` (IS_SUBBYTE_TYPE_PADDED or not) can go out as a
+/// legacy `DLManagedTensor`, whose consumers read it with [`legacy_flags`].
+pub(crate) fn check_legacy_export(dtype: DataType, flags: Flags) -> Result<()> {
+    match dtype.legacy_sub_byte_padding() {
+        Some(padded) if padded == flags.is_subbyte_type_padded() => Ok(()),
+        Some(true) => Err(Error::PackedLegacyExport { dtype }),
+        Some(false) => Err(Error::PaddedLegacyExport { dtype }),
+        None => Err(Error::AmbiguousLegacySubByte { dtype }),
+    }
+}
+
+/// Validates a legacy managed tensor's descriptor (V1 to V8; it has no version and no flags:
+/// it is read with the flags its data type implies, [`legacy_flags`]).
 ///
 /// # Safety
 ///
@@ -215,8 +239,13 @@ pub(crate) unsafe fn validate_versioned(
 pub(crate) unsafe fn validate_legacy(managed: NonNull<DLManagedTensor>) -> Result<Validated> {
     // SAFETY: live by the contract.
     let tensor = unsafe { &(*managed.as_ptr()).dl_tensor };
+    let Some(flags) = legacy_flags(tensor.dtype) else {
+        return Err(Error::AmbiguousLegacySubByte {
+            dtype: tensor.dtype,
+        });
+    };
     // SAFETY: shape and strides are valid for `ndim` values by the contract.
-    unsafe { validate_descriptor(tensor, None, Flags::NONE, tensor.device) }
+    unsafe { validate_descriptor(tensor, None, flags, tensor.device) }
 }
 
 impl DataType {

@@ -200,8 +200,11 @@ impl<'a> TensorView<'a> {
             .cast()
     }
 
-    /// The flags as the producer sent them ([`Flags::NONE`] for a legacy tensor, which has none:
-    /// see [`TensorView::writability`]).
+    /// The flags as the producer sent them. A legacy tensor has none: it is read with the
+    /// flags its data type implies, IS_SUBBYTE_TYPE_PADDED for a sub-byte integer of one lane
+    /// (one byte per element, as legacy producers stored them:
+    /// [`DataType::legacy_sub_byte_padding`](crate::DataType::legacy_sub_byte_padding)) and
+    /// [`Flags::NONE`] otherwise; its writability is [`TensorView::writability`].
     pub fn flags(&self) -> Flags {
         self.flags
     }

@@ -1,8 +1,10 @@
 """The few functions of Python's C API the checker calls through ctypes, each bound once.
 
-`ctypes.pythonapi` hands out one function object per name, so the prototypes set here hold
-for every user of `ctypes.pythonapi.PyCapsule_*` in the process. The functions a capsule
-destructor or a tensor deleter calls are separate function objects: see each one's comment.
+`ctypes.pythonapi` hands out one function object per name, shared by every user in the
+process: a prototype set on it would hold for all of them, and break those that call it with
+other argument types (MXNet's capsule destructor passes the capsule as a `c_void_p` to
+`ctypes.pythonapi.PyCapsule_GetPointer`; with `py_object` there, it fails and MXNet's tensor
+is never released). So every function here is a separate function object of its own (`_bind`).
 """
 
 from __future__ import annotations
@@ -12,21 +14,21 @@ from ctypes import CFUNCTYPE, c_char_p, c_int, c_void_p, py_object
 
 _api = ctypes.pythonapi
 
-PyCapsule_New = _api.PyCapsule_New
-PyCapsule_New.argtypes = [c_void_p, c_char_p, c_void_p]
-PyCapsule_New.restype = py_object
 
-PyCapsule_GetName = _api.PyCapsule_GetName
-PyCapsule_GetName.argtypes = [py_object]
-PyCapsule_GetName.restype = c_char_p
+def _bind(name: str, restype, *argtypes):
+    """A function object of its own for the C API function `name` (see the module's
+    docstring), with this prototype; Python's error indicator is checked after each call, as
+    for `ctypes.pythonapi`'s functions."""
+    function = _api._FuncPtr((name, _api))
+    function.argtypes = list(argtypes)
+    function.restype = restype
+    return function
 
-PyCapsule_GetPointer = _api.PyCapsule_GetPointer
-PyCapsule_GetPointer.argtypes = [py_object, c_char_p]
-PyCapsule_GetPointer.restype = c_void_p
 
-PyCapsule_SetName = _api.PyCapsule_SetName
-PyCapsule_SetName.argtypes = [py_object, c_char_p]
-PyCapsule_SetName.restype = c_int
+PyCapsule_New = _bind("PyCapsule_New", py_object, c_void_p, c_char_p, c_void_p)
+PyCapsule_GetName = _bind("PyCapsule_GetName", c_char_p, py_object)
+PyCapsule_GetPointer = _bind("PyCapsule_GetPointer", c_void_p, py_object, c_char_p)
+PyCapsule_SetName = _bind("PyCapsule_SetName", c_int, py_object, c_char_p)
 
 #: `void (*PyCapsule_Destructor)(PyObject *)`, the capsule taken as a raw address.
 CAPSULE_DESTRUCTOR = CFUNCTYPE(None, c_void_p)
@@ -44,21 +46,15 @@ raw_capsule_pointer = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_char_p)(
 fetch_error = _api._FuncPtr(("PyErr_Fetch", _api))
 fetch_error.restype = None
 
-_api.Py_IncRef.argtypes = [py_object]
-_api.Py_IncRef.restype = None
-
-# A fresh function object, so that this prototype is not imposed on other users of
-# `ctypes.pythonapi.Py_DecRef`.
-Py_DecRef = _api._FuncPtr(("Py_DecRef", _api))
-Py_DecRef.argtypes = [py_object]
-Py_DecRef.restype = None
+Py_IncRef = _bind("Py_IncRef", None, py_object)
+Py_DecRef = _bind("Py_DecRef", None, py_object)
 
 
 def immortal(obj):
     """`obj`, given a reference that is never dropped: a ctypes callback must not be freed,
     not even during interpreter shutdown when module dictionaries are cleared (a capsule or
     tensor that dies late must still find its code)."""
-    _api.Py_IncRef(obj)
+    Py_IncRef(obj)
     return obj
 
 

@@ -13,6 +13,7 @@ use crate::error::{Error, Result, MAX_NDIM};
 use crate::flags::Flags;
 use crate::layout;
 use crate::managed::ManagedTensor;
+use crate::validate::check_legacy_export;
 
 /// An exporter of Rust memory as a DLPack managed tensor.
 ///
@@ -167,9 +168,7 @@ impl<'s, O: Send + 'static> Export<'s, O> {
         if self.flags.is_read_only() {
             return Err(Error::ReadOnlyLegacyExport);
         }
-        if self.flags.is_subbyte_type_padded() {
-            return Err(Error::PaddedLegacyExport { dtype: self.dtype });
-        }
+        check_legacy_export(self.dtype, self.flags)?;
         self.finish(true)
     }
 

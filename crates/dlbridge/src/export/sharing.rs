@@ -10,7 +10,7 @@ use super::block::{export_owner, Descriptor};
 use crate::error::{Error, Result};
 use crate::flags::{Flags, Writability};
 use crate::managed::ManagedTensor;
-use crate::validate::Validated;
+use crate::validate::{check_legacy_export, Validated};
 use crate::view::TensorView;
 
 impl ManagedTensor {
@@ -115,10 +115,8 @@ unsafe fn export_view<O: Send + 'static>(
     if legacy && (read_only || view.writability() == Writability::ReadOnly) {
         return Err(Error::ReadOnlyLegacyExport);
     }
-    if legacy && flags.is_subbyte_type_padded() {
-        return Err(Error::PaddedLegacyExport {
-            dtype: view.dtype(),
-        });
+    if legacy {
+        check_legacy_export(view.dtype(), flags)?;
     }
     let descriptor = Descriptor {
         data: view.data_ptr(),

@@ -1,0 +1,278 @@
+"""MXNet 1.9.1 <-> dlbridge, both ways, in MXNet's own environment (scripts/mxnet-env.sh:
+CPython 3.11, NumPy 1.23.5; scripts/python-tests.sh runs this file with that interpreter).
+
+MXNet speaks DLPack only through functions and only with legacy capsules:
+`mx.nd.to_dlpack_for_read(x)` / `mx.nd.to_dlpack_for_write(x)` make a `dltensor` capsule
+(compact, NULL strides), and `mx.nd.from_dlpack(capsule)` takes one (no `__dlpack__` objects,
+no versioned capsules, compact layouts only). Its bool is `uint1` over one byte per element,
+the convention from before kDLBool, which dlbridge reads padded (a legacy sub-byte integer:
+DataType::legacy_sub_byte_padding in the core crate).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import warnings
+
+import numpy as np
+import pytest
+
+import dlbridge
+from _helpers import CountingDeleters, read_bytes, rust_tensor_with_bytes
+from dlbridge.check.capsules import read_capsule
+from dlbridge.check.records import make_managed
+
+with warnings.catch_warnings():
+    # MXNet 1.9.1 uses NumPy aliases that NumPy 1.23 deprecates (np.bool).
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import mxnet as mx
+
+READ_ONLY = dlbridge.FLAG_READ_ONLY
+PADDED = dlbridge.FLAG_IS_SUBBYTE_TYPE_PADDED
+
+#: Every dtype MXNet's NDArray has, and the name dlbridge gives MXNet's DLPack type for it.
+MXNET_DTYPES = {
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+    "uint8": "uint8",
+    "int8": "int8",
+    "int32": "int32",
+    "int64": "int64",
+    "bool": "uint1",  # kDLUInt, bits 1, one byte per element
+}
+#: What MXNet's from_dlpack takes of dlbridge's types (bool aside: see the bool tests).
+TO_MXNET = ["float16", "float32", "float64", "uint8", "int8", "int32", "int64"]
+
+CAPSULE_KINDS = {"read": mx.nd.to_dlpack_for_read, "write": mx.nd.to_dlpack_for_write}
+NINE_BOOLS = np.array([1, 0, 0, 1, 0, 0, 1, 1, 0], dtype=bool)
+
+
+def data_address(x) -> int:
+    """The address of an NDArray's first element (MXNet's C API)."""
+    address = ctypes.c_void_p()
+    mx.base.check_call(mx.base._LIB.MXNDArrayGetData(x.handle, ctypes.byref(address)))
+    return address.value
+
+
+def mxnet_array(dtype: str, shape=(2, 3)):
+    count = int(np.prod(shape))
+    values = np.arange(count) % 2 if dtype == "bool" else np.arange(count) * 3 - 5
+    return mx.nd.array(values.reshape(shape), dtype=dtype)
+
+
+def contents(t: dlbridge.Tensor) -> bytes:
+    return read_bytes(t.data_ptr, t.nbytes)
+
+
+# --------------------------------------------------------------------------------------------
+# MXNet -> dlbridge
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", CAPSULE_KINDS)
+@pytest.mark.parametrize("dtype", MXNET_DTYPES)
+def test_mxnet_to_dlbridge_zero_copy(dtype, kind):
+    x = mxnet_array(dtype)
+    t = dlbridge.from_dlpack(CAPSULE_KINDS[kind](x))
+    assert t.data_ptr == data_address(x)
+    assert (t.dtype, t.shape, t.version) == (MXNET_DTYPES[dtype], (2, 3), None)
+    assert t.nbytes == x.asnumpy().nbytes  # bool: one byte per element, none lost
+    assert contents(t) == x.asnumpy().tobytes()
+    # A legacy capsule cannot say that its memory may be written, not even MXNet's "for
+    # write" one: dlbridge holds it read-only, and re-exports it versioned as READ_ONLY.
+    assert t.readonly
+    assert t.flags == (PADDED if dtype == "bool" else 0)
+    assert read_capsule(t.__dlpack__(max_version=(1, 3)))["flags"] == READ_ONLY | t.flags
+    # Zero-copy: MXNet's later writes are seen.
+    x[:] = 1
+    mx.nd.waitall()
+    assert contents(t) == x.asnumpy().tobytes()
+
+
+def test_mxnet_views_and_scalars():
+    x = mx.nd.array(np.arange(12, dtype=np.float32).reshape(3, 4))
+    row = dlbridge.from_dlpack(mx.nd.to_dlpack_for_read(x[1]))
+    assert row.data_ptr == data_address(x) + 16
+    assert np.frombuffer(contents(row), np.float32).tolist() == [4.0, 5.0, 6.0, 7.0]
+    scalar = dlbridge.from_dlpack(mx.nd.to_dlpack_for_read(mx.nd.array(np.float32(3.5))))
+    assert (scalar.shape, np.frombuffer(contents(scalar), np.float32).tolist()) == ((), [3.5])
+
+
+def test_the_capsule_is_legacy_and_consumed_once():
+    capsule = mx.nd.to_dlpack_for_read(mxnet_array("float32"))
+    description = read_capsule(capsule)
+    assert (description["name"], description["strides"]) == (b"dltensor", None)
+    dlbridge.from_dlpack(capsule)
+    with pytest.raises(Exception, match="consumed"):
+        dlbridge.from_dlpack(capsule)
+
+
+# --------------------------------------------------------------------------------------------
+# dlbridge -> MXNet
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", TO_MXNET)
+def test_dlbridge_to_mxnet_zero_copy_and_writable(dtype):
+    t = rust_tensor_with_bytes(dlbridge, (2, 3), dtype)
+    before = contents(t)
+    # Asked without max_version, dlbridge answers with the legacy capsule MXNet needs.
+    capsule = t.__dlpack__()
+    assert read_capsule(capsule)["name"] == b"dltensor"
+    m = mx.nd.from_dlpack(capsule)
+    assert data_address(m) == t.data_ptr
+    assert (m.shape, str(np.dtype(m.dtype))) == ((2, 3), dtype)
+    assert m.asnumpy().tobytes() == before
+    # dlbridge's own memory is writable: MXNet's writes land in the tensor.
+    m[:] = 2
+    mx.nd.waitall()
+    assert contents(t) == np.full((2, 3), 2, dtype=dtype).tobytes()
+    # MXNet keeps the memory alive without the dlbridge object.
+    del t
+    gc.collect()
+    assert m.asnumpy().tolist() == np.full((2, 3), 2, dtype=dtype).tolist()
+
+
+def test_round_trip_through_mxnet_keeps_the_address():
+    source = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = dlbridge.from_dlpack(source)
+    m = mx.nd.from_dlpack(t.__dlpack__())
+    back = dlbridge.from_dlpack(mx.nd.to_dlpack_for_read(m))
+    assert t.data_ptr == data_address(m) == back.data_ptr == source.ctypes.data
+    assert np.frombuffer(contents(back), np.float32).tolist() == source.ravel().tolist()
+
+
+def test_offset_views_reach_mxnet_with_their_values():
+    """MXNet's from_dlpack ignores byte_offset (it reads from `data`); dlbridge exports a view
+    with `data` at its first element and byte_offset 0, so MXNet reads the right values."""
+    source = np.arange(8, dtype=np.float32)
+    t = dlbridge.from_dlpack(source[3:7])
+    capsule = t.__dlpack__()
+    description = read_capsule(capsule)
+    assert (description["data"], description["byte_offset"]) == (source.ctypes.data + 12, 0)
+    assert mx.nd.from_dlpack(capsule).asnumpy().tolist() == [3.0, 4.0, 5.0, 6.0]
+    # What MXNet does with a producer's non-zero byte_offset: the offset is lost.
+    record = make_managed((4,), "float32", versioned=False, values=source.tobytes(), byte_offset=8)
+    assert mx.nd.from_dlpack(record.capsule()).asnumpy().tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_mxnet_refuses_versioned_capsules_which_are_then_released():
+    counting = CountingDeleters()
+    capsule = counting.interpose_capsule(dlbridge.zeros((3,)).__dlpack__(max_version=(1, 3)))
+    with pytest.raises(AssertionError, match="consumed only once"):
+        mx.nd.from_dlpack(capsule)
+    del capsule
+    gc.collect()
+    assert (counting.calls, counting.outstanding, counting.unexpected) == (1, 0, [])
+
+
+def _strided_views():
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    return {
+        "transposed": a.T,
+        "stepped": a[:, ::2],
+        "negative": a[::-1],
+    }
+
+
+@pytest.mark.parametrize("layout", ["transposed", "stepped", "negative"])
+def test_strided_tensors_are_refused_by_mxnet_or_copied_honestly(layout):
+    view = _strided_views()[layout]
+    t = dlbridge.from_dlpack(view)
+    counting = CountingDeleters()
+    capsule = counting.interpose_capsule(t.__dlpack__())
+    assert read_capsule(capsule)["strides"] == tuple(s // 4 for s in view.strides)
+    # MXNet checks the strides dlbridge sends and refuses what is not compact, leaving the
+    # capsule unconsumed: its destructor releases the tensor once.
+    with pytest.raises(mx.base.MXNetError, match="only support compact tensor"):
+        mx.nd.from_dlpack(capsule)
+    del capsule
+    gc.collect()
+    assert (counting.calls, counting.outstanding, counting.unexpected) == (1, 0, [])
+    # The honest way in: a compact copy, flagged as one, which MXNet takes.
+    copy = dlbridge.from_dlpack(t, copy=True)
+    assert copy.flags & dlbridge.FLAG_IS_COPIED
+    assert mx.nd.from_dlpack(copy.__dlpack__()).asnumpy().tolist() == view.tolist()
+
+
+def test_mxnet_refuses_kdlbool():
+    counting = CountingDeleters()
+    capsule = counting.interpose_capsule(dlbridge.zeros((3,), dtype="bool").__dlpack__())
+    with pytest.raises(mx.base.MXNetError, match="Unknown DLDataType"):
+        mx.nd.from_dlpack(capsule)
+    del capsule
+    gc.collect()
+    assert (counting.calls, counting.outstanding) == (1, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# bool: uint1 over one byte per element
+# --------------------------------------------------------------------------------------------
+
+
+def test_bool_round_trips_keep_every_value():
+    x = mx.nd.array(NINE_BOOLS, dtype="bool")
+    t = dlbridge.from_dlpack(mx.nd.to_dlpack_for_read(x))
+    assert (t.dtype, t.nbytes, t.flags) == ("uint1", 9, PADDED)
+    assert contents(t) == NINE_BOOLS.tobytes()
+
+    # A copy keeps the nine bytes and says that they are padded.
+    copy = t.copy()
+    assert (copy.nbytes, copy.flags) == (9, dlbridge.FLAG_IS_COPIED | PADDED)
+    assert contents(copy) == NINE_BOOLS.tobytes()
+    assert read_capsule(copy.__dlpack__(max_version=(1, 3)))["flags"] & PADDED
+
+    # Back to MXNet from the copy (a legacy capsule, one byte per element) and zero-copy.
+    from_copy = mx.nd.from_dlpack(copy.__dlpack__())
+    assert data_address(from_copy) == copy.data_ptr
+    assert from_copy.asnumpy().tolist() == NINE_BOOLS.tolist()
+    again = mx.nd.from_dlpack(t.__dlpack__())
+    assert data_address(again) == data_address(x)
+    assert again.asnumpy().tolist() == NINE_BOOLS.tolist()
+
+
+def test_padded_bool_has_no_buffer_format():
+    t = dlbridge.from_dlpack(mx.nd.to_dlpack_for_read(mx.nd.array(NINE_BOOLS, dtype="bool")))
+    with pytest.raises(BufferError, match="uint1"):
+        memoryview(t)
+
+
+# --------------------------------------------------------------------------------------------
+# Leaks: every deleter runs once, both ways
+# --------------------------------------------------------------------------------------------
+
+EXCHANGES = 2_000
+
+
+def test_mxnet_deleters_run_once_through_dlbridge():
+    x = mxnet_array("float32")
+    counting = CountingDeleters()
+    for _ in range(EXCHANGES):
+        t = dlbridge.from_dlpack(counting.interpose_capsule(mx.nd.to_dlpack_for_read(x)))
+        del t
+    gc.collect()
+    assert (counting.calls, counting.outstanding, counting.unexpected) == (EXCHANGES, 0, [])
+
+
+def test_dlbridge_deleters_run_once_through_mxnet():
+    t = dlbridge.zeros((2, 3))
+    counting = CountingDeleters()
+    for _ in range(EXCHANGES):
+        m = mx.nd.from_dlpack(counting.interpose_capsule(t.__dlpack__()))
+        del m
+    mx.nd.waitall()
+    gc.collect()
+    assert (counting.calls, counting.outstanding, counting.unexpected) == (EXCHANGES, 0, [])
+
+
+def test_an_unconsumed_mxnet_capsule_is_released_once():
+    """MXNet's capsule destructor calls `ctypes.pythonapi.PyCapsule_GetPointer` with a
+    `c_void_p`: it works only while nobody imposes another prototype on that shared function
+    (dlbridge.check.capi binds its own), and then releases the tensor once."""
+    counting = CountingDeleters()
+    capsule = counting.interpose_capsule(mx.nd.to_dlpack_for_write(mxnet_array("int32")))
+    del capsule
+    gc.collect()
+    assert (counting.calls, counting.outstanding, counting.unexpected) == (1, 0, [])
