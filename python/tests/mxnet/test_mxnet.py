@@ -276,3 +276,57 @@ def test_an_unconsumed_mxnet_capsule_is_released_once():
     del capsule
     gc.collect()
     assert (counting.calls, counting.outstanding, counting.unexpected) == (1, 0, [])
+
+
+# --------------------------------------------------------------------------------------------
+# `dlbridge check mxnet`: the checker's capsule-only adapter on the real framework
+# --------------------------------------------------------------------------------------------
+
+#: What MXNet 1.9.1 breaks, each seen by hand in this file's tests: non-compact layouts are
+#: refused with MXNetError (the protocol asks for BufferError), even the harmless odd stride of
+#: an extent-1 dimension and negative strides, and `byte_offset` is ignored (wrong values).
+MXNET_MUST_FAILURES = {
+    "consumer.extent-one-strides",
+    "consumer.negative-strides",
+    "consumer.byte-offset",
+}
+
+
+def test_dlbridge_check_mxnet_reports_what_mxnet_breaks_and_nothing_else():
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", "mxnet", "dlbridge", "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 1, run.stderr  # 1: a framework breaks a MUST rule
+    report = json.loads(run.stdout)
+    assert report["versions"]["mxnet"] == "1.9.1"
+
+    outcomes = {r["rule"]: r for r in report["frameworks"]["mxnet"]}
+    must_failures = {
+        name
+        for name, r in outcomes.items()
+        if r["outcome"] == "fail" and report["rules"][name]["level"] == "MUST"
+    }
+    assert must_failures == MXNET_MUST_FAILURES
+    assert "byte_offset 8" in outcomes["consumer.byte-offset"]["detail"]
+    # The producer rules it can answer through its functions pass; the rest are n/a, never pass.
+    assert outcomes["consumer.legacy-capsule"]["outcome"] == "pass"
+    assert outcomes["consumer.deleter-once"]["outcome"] == "pass"
+    assert outcomes["producer.keyword-only"]["outcome"] == "n/a"
+    assert "capsule-only" in outcomes["producer.keyword-only"]["detail"]
+
+    assert report["summary"]["dlbridge"]["must_failures"] == 0
+    assert report["summary"]["dlbridge"]["should_failures"] == 0
+    pairs = {(p["producer"], p["consumer"]): p for p in report["matrix"]}
+    assert set(pairs) == {(a, b) for a in ("mxnet", "dlbridge") for b in ("mxnet", "dlbridge")}
+    for pair in pairs.values():
+        assert pair["counts"]["fail"] == 0, pair["failures"]
+        assert pair["counts"]["pass"] > 0
+        assert pair["zero_copy"] is True
