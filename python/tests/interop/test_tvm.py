@@ -36,6 +36,8 @@ from _helpers import (
     aligned_empty,
     read_bytes,
     refcount,
+    rss_bytes,
+    under_address_sanitizer,
     write_bytes,
 )
 
@@ -281,11 +283,34 @@ def test_compiled_kernel_refuses_wrong_arguments_cleanly():
 
 
 def test_exchanges_with_tvm_do_not_leak():
+    # 20,000 exchanges each way after a warm-up: reference counts unchanged, resident memory
+    # grown by less than 1 MiB (a leaked tensor of ~50 bytes per exchange would exceed it; not
+    # looked at under AddressSanitizer, whose allocator quarantines freed memory).
     t = dlbridge.zeros((16,), "float32")
     y = tvm.runtime.empty((16,), "float32")
-    counts = (refcount(t), refcount(y))
-    for _ in range(20_000):
+
+    def exchange():
         tvm.runtime.from_dlpack(t)
         dlbridge.from_dlpack(y)
+
+    for _ in range(1000):
+        exchange()
+    gc.collect()
+    counts, before = (refcount(t), refcount(y)), rss_bytes()
+    for _ in range(20_000):
+        exchange()
     gc.collect()
     assert (refcount(t), refcount(y)) == counts
+    if not under_address_sanitizer():
+        assert rss_bytes() - before < 1 << 20
+
+
+def test_tvm_releases_each_dlbridge_export_once():
+    t = dlbridge.zeros((4, 4), "float32")
+    counting = CountingDeleters()
+    for _ in range(1000):  # legacy capsules (what tvm-ffi asks `__dlpack__` for)
+        y = tvm.runtime.from_dlpack(HandsOver(counting.interpose_capsule(t.__dlpack__())))
+        assert y.data_ptr() == t.data_ptr
+        del y
+    gc.collect()
+    assert (counting.calls, counting.outstanding, counting.unexpected) == (1000, 0, [])
