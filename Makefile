@@ -9,12 +9,16 @@ PYTHON := $(VENV)/bin/python
 
 ## The main job: the Rust tour (export, import, validate, print), a NumPy -> dlbridge ->
 ## PyTorch round trip through the Python package, the example kernels on NumPy, PyTorch and
-## JAX, then `dlbridge check` on every installed framework. The check's exit status 1 only
-## says that a framework breaks a MUST rule (the report shows which); 2 or more is an error.
+## JAX, TVM's compiled matmul through dlbridge on NumPy, PyTorch, JAX and MXNet tensors (MXNet
+## in its own environment, made by scripts/mxnet-env.sh), then `dlbridge check` on every
+## installed framework. The check's exit status 1 only says that a framework breaks a MUST
+## rule (the report shows which); 2 or more is an error.
 tour: python-build example-build
 	$(CARGO) run --example tour
 	$(PYTHON) python/examples/round_trip.py
 	$(PYTHON) examples/matmul/demo.py
+	VENV=$(VENV) bash scripts/mxnet-env.sh
+	$(PYTHON) examples/tvm_matmul/demo.py
 	$(PYTHON) -m dlbridge check; status=$$?; [ $$status -le 1 ]
 
 ## Every test: formatting, lints, the free-threaded (3.14t) type check, unit/integration/doc

@@ -10,7 +10,7 @@
 # (protocol, bad input, exchange API, kernel arguments, the matmul example, leaks, threads,
 # pickling, one semantics on every path, autograd, aliasing, the catalogue, the import rules, the
 # installed package: version, command line, what works without NumPy) share one
-# more process. A run fails when pytest fails, when its report counts a failure (whatever the
+# more process; the TVM example's test (TVM's compiler beside PyTorch and JAX) has its own. A run fails when pytest fails, when its report counts a failure (whatever the
 # exit status: a sanitizer runtime may rewrite it), when it collects no tests (exit code 5),
 # when the process crashes or times out, or when it leaves no report. The last line printed is the sum over
 # all runs, alone on its line: "N passed, M failed".
@@ -50,7 +50,8 @@ trap 'rm -rf "$REPORTS"' EXIT
 
 # name|files (space-separated, relative to python/tests)
 RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py test_pickle.py"
-      "check|test_check.py")
+      "check|test_check.py"
+      "tvm-example|test_example_tvm_matmul.py")
 for file in "$TESTS"/interop/test_*.py; do
     [[ -e "$file" ]] || continue
     name="$(basename "$file" .py)"

@@ -21,7 +21,9 @@
 //!   whose layout a legacy consumer would misread is not exported legacy);
 //! - [`overlap`]: whether two strided tensors share a byte, decided exactly;
 //! - [`Export`]: Rust memory (`Vec`, `Box<[T]>`, `Arc<[T]>`, any owner) as a managed tensor in
-//!   one heap allocation;
+//!   one heap allocation, aligned as that memory is; the crate's own allocations
+//!   ([`ManagedTensor::zeros`], [`TensorView::to_compact_copy`]) are 64-byte aligned, as TVM's
+//!   `from_dlpack` requires;
 //! - with the `ndarray` feature, zero-copy conversion to and from `ndarray` arrays.
 //!
 //! ```

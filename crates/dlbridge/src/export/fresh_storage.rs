@@ -1,6 +1,7 @@
 //! Exports of fresh storage that this crate allocates and fills: zero-filled tensors
 //! ([`ManagedTensor::zeros`]) and compact copies ([`TensorView::to_compact_copy`]), both in
-//! 64-byte aligned Rust memory, as XLA wants for zero-copy imports.
+//! 64-byte aligned Rust memory: consumers with alignment demands can share it (TVM's
+//! `from_dlpack` refuses data that is not 64-byte aligned; XLA copies it instead).
 
 use super::builder::Export;
 use crate::device::Device;
@@ -11,7 +12,8 @@ use crate::managed::ManagedTensor;
 use crate::view::TensorView;
 
 /// 64 bytes aligned to 64: the unit of Rust-owned tensor storage, so that consumers with
-/// alignment demands (XLA wants 64 bytes for zero-copy) can share it.
+/// alignment demands (TVM's `from_dlpack` requires 64 bytes; XLA wants them for zero-copy)
+/// can share it.
 #[repr(C, align(64))]
 #[derive(Clone, Copy)]
 struct CacheLine([u8; 64]);
@@ -22,9 +24,9 @@ fn zeroed_storage(bytes: usize) -> Vec<CacheLine> {
 }
 
 impl ManagedTensor {
-    /// A new zero-filled, compact row-major CPU tensor in Rust memory, 64-byte aligned (as XLA
-    /// wants for zero-copy imports). Any data type with non-zero bits and lanes, sub-byte types
-    /// packed.
+    /// A new zero-filled, compact row-major CPU tensor in Rust memory, 64-byte aligned (TVM's
+    /// `from_dlpack` requires it, XLA wants it for zero-copy imports). Any data type with
+    /// non-zero bits and lanes, sub-byte types packed.
     ///
     /// ```
     /// use dlbridge::{DataType, ManagedTensor};
@@ -63,7 +65,8 @@ impl TensorView<'_> {
     /// A compact row-major copy of the elements in Rust memory, as a versioned CPU tensor
     /// flagged IS_COPIED (and READ_ONLY never: the copy is the caller's). Needs host-readable
     /// memory; sub-byte types must already be C-contiguous (their packed elements are copied as
-    /// bytes). The copy is 64-byte aligned, as XLA wants for zero-copy imports.
+    /// bytes). The copy is 64-byte aligned, as TVM's `from_dlpack` requires and XLA wants for
+    /// zero-copy imports.
     ///
     /// ```
     /// use dlbridge::Export;
