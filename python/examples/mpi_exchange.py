@@ -1,6 +1,6 @@
 """dlbridge tensors across processes with mpi4py: run it with two ranks,
 
-    mpiexec -n 2 .venv/bin/python python/examples/mpi_exchange.py
+    .venv/bin/mpiexec -n 2 .venv/bin/python python/examples/mpi_exchange.py
 
 (MPICH's mpiexec from the `mpich` wheel, in .venv/bin). Rank 0 sends NumPy memory, rank 1
 receives it straight into PyTorch memory, both seen through dlbridge tensors whose addresses
@@ -41,8 +41,10 @@ comm.Barrier()
 # 2. A reduction in place: each rank's values are summed into its own memory.
 mine = torch.full((4,), float(rank + 1))
 comm.Allreduce(MPI.IN_PLACE, dlbridge.from_dlpack(mine), op=MPI.SUM)
-print(f"rank {rank}: Allreduce(IN_PLACE, SUM) -> {mine.tolist()}")
-comm.Barrier()
+results = comm.gather(mine.tolist(), root=0)  # one line per rank, printed by rank 0
+if rank == 0:
+    for r, values in enumerate(results):
+        print(f"rank {r}: Allreduce(IN_PLACE, SUM) -> {values}")
 
 # 3. Whole tensors as objects: dtype, shape and read-only-ness travel with the bytes.
 big = pkl5.Intracomm(comm)  # buffers past 256 KiB go out-of-band, without a pickled copy

@@ -275,7 +275,10 @@ impl DataType {
     /// assert_eq!(DataType::FLOAT32.legacy_sub_byte_padding(), Some(false));
     /// ```
     pub const fn legacy_sub_byte_padding(self) -> Option<bool> {
-        let integer = matches!(self.code.0, 0 | 1 | 6);
+        let code = self.code.0;
+        let integer = code == DataTypeCode::INT.0
+            || code == DataTypeCode::UINT.0
+            || code == DataTypeCode::BOOL.0;
         if !self.is_sub_byte() || !integer {
             Some(false)
         } else if self.lanes == 1 {
