@@ -247,15 +247,17 @@ mod dispatch;
 mod consume;
 mod produce;
 mod args;
+mod work_stream;
 pub mod prelude;
 
 pub use args::borrow::{explain_argument, ArgumentPath, ArgumentReport};
 #[doc(hidden)]
 pub use args::borrow::{inspect_argument, ArgumentInspection};
 pub use args::constraints::{
-    AnyLayout, CContiguous, Constraints, Contiguous, Dimensionality, FContiguous, Layout,
-    LayoutWith,
+    AnyDevice, AnyLayout, CContiguous, Constraints, Contiguous, Cuda, DeviceConstraint,
+    Dimensionality, FContiguous, HostMemory, Layout, LayoutWith, Rocm,
 };
+pub use args::device_arg::{CudaArg, CudaArgMut, DeviceTensorArg, DeviceTensorArgMut};
 pub use args::tensor_arg::{
     ContiguousArg, ContiguousArgMut, TensorArg, TensorArg1, TensorArg2, TensorArg3, TensorArg4,
     TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
@@ -280,6 +282,7 @@ pub use produce::methods::{export_capsule, publish_dlpack_methods, ExportRequest
 pub use produce::publish_dlpack;
 pub use produce::returning::{return_like, IntoTensor, TensorProducer};
 pub use pyo3;
+pub use work_stream::{WorkStream, WorkStreamSource};
 pub use writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
 
 /// The crate's README (its crates.io page), whose example is compiled as a doc test.
