@@ -74,6 +74,8 @@ python-build: venv
 example-build: venv
 	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet -m examples/matmul/Cargo.toml
+	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
+		$(VENV)/bin/maturin develop --release --quiet -m examples/cuda_saxpy/Cargo.toml
 
 ## Under CI every framework must be there: a test file skipped for a missing one fails, and
 ## so does a test that needs the test kernels in a build without them (python/tests/_kernels.py).

@@ -52,6 +52,6 @@ def gpu_framework(module: str, *, needs_cuda: str | None = None) -> ModuleType:
         imported = importlib.import_module(module)
     except ImportError as error:
         pytest.skip(f"{module} is not installed ({error}): this GPU test needs it")
-    if needs_cuda is not None and not eval(f"m.{needs_cuda}", {"m": imported}):  # noqa: S307
+    if needs_cuda is not None and not eval(f"m.{needs_cuda}", {"m": imported}):
         pytest.skip(f"{module} cannot use the GPU here ({module}.{needs_cuda} is false)")
     return imported

@@ -18,6 +18,7 @@ import pytest
 
 import dlbridge
 from _gpu import gpu_framework
+from _helpers import FakeDeviceTensor
 from _kernels import kernels as K
 from dlbridge.check.abi import (
     CURRENT_WORK_STREAM,
@@ -27,40 +28,8 @@ from dlbridge.check.abi import (
 )
 from dlbridge.check.capi import PyCapsule_New, static_name
 from dlbridge.check.capsules import capsule_table
-from dlbridge.check.records import make_managed
 
 kDLCPU, kDLCUDA, kDLROCM = 1, 2, 10
-
-
-class FakeDeviceTensor:
-    """A float32 tensor said to be on `device`, over host memory never dereferenced; records
-    the keywords of every `__dlpack__` call. `legacy=True` always hands out a legacy capsule."""
-
-    def __init__(self, shape=(4,), *, device=(kDLCUDA, 0), dtype="float32", flags=0, legacy=False):
-        self.shape = shape
-        self.device = device
-        self.dtype = dtype
-        self.flags = flags
-        self.legacy = legacy
-        self.calls: list[dict] = []
-        self.records = []
-
-    def __dlpack_device__(self):
-        return self.device
-
-    def __dlpack__(self, **kwargs):
-        self.calls.append(dict(kwargs))
-        max_version = kwargs.get("max_version")
-        versioned = not self.legacy and max_version is not None and max_version[0] >= 1
-        record = make_managed(
-            self.shape,
-            self.dtype,
-            versioned=versioned,
-            device=self.device,
-            flags=self.flags if versioned else 0,
-        )
-        self.records.append(record)
-        return record.capsule()
 
 
 @CURRENT_WORK_STREAM
@@ -165,7 +134,9 @@ def test_arguments_on_different_streams_are_refused_before_a_launch():
     with pytest.raises(ValueError, match="disagree on where the kernel must run"):
         K.cuda_pair_stream(FakeDeviceTensorWithTable(), FakeDeviceTensor())
     with pytest.raises(ValueError, match="disagree"):
-        K.cuda_pair_stream(FakeDeviceTensor(device=(kDLCUDA, 0)), FakeDeviceTensor(device=(kDLCUDA, 1)))
+        K.cuda_pair_stream(
+            FakeDeviceTensor(device=(kDLCUDA, 0)), FakeDeviceTensor(device=(kDLCUDA, 1))
+        )
 
 
 # --- on a GPU -----------------------------------------------------------------------------
@@ -186,7 +157,7 @@ def test_gpu_torch_arguments_launch_on_torchs_current_stream():
         assert K.cuda_vector(x)["stream"] == side.cuda_stream
         y = torch.zeros(8, device="cuda")
         assert K.cuda_pair_stream(x, y) == side.cuda_stream
-    with pytest.raises(TypeError, match="on a CUDA device, got float32 .* on CPU:0"):
+    with pytest.raises(TypeError, match=r"on a CUDA device, got float32 .* on CPU:0"):
         K.cuda_vector(x.cpu())
 
 
