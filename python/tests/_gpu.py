@@ -15,6 +15,7 @@ import ctypes
 import functools
 import importlib
 from types import ModuleType
+from typing import Callable
 
 import pytest
 
@@ -45,13 +46,16 @@ def skip_reason() -> str | None:
     return f"{NO_GPU}: the CUDA driver (libcuda.so.1) cannot be loaded or reports no device"
 
 
-def gpu_framework(module: str, *, needs_cuda: str | None = None) -> ModuleType:
+def gpu_framework(
+    module: str, *, needs_cuda: Callable[[ModuleType], bool] | None = None
+) -> ModuleType:
     """Imports a framework for a GPU test, or skips the test naming what is missing.
-    `needs_cuda` is an expression on the module that must be true (`"cuda.is_available()"`)."""
+    `needs_cuda` says whether the imported module can use the GPU
+    (`lambda torch: torch.cuda.is_available()`)."""
     try:
         imported = importlib.import_module(module)
     except ImportError as error:
         pytest.skip(f"{module} is not installed ({error}): this GPU test needs it")
-    if needs_cuda is not None and not eval(f"m.{needs_cuda}", {"m": imported}):
-        pytest.skip(f"{module} cannot use the GPU here ({module}.{needs_cuda} is false)")
+    if needs_cuda is not None and not needs_cuda(imported):
+        pytest.skip(f"{module} is installed without GPU support here")
     return imported

@@ -144,7 +144,7 @@ def test_arguments_on_different_streams_are_refused_before_a_launch():
 
 @pytest.mark.gpu
 def test_gpu_torch_arguments_launch_on_torchs_current_stream():
-    torch = gpu_framework("torch", needs_cuda="cuda.is_available()")
+    torch = gpu_framework("torch", needs_cuda=lambda torch: torch.cuda.is_available())
     x = torch.arange(8, dtype=torch.float32, device="cuda")
     seen = K.cuda_vector(x)
     assert seen["device"] == (kDLCUDA, x.device.index or 0)

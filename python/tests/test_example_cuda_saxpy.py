@@ -39,7 +39,7 @@ def test_without_a_driver_the_kernel_raises_instead_of_panicking():
 @pytest.mark.gpu
 @pytest.mark.parametrize("n", [0, 1, 1000, LARGE])
 def test_gpu_torch_saxpy_on_the_current_and_a_side_stream(n):
-    torch_cuda = gpu_framework("torch", needs_cuda="cuda.is_available()")
+    torch_cuda = gpu_framework("torch", needs_cuda=lambda torch: torch.cuda.is_available())
     generator = torch_cuda.Generator(device="cuda").manual_seed(n)
     x = torch_cuda.randn(n, device="cuda", generator=generator)
     y = torch_cuda.randn(n, device="cuda", generator=generator)
@@ -84,7 +84,7 @@ def test_gpu_cupy_saxpy_on_the_current_and_a_side_stream():
 
 @pytest.mark.gpu
 def test_gpu_results_are_freed_when_the_framework_drops_them():
-    torch_cuda = gpu_framework("torch", needs_cuda="cuda.is_available()")
+    torch_cuda = gpu_framework("torch", needs_cuda=lambda torch: torch.cuda.is_available())
     x = torch_cuda.ones(1 << 20, device="cuda")
     torch_cuda.cuda.synchronize()
     free_before, _ = torch_cuda.cuda.mem_get_info()

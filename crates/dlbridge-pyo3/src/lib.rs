@@ -178,6 +178,18 @@
 //! through their exchange table; any other framework through its module's `from_dlpack`. The
 //! result owns the Rust buffer, which is freed when the framework frees its tensor.
 //!
+//! ## Kernels on the device (CUDA, ROCm)
+//!
+//! [`TensorArg`] wants host memory: its views read the elements. A kernel that runs on a GPU
+//! takes [`DeviceTensorArg`] / [`DeviceTensorArgMut`] ([`CudaArg`] / [`CudaArgMut`]), whose
+//! device constraint ([`Cuda`], [`Rocm`], [`AnyDevice`], [`HostMemory`]) is checked with the
+//! data type, dimensions and layout at extraction, and which give the device pointer and the
+//! [`WorkStream`] to launch on: the producer's current work stream (its exchange table's
+//! `current_work_stream`, else PyTorch's or CuPy's current stream, else the legacy default
+//! stream). Enqueue there with the GIL released (`py.detach(|| launch(stream))`); nothing
+//! waits. `examples/cuda_saxpy` is a complete extension (a kernel compiled with NVRTC through
+//! cudarc, results returned on the device with `return_like`).
+//!
 //! ## Errors
 //!
 //! Return [`KernelResult<T>`](KernelResult): `?` then takes PyO3's `PyErr`, the core's
@@ -246,8 +258,8 @@ mod exchange;
 mod dispatch;
 mod consume;
 mod produce;
-mod args;
 mod work_stream;
+mod args;
 pub mod prelude;
 
 pub use args::borrow::{explain_argument, ArgumentPath, ArgumentReport};

@@ -142,8 +142,7 @@ fn kernel_on(py: Python<'_>, ordinal: usize) -> PyResult<Arc<Loaded>> {
     };
     drop(ptx_cache);
     let loaded = guarded("the CUDA driver", || -> PyResult<Loaded> {
-        let context =
-            CudaContext::new(ordinal).map_err(|e| runtime_error("a CUDA context", e))?;
+        let context = CudaContext::new(ordinal).map_err(|e| runtime_error("a CUDA context", e))?;
         let module = context
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx_source))
             .map_err(|e| runtime_error("loading the saxpy kernel", e))?;
