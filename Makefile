@@ -74,6 +74,8 @@ python-build: venv
 example-build: venv
 	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet -m examples/matmul/Cargo.toml
+	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
+		$(VENV)/bin/maturin develop --release --quiet -m examples/cuda_saxpy/Cargo.toml
 
 ## Under CI every framework must be there: a test file skipped for a missing one fails, and
 ## so does a test that needs the test kernels in a build without them (python/tests/_kernels.py).
@@ -118,7 +120,7 @@ free-threaded-check:
 ## Every feature of the workspace but dlbridge-python's `abi3`, which would switch PyO3 (and
 ## so every crate of the build) to the limited API: the default build is the one tested and
 ## linted here, the abi3 builds by scripts/abi3-check.sh.
-WORKSPACE_FEATURES := --features dlbridge/ndarray,dlbridge-python/testing
+WORKSPACE_FEATURES := --features dlbridge/ndarray,dlbridge/cudarc,dlbridge-python/testing
 
 ## Unit, integration and doc tests; the limited-API (abi3) builds (scripts/abi3-check.sh:
 ## dlbridge-pyo3's tests and clippy under pyo3/abi3-py39, `cargo check` of the extension

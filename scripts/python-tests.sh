@@ -49,9 +49,10 @@ REPORTS="$(mktemp -d "${TMPDIR:-/tmp}/dlbridge-pytest.XXXXXX")"
 trap 'rm -rf "$REPORTS"' EXIT
 
 # name|files (space-separated, relative to python/tests)
-RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py test_pickle.py"
+RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py test_pickle.py test_device_args.py"
       "check|test_check.py"
-      "tvm-example|test_example_tvm_matmul.py")
+      "tvm-example|test_example_tvm_matmul.py"
+      "cuda-example|test_example_cuda_saxpy.py")
 for file in "$TESTS"/interop/test_*.py; do
     [[ -e "$file" ]] || continue
     name="$(basename "$file" .py)"
@@ -97,14 +98,14 @@ for run in "${RUNS[@]}"; do
     # passed failed skipped, from the JUnit report (missing report: -1); then whether every
     # skip is for a framework without wheels here (python/tests/_frameworks.py) and the
     # first skip's reason.
-    read -r passed failed skipped nowheel reason < <("$PYTHON" - "$xml" <<'PY'
+    read -r passed failed skipped nowheel nogpu reason < <("$PYTHON" - "$xml" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 
 try:
     root = ET.parse(sys.argv[1]).getroot()
 except (OSError, ET.ParseError):
-    print(-1, -1, -1, 0)
+    print(-1, -1, -1, 0, 0)
     raise SystemExit(0)
 suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
 tests = failed = skipped = 0
@@ -121,8 +122,10 @@ for element in root.iter("skipped"):
         reason = reason[:-2]
     reasons.append(reason or element.get("message", ""))
 nowheel = int(bool(reasons) and all("no wheel for this platform" in r for r in reasons))
+# GPU-only tests (marker `gpu`, python/tests/_gpu.py) skipped for want of a GPU: counted apart.
+nogpu = sum("no CUDA GPU here" in r for r in reasons)
 first = " ".join(reasons[0].split()) if reasons else ""
-print(tests - failed - skipped, failed, skipped, nowheel, first)
+print(tests - failed - skipped, failed, skipped, nowheel, nogpu, first)
 PY
     )
 
@@ -157,6 +160,10 @@ PY
     fi
     if [[ "$status" != "ok" && "$status" != SKIPPED* ]]; then
         overall=1
+    fi
+    if [[ "$status" == "ok" && "${nogpu:-0}" -gt 0 ]]; then
+        # GPU-only tests skipped where there is no GPU: allowed also where strict, and said.
+        status="ok ($nogpu skipped: need a GPU)"
     fi
     summary_lines+=("$(printf '%-12s %5d passed %5d failed %5d skipped  %s' \
         "$name" "$passed" "$failed" "$skipped" "$status")")

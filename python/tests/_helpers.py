@@ -14,6 +14,7 @@ import numpy as np
 from dlbridge.check.abi import DELETER, NAME_VERSIONED, DLManagedTensor, DLManagedTensorVersioned
 from dlbridge.check.capi import Py_DecRef
 from dlbridge.check.capsules import capsule_table, read_capsule, table_member
+from dlbridge.check.records import make_managed
 
 # Shapes every interop file covers (the last is 32 dimensions of extent 1).
 SHAPES = [(), (0,), (3, 0), (1,), (2, 3), (2, 1, 4), (1,) * 32]
@@ -258,3 +259,34 @@ class HandsOver:
     def __dlpack__(self, **_keywords):
         capsule, self._capsule = self._capsule, None
         return capsule
+
+
+class FakeDeviceTensor:
+    """A float32 tensor said to be on `device`, over host memory never dereferenced; records
+    the keywords of every `__dlpack__` call. `legacy=True` always hands out a legacy capsule."""
+
+    def __init__(self, shape=(4,), *, device=(2, 0), dtype="float32", flags=0, legacy=False):
+        self.shape = shape
+        self.device = device
+        self.dtype = dtype
+        self.flags = flags
+        self.legacy = legacy
+        self.calls: list[dict] = []
+        self.records = []
+
+    def __dlpack_device__(self):
+        return self.device
+
+    def __dlpack__(self, **kwargs):
+        self.calls.append(dict(kwargs))
+        max_version = kwargs.get("max_version")
+        versioned = not self.legacy and max_version is not None and max_version[0] >= 1
+        record = make_managed(
+            self.shape,
+            self.dtype,
+            versioned=versioned,
+            device=self.device,
+            flags=self.flags if versioned else 0,
+        )
+        self.records.append(record)
+        return record.capsule()

@@ -45,9 +45,24 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
+        "gpu: needs a CUDA GPU (python/tests/_gpu.py); skipped, with a reason starting "
+        "'no CUDA GPU here', where there is none, also under CI",
+    )
+    config.addinivalue_line(
+        "markers",
         "example_module: needs the example extension (examples/matmul), which the "
         "AddressSanitizer run neither builds nor instruments",
     )
+
+
+def pytest_runtest_setup(item):
+    """Skips a test marked `gpu` where no CUDA GPU can be used (python/tests/_gpu.py)."""
+    if item.get_closest_marker("gpu") is not None:
+        import _gpu
+
+        reason = _gpu.skip_reason()
+        if reason is not None:
+            pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)

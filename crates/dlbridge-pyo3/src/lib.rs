@@ -178,6 +178,18 @@
 //! through their exchange table; any other framework through its module's `from_dlpack`. The
 //! result owns the Rust buffer, which is freed when the framework frees its tensor.
 //!
+//! ## Kernels on the device (CUDA, ROCm)
+//!
+//! [`TensorArg`] wants host memory: its views read the elements. A kernel that runs on a GPU
+//! takes [`DeviceTensorArg`] / [`DeviceTensorArgMut`] ([`CudaArg`] / [`CudaArgMut`]), whose
+//! device constraint ([`Cuda`], [`Rocm`], [`AnyDevice`], [`HostMemory`]) is checked with the
+//! data type, dimensions and layout at extraction, and which give the device pointer and the
+//! [`WorkStream`] to launch on: the producer's current work stream (its exchange table's
+//! `current_work_stream`, else PyTorch's or CuPy's current stream, else the legacy default
+//! stream). Enqueue there with the GIL released (`py.detach(|| launch(stream))`); nothing
+//! waits. `examples/cuda_saxpy` is a complete extension (a kernel compiled with NVRTC through
+//! cudarc, results returned on the device with `return_like`).
+//!
 //! ## Errors
 //!
 //! Return [`KernelResult<T>`](KernelResult): `?` then takes PyO3's `PyErr`, the core's
@@ -246,6 +258,7 @@ mod exchange;
 mod dispatch;
 mod consume;
 mod produce;
+mod work_stream;
 mod args;
 pub mod prelude;
 
@@ -253,9 +266,10 @@ pub use args::borrow::{explain_argument, ArgumentPath, ArgumentReport};
 #[doc(hidden)]
 pub use args::borrow::{inspect_argument, ArgumentInspection};
 pub use args::constraints::{
-    AnyLayout, CContiguous, Constraints, Contiguous, Dimensionality, FContiguous, Layout,
-    LayoutWith,
+    AnyDevice, AnyLayout, CContiguous, Constraints, Contiguous, Cuda, DeviceConstraint,
+    Dimensionality, FContiguous, HostMemory, Layout, LayoutWith, Rocm,
 };
+pub use args::device_arg::{CudaArg, CudaArgMut, DeviceTensorArg, DeviceTensorArgMut};
 pub use args::tensor_arg::{
     ContiguousArg, ContiguousArgMut, TensorArg, TensorArg1, TensorArg2, TensorArg3, TensorArg4,
     TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
@@ -280,6 +294,7 @@ pub use produce::methods::{export_capsule, publish_dlpack_methods, ExportRequest
 pub use produce::publish_dlpack;
 pub use produce::returning::{return_like, IntoTensor, TensorProducer};
 pub use pyo3;
+pub use work_stream::{WorkStream, WorkStreamSource};
 pub use writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
 
 /// The crate's README (its crates.io page), whose example is compiled as a doc test.

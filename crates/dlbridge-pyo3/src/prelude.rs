@@ -30,8 +30,10 @@
 
 pub use crate::args::borrow::{explain_argument, ArgumentPath};
 pub use crate::args::constraints::{
-    AnyLayout, CContiguous, Constraints, Contiguous, Dimensionality, FContiguous, Layout,
+    AnyDevice, AnyLayout, CContiguous, Constraints, Contiguous, Cuda, DeviceConstraint,
+    Dimensionality, FContiguous, HostMemory, Layout, Rocm,
 };
+pub use crate::args::device_arg::{CudaArg, CudaArgMut, DeviceTensorArg, DeviceTensorArgMut};
 pub use crate::args::tensor_arg::{
     ContiguousArg, ContiguousArgMut, TensorArg, TensorArg1, TensorArg2, TensorArg3, TensorArg4,
     TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
@@ -43,6 +45,7 @@ pub use crate::produce::class::TensorClass;
 pub use crate::produce::publish_dlpack;
 pub use crate::produce::returning::{return_like, IntoTensor};
 pub use crate::shape;
+pub use crate::work_stream::{WorkStream, WorkStreamSource};
 pub use dlbridge::{DataType, Device, Element, Export, ManagedTensor, TensorView, Writability};
 pub use ndarray;
 pub use ndarray::prelude::*;

@@ -7,8 +7,9 @@
 
 use dlbridge::{DataType, ManagedTensor};
 use dlbridge_pyo3::{
-    from_dlpack as import, return_like, shape, to_py_err, CContiguous, ContiguousArgMut,
-    ImportOptions, TensorArg, TensorArg1, TensorArgMut, TensorArgMut1,
+    from_dlpack as import, return_like, shape, to_py_err, AnyDevice, CContiguous, ContiguousArgMut,
+    CudaArg, CudaArgMut, DeviceTensorArg, ImportOptions, Rocm, TensorArg, TensorArg1, TensorArgMut,
+    TensorArgMut1, WorkStream,
 };
 use ndarray::{Ix1, Ix2, Ix3, IxDyn};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -38,6 +39,11 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     testing.add_function(wrap_pyfunction!(slow_total2, &testing)?)?;
     testing.add_function(wrap_pyfunction!(slow_fill, &testing)?)?;
     testing.add_function(wrap_pyfunction!(inspect_argument, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(cuda_vector, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(cuda_vector_mut, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(rocm_tensor, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(any_device_tensor, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(cuda_pair_stream, &testing)?)?;
     testing.add_function(wrap_pyfunction!(release_on_new_thread, &testing)?)?;
     testing.add_function(wrap_pyfunction!(zeros_like_framework, &testing)?)?;
     testing.add_function(wrap_pyfunction!(import_return_like, &testing)?)?;
@@ -270,4 +276,114 @@ fn release_on_new_thread(py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
     let tensor = import(x, &ImportOptions::default())?;
     py.detach(|| std::thread::spawn(move || drop(tensor)).join())
         .map_err(|_| PyRuntimeError::new_err("the releasing thread panicked"))
+}
+
+/// What a device argument gives a kernel, as a dict: `device`, `ptr` (the first element's
+/// device address), `shape`, `strides`, `stream` (its handle, None without streams),
+/// `stream_source` and `path`.
+fn device_argument_dict<'py>(
+    py: Python<'py>,
+    device: dlbridge::Device,
+    ptr: u64,
+    shape: &[usize],
+    strides: &[isize],
+    stream: WorkStream,
+    path: dlbridge_pyo3::ArgumentPath,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let dict = pyo3::types::PyDict::new(py);
+    dict.set_item("device", (device.device_type.0, device.device_id))?;
+    dict.set_item("ptr", ptr)?;
+    dict.set_item("shape", pyo3::types::PyTuple::new(py, shape)?)?;
+    dict.set_item("strides", pyo3::types::PyTuple::new(py, strides)?)?;
+    dict.set_item("stream", stream.handle())?;
+    dict.set_item("stream_source", stream.source().name())?;
+    dict.set_item("path", path.name())?;
+    Ok(dict)
+}
+
+/// A C-contiguous float32 CUDA vector argument, as the kernel sees it.
+#[pyfunction]
+fn cuda_vector<'py>(
+    py: Python<'py>,
+    x: CudaArg<'_, f32, Ix1, CContiguous>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let stream = x.stream();
+    device_argument_dict(
+        py,
+        x.device(),
+        x.device_ptr(),
+        x.shape(),
+        x.strides(),
+        stream,
+        x.path(),
+    )
+}
+
+/// A writable float32 CUDA vector argument (any strides), as the kernel sees it; takes the
+/// pointer for writing (writes nothing).
+#[pyfunction]
+fn cuda_vector_mut<'py>(
+    py: Python<'py>,
+    mut x: CudaArgMut<'_, f32, Ix1>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    let ptr = x.device_ptr_mut();
+    device_argument_dict(
+        py,
+        x.device(),
+        ptr,
+        x.shape(),
+        x.strides(),
+        x.stream(),
+        x.path(),
+    )
+}
+
+/// A float32 ROCm tensor argument, as the kernel sees it.
+#[pyfunction]
+fn rocm_tensor<'py>(
+    py: Python<'py>,
+    x: DeviceTensorArg<'_, f32, Rocm>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    device_argument_dict(
+        py,
+        x.device(),
+        x.device_ptr(),
+        x.shape(),
+        x.strides(),
+        x.stream(),
+        x.path(),
+    )
+}
+
+/// A float32 tensor on any device (host included), as the kernel sees it.
+#[pyfunction]
+fn any_device_tensor<'py>(
+    py: Python<'py>,
+    x: DeviceTensorArg<'_, f32, AnyDevice>,
+) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+    device_argument_dict(
+        py,
+        x.device(),
+        x.device_ptr(),
+        x.shape(),
+        x.strides(),
+        x.stream(),
+        x.path(),
+    )
+}
+
+/// The one stream two CUDA arguments agree on (its handle), found with the GIL released as a
+/// kernel launch would be; `ValueError` when they disagree.
+#[pyfunction]
+fn cuda_pair_stream(
+    py: Python<'_>,
+    x: CudaArg<'_, f32>,
+    y: CudaArgMut<'_, f32>,
+) -> PyResult<Option<usize>> {
+    let stream = WorkStream::common([x.stream(), y.stream()])?;
+    Ok(py.detach(|| {
+        // A launch would enqueue on `stream` here, reading `x` and writing `y`.
+        let _ = (&x, &y);
+        stream.handle()
+    }))
 }

@@ -109,6 +109,19 @@ pub enum Error {
         /// The tensor's device.
         device: Device,
     },
+    /// The tensor is not on the device an access needs (a cudarc view: CUDA on the stream's
+    /// device ordinal).
+    NotOnDevice {
+        /// The device the access needs.
+        expected: Device,
+        /// The tensor's device.
+        actual: Device,
+    },
+    /// A device driver call failed (the `cudarc` feature).
+    Driver {
+        /// The call, as the driver names it.
+        call: &'static str,
+    },
     /// The element type asked for is not the tensor's data type.
     DataTypeMismatch {
         /// The data type of the Rust element type.
@@ -296,6 +309,11 @@ impl fmt::Display for Error {
                 "DLTensor.device = {device}: the CPU cannot read this memory; typed access \
                  needs CPU, CUDAHost, ROCMHost or CUDAManaged memory"
             ),
+            Error::NotOnDevice { expected, actual } => write!(
+                f,
+                "DLTensor.device = {actual}: this access needs a tensor on {expected}"
+            ),
+            Error::Driver { call } => write!(f, "the device driver call {call} failed"),
             Error::DataTypeMismatch { requested, actual } => write!(
                 f,
                 "DLTensor.dtype = {actual}, but elements of type {requested} were requested"

@@ -24,7 +24,9 @@
 //!   one heap allocation, aligned as that memory is; the crate's own allocations
 //!   ([`ManagedTensor::zeros`], [`TensorView::to_compact_copy`]) are 64-byte aligned, as TVM's
 //!   `from_dlpack` requires;
-//! - with the `ndarray` feature, zero-copy conversion to and from `ndarray` arrays.
+//! - with the `ndarray` feature, zero-copy conversion to and from `ndarray` arrays;
+//! - with the `cudarc` feature, [`cuda`]: cudarc device buffers exported as CUDA tensors whose
+//!   deleter frees them, and CUDA tensors seen as cudarc views that never free what they see.
 //!
 //! ```
 //! use dlbridge::{DataType, Export, ManagedTensor};
@@ -72,6 +74,10 @@ mod elements;
 mod export;
 #[cfg(feature = "ndarray")]
 mod ndarray;
+
+#[cfg(feature = "cudarc")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
+pub mod cuda;
 
 pub use device::{Device, DeviceType};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};

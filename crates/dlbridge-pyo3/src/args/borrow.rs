@@ -129,6 +129,7 @@ pub(crate) fn extract_with<R>(
     object: &Bound<'_, PyAny>,
     info: &TypeInfo,
     writable: bool,
+    import_stream: Option<&ImportStream<'_>>,
     make: impl Fn(&TensorView<'_>, Writability) -> PyResult<R>,
 ) -> PyResult<(Source, R)> {
     if writable {
@@ -158,13 +159,22 @@ pub(crate) fn extract_with<R>(
         Some(rules) => rules.untracked(object)?,
         None => object.clone(),
     };
-    let tensor = from_dlpack(&source, &ImportOptions::default())?;
+    let stream = match import_stream {
+        Some(stream_for) => stream_for(&source)?,
+        None => None,
+    };
+    let tensor = from_dlpack(&source, &ImportOptions::default().with_stream(stream))?;
     let made = {
         let view = tensor.view();
         make(&view, view.writability())?
     };
     Ok((Source::owned(tensor, false), made))
 }
+
+/// The `stream=` a full import passes to the producer's `__dlpack__`, found for the object
+/// imported (device arguments: their work stream); `None` passes nothing.
+pub(crate) type ImportStream<'s> =
+    dyn for<'py> Fn(&Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> + 's;
 
 /// The exchange-table path of [`extract_with`]; `None` sends the argument to the reference
 /// path (a descriptor the table cannot give, a lazy PyTorch view).
@@ -271,7 +281,7 @@ fn inspect_with<E>(
 ) -> PyResult<(ArgumentReport, E)> {
     let info = type_info(object)?;
     let (source, (mut report, extra)) =
-        extract_with(object, info, writable, |view, writability| {
+        extract_with(object, info, writable, None, |view, writability| {
             let report = ArgumentReport {
                 path: ArgumentPath::Dlpack,
                 dtype: view.dtype(),

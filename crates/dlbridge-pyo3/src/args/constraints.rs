@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use dlbridge::{Element, TensorView, Writability};
+use dlbridge::{Device, DeviceType, Element, TensorView, Writability};
 use ndarray::{Dimension, Ix0, Ix1, Ix2, Ix3, Ix4, Ix5, Ix6, IxDyn};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -335,9 +335,96 @@ impl<D: Dimension, C: Constraints> Agreement<D, C> {
     };
 }
 
+/// Where a typed argument's memory must be: in host memory for [`TensorArg`](crate::TensorArg)
+/// (its views read the elements), on a device of the argument's [`DeviceConstraint`] for
+/// [`DeviceTensorArg`](crate::DeviceTensorArg).
+#[derive(Clone, Copy)]
+pub(crate) struct Placement {
+    /// How the place is named in messages: "in host memory", "on a CUDA device".
+    pub(crate) name: &'static str,
+    /// Whether a tensor on `device` is there.
+    pub(crate) accepts: fn(Device) -> bool,
+}
+
+/// Host memory, the place of [`TensorArg`](crate::TensorArg): CPU, CUDA host (pinned), ROCm
+/// host and CUDA managed memory.
+pub(crate) const HOST_MEMORY: Placement = Placement {
+    name: "in host memory",
+    accepts: Device::is_host_readable,
+};
+
+/// The device a typed argument's memory must be on, a type parameter of
+/// [`DeviceTensorArg`](crate::DeviceTensorArg): [`Cuda`], [`Rocm`], [`AnyDevice`] or
+/// [`HostMemory`]. [`TensorArg`](crate::TensorArg) always wants host memory (its views read
+/// the elements).
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::dlbridge::{Device, DeviceType};
+///
+/// assert!(Cuda::accepts(Device::new(DeviceType::CUDA, 1)));
+/// assert!(!Cuda::accepts(Device::CPU));
+/// assert!(AnyDevice::accepts(Device::CPU));
+/// assert_eq!(Rocm::NAME, "on a ROCm device");
+/// ```
+pub trait DeviceConstraint: 'static {
+    /// How the place is named in error messages: "on a CUDA device".
+    const NAME: &'static str;
+    /// Whether a tensor on `device` is accepted.
+    fn accepts(device: Device) -> bool;
+}
+
+/// CUDA device memory (`kDLCUDA`, any ordinal).
+pub struct Cuda;
+/// ROCm device memory (`kDLROCM`, any ordinal).
+pub struct Rocm;
+/// Any device, host included: the kernel dispatches on [`DeviceTensorArg::device`](crate::DeviceTensorArg::device).
+pub struct AnyDevice;
+/// Host memory (CPU, CUDA host, ROCm host, CUDA managed), as [`TensorArg`](crate::TensorArg).
+pub struct HostMemory;
+
+impl DeviceConstraint for Cuda {
+    const NAME: &'static str = "on a CUDA device";
+    fn accepts(device: Device) -> bool {
+        device.device_type == DeviceType::CUDA
+    }
+}
+
+impl DeviceConstraint for Rocm {
+    const NAME: &'static str = "on a ROCm device";
+    fn accepts(device: Device) -> bool {
+        device.device_type == DeviceType::ROCM
+    }
+}
+
+impl DeviceConstraint for AnyDevice {
+    const NAME: &'static str = "on any device";
+    fn accepts(_: Device) -> bool {
+        true
+    }
+}
+
+impl DeviceConstraint for HostMemory {
+    const NAME: &'static str = HOST_MEMORY.name;
+    fn accepts(device: Device) -> bool {
+        device.is_host_readable()
+    }
+}
+
+/// The [`Placement`] of a device constraint.
+pub(crate) fn placement<P: DeviceConstraint>() -> Placement {
+    Placement {
+        name: P::NAME,
+        accepts: P::accepts,
+    }
+}
+
 /// What an argument's type asks for, in words: "a float32 C-contiguous tensor with 2
-/// dimensions in host memory".
-pub(crate) fn expectation<T: Element, D: Dimension, C: Constraints>(writable: bool) -> String {
+/// dimensions in host memory" (at `placement`).
+pub(crate) fn expectation_at<T: Element, D: Dimension, C: Constraints>(
+    writable: bool,
+    placement: Placement,
+) -> String {
     let mut text = format!(
         "a {}{} {}tensor",
         if writable { "writable " } else { "" },
@@ -358,7 +445,8 @@ pub(crate) fn expectation<T: Element, D: Dimension, C: Constraints>(writable: bo
             if ndim == 1 { "" } else { "s" }
         );
     }
-    text.push_str(" in host memory");
+    text.push(' ');
+    text.push_str(placement.name);
     text
 }
 
@@ -398,11 +486,21 @@ pub(crate) fn check<T: Element, D: Dimension, C: Constraints>(
     writable: bool,
     writability: Writability,
 ) -> PyResult<()> {
+    check_at::<T, D, C>(view, writable, writability, HOST_MEMORY)
+}
+
+/// [`check`] for an argument whose memory must be at `placement`.
+pub(crate) fn check_at<T: Element, D: Dimension, C: Constraints>(
+    view: &TensorView<'_>,
+    writable: bool,
+    writability: Writability,
+    placement: Placement,
+) -> PyResult<()> {
     let () = Agreement::<D, C>::HOLDS;
     let fits = view.dtype() == T::DTYPE
         && D::NDIM.is_none_or(|ndim| ndim == view.ndim())
         && C::Layout::accepts(view)
-        && view.device().is_host_readable()
+        && (placement.accepts)(view.device())
         && (!writable || writability.allows_writes());
     let shape_fits = C::EXTENTS.is_none_or(|extents| {
         extents.len() == view.ndim()
@@ -416,7 +514,7 @@ pub(crate) fn check<T: Element, D: Dimension, C: Constraints>(
     }
     let message = format!(
         "expected {}, got {}",
-        expectation::<T, D, C>(writable),
+        expectation_at::<T, D, C>(writable, placement),
         received(view, writability)
     );
     // The right kind of tensor with the wrong extents is a bad value, anything else a bad type.

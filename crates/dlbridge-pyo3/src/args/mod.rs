@@ -13,9 +13,12 @@
 //! - [`claims`]: the aliasing registry, so that no memory is written through one argument
 //!   while another reaches it;
 //! - [`borrow`]: the one order of sources a descriptor is borrowed from;
-//! - [`tensor_arg`]: the argument types themselves, built from the three above.
+//! - [`tensor_arg`]: the argument types themselves, built from the three above;
+//! - [`device_arg`]: the argument types in device memory (a device constraint, the device
+//!   pointer, the stream to launch on), built on `tensor_arg`'s extraction.
 
 pub(crate) mod constraints;
 pub(crate) mod claims;
 pub(crate) mod borrow;
 pub(crate) mod tensor_arg;
+pub(crate) mod device_arg;

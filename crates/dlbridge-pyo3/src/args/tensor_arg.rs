@@ -9,7 +9,7 @@ use dlbridge::{Element, TensorView, Writability};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, Ix1, Ix2, Ix3, Ix4, IxDyn};
 use pyo3::prelude::*;
 
-use super::borrow::{extract_with, ArgumentPath, Source};
+use super::borrow::{extract_with, ArgumentPath, ImportStream, Source};
 use super::claims::Claim;
 use super::constraints::{check, CContiguous, Constraints, Contiguous, Dimensionality};
 use crate::dispatch::type_info;
@@ -261,27 +261,27 @@ unsafe impl<T: Element, D: Dimensionality, C: Constraints> Sync for TensorArgMut
 
 /// What an argument holds for the call besides its view: its claim on the memory, where its
 /// descriptor came from, and the Python object passed.
-struct Held {
+pub(crate) struct Held {
     _claim: Claim,
-    source: Source,
+    pub(crate) source: Source,
     /// The argument object: a strong reference, so that the memory the view reads stays alive
     /// while the argument does, wherever the object came from (a list the call was given, say).
-    object: Py<PyAny>,
+    pub(crate) object: Py<PyAny>,
 }
 /// A writable argument's report of its write to the framework's autograd: for a tensor of a
 /// framework with autograd (PyTorch, PaddlePaddle) whose mutable view the kernel took, its
 /// version counter is bumped when the argument is dropped (after the call), as the
 /// framework's in-place operations do.
-struct WriteReport {
+pub(crate) struct WriteReport {
     /// The framework's rules, for a tensor of a framework with autograd.
-    rules: Option<&'static FrameworkRules>,
+    pub(crate) rules: Option<&'static FrameworkRules>,
     /// The kernel took mutable access (`view_mut`, `as_mut_slice`).
-    written: bool,
+    pub(crate) written: bool,
 }
 
 impl WriteReport {
     /// Reports the write of `object`'s memory, if the kernel made one.
-    fn report(&self, object: &Py<PyAny>) {
+    pub(crate) fn report(&self, object: &Py<PyAny>) {
         let Some(rules) = self.rules.filter(|_| self.written) else {
             return;
         };
@@ -472,18 +472,25 @@ fn contiguous_slice_mut<T, D: Dimension>(view: ArrayViewMut<'_, T, D>) -> &mut [
 /// against the type's expectations (`check`), claim its memory (written or not), and make the
 /// argument's view (`make`) while the descriptor is alive.
 #[inline(always)]
-fn extract_argument<V>(
+pub(crate) fn extract_argument<V>(
     object: &Borrowed<'_, '_, PyAny>,
     writable: bool,
+    import_stream: Option<&ImportStream<'_>>,
     check: impl Fn(&TensorView<'_>, Writability) -> PyResult<()>,
     make: impl Fn(&TensorView<'_>) -> PyResult<V>,
 ) -> PyResult<(Held, V, Option<&'static FrameworkRules>)> {
     let info = type_info(object)?;
-    let (source, (claim, view)) = extract_with(object, info, writable, |view, writability| {
-        check(view, writability)?;
-        let claim = Claim::new(object.py(), view, writable)?;
-        Ok((claim, make(view)?))
-    })?;
+    let (source, (claim, view)) = extract_with(
+        object,
+        info,
+        writable,
+        import_stream,
+        |view, writability| {
+            check(view, writability)?;
+            let claim = Claim::new(object.py(), view, writable)?;
+            Ok((claim, make(view)?))
+        },
+    )?;
     let held = Held {
         _claim: claim,
         source,
@@ -505,6 +512,7 @@ impl<'a, 'py, T: Element, D: Dimensionality, C: Constraints> FromPyObject<'a, 'p
         let (held, view, _) = extract_argument(
             &object,
             false,
+            None,
             |view, writability| check::<T, D, C>(view, false, writability),
             |view| {
                 let array = view.as_array_dim::<T, D>().map_err(argument_error)?;
@@ -536,6 +544,7 @@ impl<'a, 'py, T: Element, D: Dimensionality, C: Constraints> FromPyObject<'a, 'p
         let (held, view, framework) = extract_argument(
             &object,
             true,
+            None,
             |view, writability| check::<T, D, C>(view, true, writability),
             |view| {
                 // SAFETY: the argument is the caller's tensor, not read-only, lent to this

@@ -109,6 +109,14 @@ impl<'s, O: Send + 'static> Export<'s, O> {
         }
     }
 
+    /// Bounds the layout by a buffer of `len` elements (what [`Export::new`] does), for owners
+    /// whose length is known.
+    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    pub(crate) fn with_buffer_len(mut self, len: usize) -> Self {
+        self.buffer_len = Some(len);
+        self
+    }
+
     /// Sets the strides, in elements (negative steps allowed), one per dimension.
     #[must_use]
     pub fn strides(mut self, strides: &'s [isize]) -> Self {
