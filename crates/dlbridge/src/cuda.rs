@@ -59,6 +59,10 @@ use crate::view::TensorView;
 /// }
 /// ```
 pub fn driver_available() -> bool {
+    if cfg!(miri) {
+        // Miri cannot open libraries (no `dlopen`): there is no driver to find.
+        return false;
+    }
     // SAFETY: `is_culib_present` only tries to open the library by its usual names.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return false;
@@ -79,7 +83,7 @@ pub fn driver_available() -> bool {
 /// // A CUDA-typed descriptor over an address nothing dereferences.
 /// // SAFETY: the memory is never read: only the descriptor is checked.
 /// let tensor = unsafe {
-///     Export::from_raw_parts((), 0x1000 as *mut _, DataType::FLOAT32, cuda0, &[2, 3])
+///     Export::from_raw_parts((), std::ptr::without_provenance_mut(0x1000), DataType::FLOAT32, cuda0, &[2, 3])
 /// }
 /// .into_versioned()?;
 /// assert_eq!(dlbridge::cuda::cuda_slice_parts::<f32>(&tensor.view(), 0)?, (0x1000, 6));
@@ -312,7 +316,8 @@ impl<'s, T: Element> Export<'s, CudaSliceOwner<T>> {
         unsafe {
             Export::from_raw_parts(
                 owner,
-                address as usize as *mut std::ffi::c_void,
+                // A device address: the host never dereferences it (no provenance).
+                std::ptr::without_provenance_mut::<std::ffi::c_void>(address as usize),
                 T::DTYPE,
                 device,
                 shape,
