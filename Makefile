@@ -120,7 +120,7 @@ free-threaded-check:
 ## Every feature of the workspace but dlbridge-python's `abi3`, which would switch PyO3 (and
 ## so every crate of the build) to the limited API: the default build is the one tested and
 ## linted here, the abi3 builds by scripts/abi3-check.sh.
-WORKSPACE_FEATURES := --features dlbridge/ndarray,dlbridge/cudarc,dlbridge-python/testing
+WORKSPACE_FEATURES := --features dlbridge/ndarray,dlbridge/cudarc,dlbridge-pyo3/cuda,dlbridge-python/testing
 
 ## Unit, integration and doc tests; the limited-API (abi3) builds (scripts/abi3-check.sh:
 ## dlbridge-pyo3's tests and clippy under pyo3/abi3-py39, `cargo check` of the extension

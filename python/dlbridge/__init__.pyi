@@ -87,16 +87,26 @@ class Tensor:
         def __buffer__(self, flags: int, /) -> memoryview: ...
 
 def from_dlpack(
-    x: Any, /, *, device: _Device | None = None, copy: bool | None = None
+    x: Any,
+    /,
+    *,
+    device: _Device | None = None,
+    copy: bool | None = None,
+    stream: int | None = None,
 ) -> Tensor: ...
 def empty(shape: _Shape, dtype: str = "float32") -> Tensor: ...
 def zeros(shape: _Shape, dtype: str = "float32") -> Tensor: ...
 def arange(n: int, dtype: str = "int64") -> Tensor: ...
 def explain(
-    x: Any, /, *, device: _Device | None = None, copy: bool | None = None
+    x: Any,
+    /,
+    *,
+    device: _Device | None = None,
+    copy: bool | None = None,
+    stream: int | None = None,
 ) -> dict[str, Any]:
     """What dlbridge does with `x`: `type`; `import`, what `from_dlpack(x, device=device,
-    copy=copy)` does (done for real, released at once): `path`, `negotiation`, `copied`,
-    `copied_by`, `version`, `dtype`, `shape`, `strides`, `device`, `read_only`; `argument` and
-    `writable_argument`, how a kernel's typed arguments read it. Each entry is
-    `{"refused": "ExceptionType: message"}` where that step raises."""
+    copy=copy, stream=stream)` does (done for real, released at once): `path`, `negotiation`,
+    `copied`, `copied_by`, `version`, `dtype`, `shape`, `strides`, `device`, `read_only`,
+    `ready_stream`; `argument` and `writable_argument`, how a kernel's typed arguments read it.
+    Each entry is `{"refused": "ExceptionType: message"}` where that step raises."""

@@ -35,6 +35,7 @@ from dlbridge.check.abi import (
     kDLFloat4_e2m1fn,
     kDLFloat8_e4m3fn,
     kDLInt,
+    kDLROCM,
     kDLUInt,
 )
 from dlbridge.check.capsules import capsule_name, consume_capsule, read_capsule, release
@@ -629,16 +630,26 @@ def test_negotiation_producer_refusing_the_device_raises_buffer_error():
 
 
 def test_producer_ignoring_the_requested_device_is_buffer_error():
-    # Asked for dl_device=CPU, the producer hands over its CUDA tensor anyway: refused with
+    # Asked for dl_device=CPU, the producer hands over its device tensor anyway: refused with
     # both devices named, and the tensor released once (never read: it is device memory).
-    record = make_managed((4,), "float32", device=(kDLCUDA, 0), data=0x1000)
-    producer = OneTensorProducer(record, device=(kDLCUDA, 0))
-    with pytest.raises(BufferError, match="on CUDA:0, not on the requested device CPU:0"):
-        dlbridge.from_dlpack(producer, device=(kDLCPU, 0))
-    assert producer.calls[0]["dl_device"] == (kDLCPU, 0)
-    del producer
-    collect()
-    assert record.deleter_calls == 1
+    # A CUDA tensor would be copied to the host here (through the CUDA driver), which
+    # copy=False forbids; a ROCm tensor cannot be.
+    for device, keywords, message in [
+        (
+            (kDLCUDA, 0),
+            {"copy": False},
+            "copy=False, but the producer gave a tensor on CUDA:0 where the CPU was asked for",
+        ),
+        ((kDLROCM, 0), {}, "on ROCM:0, not on the requested device CPU:0"),
+    ]:
+        record = make_managed((4,), "float32", device=device, data=0x1000)
+        producer = OneTensorProducer(record, device=device)
+        with pytest.raises(BufferError, match=message):
+            dlbridge.from_dlpack(producer, device=(kDLCPU, 0), **keywords)
+        assert producer.calls[0]["dl_device"] == (kDLCPU, 0)
+        del producer
+        collect()
+        assert record.deleter_calls == 1
 
 
 def test_copy_true_with_producer_that_ignores_it_still_copies():

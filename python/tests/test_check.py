@@ -16,7 +16,13 @@ import pytest
 
 import _check_subjects as S
 import dlbridge
-from dlbridge.check import CapsuleOnly, consumer_checks, exchange_checks, producer_checks
+from dlbridge.check import (
+    CapsuleOnly,
+    consumer_checks,
+    device_checks,
+    exchange_checks,
+    producer_checks,
+)
 from dlbridge.check.abi import (
     CURRENT_WORK_STREAM,
     FLAG_READ_ONLY,
@@ -529,7 +535,12 @@ def test_every_consumer_rule_has_a_breaking_consumer():
 
 
 def test_every_rule_is_checked_and_every_check_has_a_rule():
-    checks = set(producer_checks.CHECKS) | set(exchange_checks.CHECKS) | set(consumer_checks.CHECKS)
+    checks = (
+        set(producer_checks.CHECKS)
+        | set(exchange_checks.CHECKS)
+        | set(device_checks.CHECKS)
+        | set(consumer_checks.CHECKS)
+    )
     assert checks == set(RULES)
 
 
@@ -548,9 +559,16 @@ def test_dlbridge_passes_every_rule():
     assert {r["rule"] for r in results} == set(RULES)
     failures = [r for r in results if r["outcome"] == "fail"]
     assert not failures, failures
-    not_applicable = {r["rule"] for r in results if r["outcome"] == "n/a"}
-    # No CPU tensor needs a copy; no catalogued dlbridge tensor is refused.
-    assert not_applicable == {"producer.copy-false-needs-copy", "exchange.refusal-error-type"}
+    not_applicable = {r["rule"]: r["detail"] for r in results if r["outcome"] == "n/a"}
+    # No CPU tensor needs a copy; no catalogued dlbridge tensor is refused; dlbridge makes no
+    # CUDA tensors of its own, so the device rules say so.
+    assert set(not_applicable) == {
+        "producer.copy-false-needs-copy",
+        "exchange.refusal-error-type",
+        *device_checks.CHECKS,
+    }
+    for rule in device_checks.CHECKS:
+        assert "makes no CUDA tensors of dlbridge" in not_applicable[rule], not_applicable[rule]
 
 
 def test_a_crashing_producer_is_reported_and_the_run_goes_on(subjects_importable):

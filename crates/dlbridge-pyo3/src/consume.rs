@@ -4,8 +4,8 @@
 //! [`from_dlpack_explained`], the same import saying which path it took and whether anything
 //! was copied ([`ImportReport`]).
 
-use dlbridge::{DataType, Device, ManagedTensor, Version};
-use pyo3::exceptions::{PyBufferError, PyTypeError};
+use dlbridge::{DataType, Device, DeviceType, ManagedTensor, Version};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -13,10 +13,12 @@ use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
 use crate::capsule::from_capsule;
 use crate::device::device_from_tuple;
-use crate::dispatch::type_info;
+use crate::dispatch::{type_info, TypeInfo};
 use crate::errors::{to_py_err, type_name};
 use crate::exchange::exchange_api_enabled;
 use crate::host::numpy;
+use crate::stream_order;
+use crate::work_stream::{has_streams, standard_default_stream, work_stream_of, ConsumerStream};
 
 /// What a consumer asks of a producer.
 ///
@@ -25,17 +27,20 @@ use crate::host::numpy;
 /// `ImportOptions::default().with_copy(Some(true))`.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
-pub struct ImportOptions<'py> {
+pub struct ImportOptions {
     /// The device the tensor must be on (`dl_device`); `None` accepts the producer's.
     pub device: Option<Device>,
     /// The array API's `copy`: `Some(true)` always copies, `Some(false)` never copies (a
     /// `BufferError` where one is needed), `None` copies only when needed.
     pub copy: Option<bool>,
-    /// The consumer's stream, passed on as `stream=`; `None` passes nothing.
-    pub stream: Option<Bound<'py, PyAny>>,
+    /// The stream the producer is asked to make the data ready on (`stream=`), for a tensor
+    /// on a device with streams; the default is the producer's current work stream
+    /// ([`ConsumerStream`]). The imported tensor records it
+    /// ([`ManagedTensor::ready_stream`]).
+    pub stream: ConsumerStream,
 }
 
-impl<'py> ImportOptions<'py> {
+impl ImportOptions {
     /// These options with [`device`](Self::device) set.
     #[inline]
     pub fn with_device(mut self, device: Option<Device>) -> Self {
@@ -52,7 +57,7 @@ impl<'py> ImportOptions<'py> {
 
     /// These options with [`stream`](Self::stream) set.
     #[inline]
-    pub fn with_stream(mut self, stream: Option<Bound<'py, PyAny>>) -> Self {
+    pub fn with_stream(mut self, stream: ConsumerStream) -> Self {
         self.stream = stream;
         self
     }
@@ -103,10 +108,7 @@ impl<'py> ImportOptions<'py> {
 ///
 /// Which of these paths an import took, its retries, and whether (and by whom) the memory was
 /// copied: [`from_dlpack_explained`].
-pub fn from_dlpack(
-    object: &Bound<'_, PyAny>,
-    options: &ImportOptions<'_>,
-) -> PyResult<ManagedTensor> {
+pub fn from_dlpack(object: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<ManagedTensor> {
     // `Untraced` records nothing: the same code as before the explained import existed
     // (`import` is inlined here, and its result is this function's, not repacked: returning
     // the path beside the tensor cost a copy of the tensor, 35 instructions per call).
@@ -144,7 +146,7 @@ pub fn from_dlpack(
 /// ```
 pub fn from_dlpack_explained(
     object: &Bound<'_, PyAny>,
-    options: &ImportOptions<'_>,
+    options: &ImportOptions,
 ) -> PyResult<(ManagedTensor, ImportReport)> {
     let mut trace = Recorder::default();
     let tensor = import(object, options, &mut trace)?;
@@ -153,7 +155,8 @@ pub fn from_dlpack_explained(
     };
     let report = {
         let view = tensor.view();
-        let copied = if trace.steps.contains(&ImportStep::CopiedHere) {
+        let copied_here = [ImportStep::CopiedHere, ImportStep::CopiedToHost];
+        let copied = if trace.steps.iter().any(|step| copied_here.contains(step)) {
             Some(Copier::Dlbridge)
         } else if view.flags().is_copied() {
             Some(Copier::Producer)
@@ -170,6 +173,7 @@ pub fn from_dlpack_explained(
             device: view.device(),
             shape: view.shape().to_vec(),
             strides: view.strides().to_vec(),
+            ready_stream: tensor.ready_stream(),
         }
     };
     Ok((tensor, report))
@@ -241,8 +245,9 @@ pub enum ImportStep {
     /// The exchange table raised (its error was dropped); `__dlpack__` was asked, whose answer
     /// is the producer's own.
     ExchangeFailed,
-    /// The exchange table exported a tensor on a device with streams, which the table does not
-    /// synchronize: dropped, and taken again through `__dlpack__`, which does.
+    /// The exchange table exported a tensor on a device with streams, but has no
+    /// `current_work_stream` to say which stream its data is ready on: dropped, and taken
+    /// again through `__dlpack__`, which synchronizes.
     ExchangeDeviceWithStreams,
     /// NumPy's struct was not read: a data type or layout that NumPy's `__dlpack__` converts
     /// or refuses, so that its answer is NumPy's.
@@ -265,13 +270,16 @@ pub enum ImportStep {
     /// `__dlpack__(copy=True)` raised `BufferError` (the producer cannot copy, as tvm-ffi):
     /// asked again without `copy`, and the copy made here ([`CopiedHere`](Self::CopiedHere)).
     CopyRefused,
+    /// The CPU was asked for and the producer gave CUDA memory: dlbridge copied it to the host
+    /// on the stream its data is ready on (feature `cuda`).
+    CopiedToHost,
 }
 
 impl ImportStep {
     /// The step's short name: `"exchange-disabled"`, `"exchange-failed"`,
     /// `"exchange-device-with-streams"`, `"numpy-declined"`, `"max-version-refused"`,
     /// `"keywords-refused"`, `"device-from-dlpack-device"`, `"device-as-cpu"`,
-    /// `"copied-here"` or `"copy-refused"`.
+    /// `"copied-here"`, `"copy-refused"` or `"copied-to-host"`.
     pub fn name(self) -> &'static str {
         match self {
             ImportStep::ExchangeDisabled => "exchange-disabled",
@@ -284,6 +292,7 @@ impl ImportStep {
             ImportStep::DeviceAsCpu => "device-as-cpu",
             ImportStep::CopiedHere => "copied-here",
             ImportStep::CopyRefused => "copy-refused",
+            ImportStep::CopiedToHost => "copied-to-host",
         }
     }
 
@@ -295,8 +304,8 @@ impl ImportStep {
             }
             ImportStep::ExchangeFailed => "the exchange table raised; __dlpack__ was asked",
             ImportStep::ExchangeDeviceWithStreams => {
-                "the exchange table gave a tensor on a device with streams; __dlpack__ was \
-                 asked, which synchronizes"
+                "the exchange table gave a tensor on a device with streams and has no \
+                 current_work_stream; __dlpack__ was asked, which synchronizes"
             }
             ImportStep::NumpyDeclined => {
                 "NumPy's struct was not read (a data type or layout NumPy's __dlpack__ \
@@ -316,6 +325,10 @@ impl ImportStep {
             ImportStep::CopyRefused => {
                 "__dlpack__(copy=True) raised BufferError; asked again without copy, to copy here"
             }
+            ImportStep::CopiedToHost => {
+                "the producer gave device memory where the CPU was asked for; dlbridge copied \
+                 it to the host"
+            }
         }
     }
 }
@@ -333,7 +346,8 @@ pub enum Copier {
     /// The producer: its tensor is flagged IS_COPIED (asked with `copy=True`, or a copy to
     /// the device asked for).
     Producer,
-    /// dlbridge, for `copy=True` ([`ImportStep::CopiedHere`]).
+    /// dlbridge, for `copy=True` ([`ImportStep::CopiedHere`]) or a host copy of device memory
+    /// ([`ImportStep::CopiedToHost`]).
     Dlbridge,
 }
 
@@ -378,6 +392,10 @@ pub struct ImportReport {
     pub shape: Vec<i64>,
     /// The strides, in elements.
     pub strides: Vec<i64>,
+    /// The device stream the data is ready on ([`ManagedTensor::ready_stream`]): `None` for
+    /// host memory and where it is unknown (`stream=-1`, a capsule, a producer that took no
+    /// keywords).
+    pub ready_stream: Option<usize>,
 }
 
 /// What an import records as it goes: nothing for [`from_dlpack`] ([`Untraced`], whose calls
@@ -427,7 +445,7 @@ impl Trace for Recorder {
 #[inline(always)]
 fn import<T: Trace>(
     object: &Bound<'_, PyAny>,
-    options: &ImportOptions<'_>,
+    options: &ImportOptions,
     trace: &mut T,
 ) -> PyResult<ManagedTensor> {
     let py = object.py();
@@ -437,7 +455,9 @@ fn import<T: Trace>(
         return finish(tensor, None, options, false, trace);
     }
     let info = type_info(object)?;
-    let plain = options.device.is_none() && options.copy.is_none() && options.stream.is_none();
+    let plain = options.device.is_none()
+        && options.copy.is_none()
+        && options.stream == ConsumerStream::ProducerCurrent;
     if info.numpy_array && plain {
         // SAFETY: the type is exactly `numpy.ndarray`.
         if let Some(tensor) = unsafe { numpy::import(object) }? {
@@ -456,16 +476,29 @@ fn import<T: Trace>(
     }
     if let Some(api) = info.exchange.filter(|_| plain && exchange_api_enabled()) {
         // The fast path: the type's C exchange API, for a plain import (no device, copy or
-        // stream requested). It does not synchronize streams, so only host-readable results
-        // are kept. Whatever it refuses goes to `__dlpack__`, the reference, whose answer and
-        // exception are the producer's own (PyTorch's table raises RuntimeError with a C++
-        // trace where its `__dlpack__` raises BufferError).
-        if let Ok(tensor) = api.managed_tensor(object) {
+        // stream other than the producer's current one requested). It does not synchronize
+        // streams, which a tensor on a device with streams needs none of when its data is
+        // taken to be ready on the producer's current work stream, which the table says
+        // (`current_work_stream`); without that, only host-readable results are kept.
+        // Whatever it refuses goes to `__dlpack__`, the reference, whose answer and exception
+        // are the producer's own (PyTorch's table raises RuntimeError with a C++ trace where
+        // its `__dlpack__` raises BufferError).
+        if let Ok(mut tensor) = api.managed_tensor(object) {
             if let Some(rules) = info.framework {
                 rules.refuse_export(object, Some(&tensor.view()))?;
                 refusals_checked = true;
             }
-            if tensor.view().device().is_host_readable() {
+            let device = tensor.view().device();
+            if !has_streams(device) {
+                trace.received(ImportPath::ExchangeTable, &tensor);
+                return Ok(tensor);
+            }
+            if api.table().current_work_stream.is_some() {
+                let stream = work_stream_of(object, info, device)?;
+                // SAFETY: the producer's current work stream, which the producer keeps alive
+                // (default and pooled streams live as long as the process; a stream the user
+                // made current is the user's to keep, as the protocol's stream handles are).
+                unsafe { tensor.set_ready_stream(stream.handle()) };
                 trace.received(ImportPath::ExchangeTable, &tensor);
                 return Ok(tensor);
             }
@@ -514,7 +547,13 @@ fn import<T: Trace>(
     if let Some(copy) = options.copy {
         kwargs.set_item(intern!(py, "copy"), copy)?;
     }
-    if let Some(stream) = &options.stream {
+    // A copy to a device without streams (the CPU) is synchronised by the producer and passes
+    // no stream: the standard wants None there.
+    let (stream_argument, mut ready_stream) = match options.device {
+        Some(wanted) if !has_streams(wanted) => (None, None),
+        _ => stream_to_ask(object, info, producer_device, options.stream)?,
+    };
+    if let Some(stream) = stream_argument {
         kwargs.set_item(intern!(py, "stream"), stream)?;
     }
     let mut copied_here = false;
@@ -543,6 +582,10 @@ fn import<T: Trace>(
                     // copy below, the device check in `finish`.
                     trace.step(ImportStep::KeywordsRefused);
                     copied_here = options.copy == Some(true);
+                    // Asked for no stream: the data is ready on the standard's default stream.
+                    ready_stream = producer_device
+                        .filter(|&device| has_streams(device))
+                        .map(standard_default_stream);
                     match dlpack.call0() {
                         Ok(capsule) => capsule,
                         Err(bare_error) => {
@@ -566,7 +609,13 @@ fn import<T: Trace>(
             type_name(&capsule)
         )));
     }
-    let tensor = from_capsule(&capsule)?;
+    let mut tensor = from_capsule(&capsule)?;
+    if has_streams(tensor.view().device()) {
+        // SAFETY: the stream the producer was asked to make the data ready on: its own current
+        // stream (kept alive by the producer, or by the user who made it current) or the
+        // caller's (a raw handle the caller keeps alive, as the protocol's streams are).
+        unsafe { tensor.set_ready_stream(ready_stream) };
+    }
     if T::RECORDS {
         let path = if tensor.is_versioned() {
             ImportPath::DlpackVersioned
@@ -576,6 +625,40 @@ fn import<T: Trace>(
         trace.received(path, &tensor);
     }
     finish(tensor, producer_device, options, copied_here, trace)
+}
+
+/// The `stream=` to pass to `__dlpack__` (`None`: none) and the stream the data will then be
+/// ready on, for `choice` and the producer's device (`None` where it cannot say it: the choice
+/// is passed as it is, but the producer's current stream cannot be looked up).
+fn stream_to_ask(
+    object: &Bound<'_, PyAny>,
+    info: &TypeInfo,
+    producer_device: Option<Device>,
+    choice: ConsumerStream,
+) -> PyResult<(Option<i64>, Option<usize>)> {
+    let handle_argument = |handle: usize| {
+        i64::try_from(handle).map_err(|_| {
+            PyValueError::new_err(format!("stream={handle:#x} does not fit a Python int64"))
+        })
+    };
+    match producer_device {
+        Some(device) if !has_streams(device) => Ok((None, None)),
+        Some(device) => match choice.validate(device)? {
+            ConsumerStream::ProducerCurrent => {
+                let stream = work_stream_of(object, info, device)?;
+                let argument = stream.dlpack_stream_argument().map(handle_argument);
+                Ok((argument.transpose()?, stream.handle()))
+            }
+            ConsumerStream::StandardDefault => Ok((None, Some(standard_default_stream(device)))),
+            ConsumerStream::NoSync => Ok((Some(-1), None)),
+            ConsumerStream::Handle(handle) => Ok((Some(handle_argument(handle)?), Some(handle))),
+        },
+        None => match choice {
+            ConsumerStream::NoSync => Ok((Some(-1), None)),
+            ConsumerStream::Handle(handle) => Ok((Some(handle_argument(handle)?), Some(handle))),
+            _ => Ok((None, None)),
+        },
+    }
 }
 
 /// Calls `__dlpack__(**kwargs)`. Where `copy=True` was asked and the producer raises
@@ -610,17 +693,32 @@ fn call_copying_here_if_refused<'py, T: Trace>(
 fn finish<T: Trace>(
     mut tensor: ManagedTensor,
     producer_device: Option<Device>,
-    options: &ImportOptions<'_>,
+    options: &ImportOptions,
     must_copy: bool,
     trace: &mut T,
 ) -> PyResult<ManagedTensor> {
+    // `__dlpack_device__` wins over the tensor's device (PyTorch's pinned memory), unless the
+    // producer gave the device that was asked for with `dl_device`.
     if let Some(device) = producer_device {
-        if device != tensor.view().device() {
+        let received = tensor.view().device();
+        if device != received && options.device != Some(received) {
             tensor.set_device(device).map_err(to_py_err)?;
             trace.step(ImportStep::DeviceFromDlpackDevice);
         }
     }
     let device = tensor.view().device();
+    if options.device == Some(Device::CPU) && device.device_type == DeviceType::CUDA {
+        // The producer could not copy to the host (or did not take the keyword): done here,
+        // on the stream its data is ready on.
+        if options.copy == Some(false) {
+            return Err(PyBufferError::new_err(format!(
+                "copy=False, but the producer gave a tensor on {device} where the CPU was asked \
+                 for: a copy is needed"
+            )));
+        }
+        trace.step(ImportStep::CopiedToHost);
+        return stream_order::copy_to_host(&tensor);
+    }
     if let Some(wanted) = options.device {
         let host_copy_ok = wanted == Device::CPU && device.is_host_readable();
         if wanted != device && !host_copy_ok {

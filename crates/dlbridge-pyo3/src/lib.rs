@@ -190,6 +190,15 @@
 //! waits. `examples/cuda_saxpy` is a complete extension (a kernel compiled with NVRTC through
 //! cudarc, results returned on the device with `return_like`).
 //!
+//! Streams across imports and exports: [`from_dlpack`] asks the producer for the stream of
+//! [`ImportOptions::stream`] ([`ConsumerStream`]: by default the producer's current work
+//! stream) and records it as the tensor's ready stream
+//! ([`ManagedTensor::ready_stream`](dlbridge::ManagedTensor::ready_stream)). With the feature
+//! `cuda`, `__dlpack__(stream=s)` on such a tensor makes `s` wait on an event recorded on the
+//! ready stream, and `__dlpack__(dl_device=(1, 0))` (or an import with
+//! `device=Some(Device::CPU)`) copies CUDA memory to the host on it; without the feature both
+//! are `BufferError`s naming it.
+//!
 //! ## Errors
 //!
 //! Return [`KernelResult<T>`](KernelResult): `?` then takes PyO3's `PyErr`, the core's
@@ -242,23 +251,25 @@
 #![warn(missing_docs)]
 
 // The modules in layers: each imports only modules listed before it (`make lint` checks it
-// with scripts/module-layers.py). Leaves first; then host memory without DLPack; then the
-// consumer side (the exchange table, per-type dispatch, consumption); then the producer side,
-// which never imports the consumer side; on top, typed arguments, which read tensors as the
-// consumer does and return results as the producer does.
+// with scripts/module-layers.py). Leaves first (stream ordering and host copies through the
+// CUDA driver among them); then host memory without DLPack; then the consumer side (the
+// exchange table, per-type dispatch, producers' work streams, consumption); then the producer
+// side, which never imports the consumer side; on top, typed arguments, which read tensors as
+// the consumer does and return results as the producer does.
 mod errors;
 mod owner;
 mod trampoline;
 mod capsule;
 mod device;
+mod stream_order;
 mod writability_hook;
 mod host;
 mod framework;
 mod exchange;
 mod dispatch;
+mod work_stream;
 mod consume;
 mod produce;
-mod work_stream;
 mod args;
 pub mod prelude;
 
@@ -294,7 +305,7 @@ pub use produce::methods::{export_capsule, publish_dlpack_methods, ExportRequest
 pub use produce::publish_dlpack;
 pub use produce::returning::{return_like, IntoTensor, TensorProducer};
 pub use pyo3;
-pub use work_stream::{WorkStream, WorkStreamSource};
+pub use work_stream::{ConsumerStream, WorkStream, WorkStreamSource};
 pub use writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
 
 /// The crate's README (its crates.io page), whose example is compiled as a doc test.

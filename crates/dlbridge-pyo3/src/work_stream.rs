@@ -264,3 +264,94 @@ pub(crate) fn work_stream_of(
         )),
     }
 }
+
+/// The stream an import asks the producer to make its data ready on: the `stream=` of
+/// `__dlpack__`, chosen by a Rust caller in [`ImportOptions`](crate::ImportOptions) (and by
+/// `dlbridge.from_dlpack(x, stream=...)` in Python). The stream passed is where the imported
+/// tensor's data is ready ([`dlbridge::ManagedTensor::ready_stream`]); a re-export to a
+/// consumer on another stream makes that stream wait for it.
+///
+/// Only devices with streams (CUDA, CUDA managed, ROCm) are asked for one: for a tensor on
+/// any other device (the CPU) nothing is passed, whatever the choice, as the standard allows
+/// only `None` there.
+///
+/// ```
+/// use dlbridge_pyo3::ConsumerStream;
+/// use dlbridge_pyo3::dlbridge::{Device, DeviceType};
+/// # pyo3::Python::initialize();
+/// let cuda0 = Device::new(DeviceType::CUDA, 0);
+/// assert_eq!(ConsumerStream::default(), ConsumerStream::ProducerCurrent);
+/// assert_eq!(ConsumerStream::from_dlpack_value(-1).unwrap(), ConsumerStream::NoSync);
+/// assert_eq!(ConsumerStream::Handle(1).validate(cuda0).unwrap(), ConsumerStream::Handle(1));
+/// // 0 is not a CUDA stream for DLPack: the standard forbids it.
+/// assert!(ConsumerStream::Handle(0).validate(cuda0).is_err());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConsumerStream {
+    /// The producer's current work stream on the tensor's device ([`WorkStream`]: its
+    /// exchange table's `current_work_stream`, else PyTorch's or CuPy's current stream, else
+    /// the legacy default stream). The producer then has nothing to synchronise (its current
+    /// stream is the one asked for), a CUDA graph being captured on that stream stays intact,
+    /// and work the caller enqueues there is ordered after the producer's. The default.
+    #[default]
+    ProducerCurrent,
+    /// `stream=None`: the standard's default, CUDA's legacy default stream (ROCm's default
+    /// stream): the producer makes that stream wait for its work.
+    StandardDefault,
+    /// `stream=-1`: no synchronisation at all; the caller orders its work after the
+    /// producer's itself. The tensor's ready stream is then unknown.
+    NoSync,
+    /// A stream as the standard writes it: CUDA `1` (legacy default), `2` (per-thread
+    /// default) or a `cudaStream_t` above 2; ROCm `0` (default) or a `hipStream_t` above 2.
+    Handle(usize),
+}
+
+impl ConsumerStream {
+    /// The choice a `stream=` integer of the protocol makes: `-1` is [`ConsumerStream::NoSync`],
+    /// a value `>= 0` a [`ConsumerStream::Handle`]; anything else is a `ValueError`.
+    pub fn from_dlpack_value(value: i64) -> PyResult<Self> {
+        match value {
+            -1 => Ok(ConsumerStream::NoSync),
+            _ => usize::try_from(value)
+                .map(ConsumerStream::Handle)
+                .map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "stream={value} is not a DLPack stream: -1 (no synchronisation), or a \
+                     stream handle >= 0"
+                    ))
+                }),
+        }
+    }
+
+    /// This choice, checked against the rules of `device`'s streams: CUDA forbids `0`, ROCm
+    /// `1` and `2` (`ValueError` naming the value and the device). For devices without
+    /// streams every choice is valid (nothing is passed).
+    pub fn validate(self, device: Device) -> PyResult<Self> {
+        if let ConsumerStream::Handle(handle) = self {
+            let forbidden = match stream_kind(device) {
+                Some(StreamKind::Cuda) => handle == 0,
+                Some(StreamKind::Rocm) => handle == 1 || handle == 2,
+                None => false,
+            };
+            if forbidden {
+                return Err(PyValueError::new_err(format!(
+                    "stream={handle} is not a valid DLPack stream for a tensor on {device}: \
+                     CUDA takes 1 (legacy default), 2 (per-thread default) or a stream \
+                     pointer; ROCm 0 (default) or a stream pointer; -1 means no \
+                     synchronisation"
+                )));
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// The standard's default stream of a device with streams as a handle: CUDA's legacy default
+/// stream (`1`, `CU_STREAM_LEGACY`), ROCm's default (`0`).
+pub(crate) fn standard_default_stream(device: Device) -> usize {
+    match stream_kind(device) {
+        Some(StreamKind::Rocm) => 0,
+        _ => 1,
+    }
+}

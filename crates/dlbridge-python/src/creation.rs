@@ -3,7 +3,9 @@
 //! pickled tensors, with the reading of their shape and dtype arguments.
 
 use dlbridge::{DataType, Element, ManagedTensor};
-use dlbridge_pyo3::{device_argument, from_dlpack as import, to_py_err, ImportOptions};
+use dlbridge_pyo3::{
+    device_argument, from_dlpack as import, to_py_err, ConsumerStream, ImportOptions,
+};
 use half::{bf16, f16};
 use num_complex::Complex;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -13,13 +15,17 @@ use crate::minifloat;
 use crate::pickling;
 use crate::tensor::Tensor;
 
-/// Imports any DLPack producer or capsule as a `dlbridge.Tensor`.
+/// Imports any DLPack producer or capsule as a `dlbridge.Tensor`. `stream`: None asks the
+/// producer for its current work stream (nothing to synchronise), -1 for no synchronisation,
+/// another int is a stream handle of the protocol (CUDA: 1 legacy default, 2 per-thread
+/// default, or a `cudaStream_t`).
 #[pyfunction]
-#[pyo3(signature = (x, /, *, device=None, copy=None))]
+#[pyo3(signature = (x, /, *, device=None, copy=None, stream=None))]
 pub(crate) fn from_dlpack(
     x: &Bound<'_, PyAny>,
     device: Option<&Bound<'_, PyAny>>,
     copy: Option<bool>,
+    stream: Option<i64>,
 ) -> PyResult<Tensor> {
     // What `import_options` does, written out: through it (inlined, its result moved out of a
     // `PyResult`) the call took 14 instructions more.
@@ -27,20 +33,31 @@ pub(crate) fn from_dlpack(
         Some(device) => Some(device_argument("device", device)?),
         None => None,
     };
-    let options = ImportOptions::default().with_device(device).with_copy(copy);
+    let mut options = ImportOptions::default().with_device(device).with_copy(copy);
+    if let Some(stream) = stream {
+        options = options.with_stream(ConsumerStream::from_dlpack_value(stream)?);
+    }
     Ok(Tensor::new(import(x, &options)?))
 }
 
 /// `from_dlpack`'s keywords, as `explain` takes them, as the import's options.
-pub(crate) fn import_options<'py>(
-    device: Option<&Bound<'py, PyAny>>,
+pub(crate) fn import_options(
+    device: Option<&Bound<'_, PyAny>>,
     copy: Option<bool>,
-) -> PyResult<ImportOptions<'py>> {
+    stream: Option<i64>,
+) -> PyResult<ImportOptions> {
     let device = match device.filter(|d| !d.is_none()) {
         Some(device) => Some(device_argument("device", device)?),
         None => None,
     };
-    Ok(ImportOptions::default().with_device(device).with_copy(copy))
+    let stream = match stream {
+        Some(stream) => ConsumerStream::from_dlpack_value(stream)?,
+        None => ConsumerStream::default(),
+    };
+    Ok(ImportOptions::default()
+        .with_device(device)
+        .with_copy(copy)
+        .with_stream(stream))
 }
 
 /// Reads a shape argument: an int or a sequence of non-negative ints.

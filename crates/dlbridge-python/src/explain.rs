@@ -13,33 +13,35 @@ use crate::creation::import_options;
 /// what is seen (below) or why it is refused (`refused`: the exception's type and message, as
 /// it would be raised).
 ///
-/// - `import`: what `dlbridge.from_dlpack(x, device=device, copy=copy)` does, done for real
-///   and released at once (nothing is kept; a raw capsule is consumed, as a capsule can be
-///   once, so the argument entries then report it as consumed). `path`: `"capsule"`,
-///   `"numpy"` (NumPy's struct), `"exchange"` (the type's C exchange table),
+/// - `import`: what `dlbridge.from_dlpack(x, device=device, copy=copy, stream=stream)` does,
+///   done for real and released at once (nothing is kept; a raw capsule is consumed, as a
+///   capsule can be once, so the argument entries then report it as consumed). `path`:
+///   `"capsule"`, `"numpy"` (NumPy's struct), `"exchange"` (the type's C exchange table),
 ///   `"dlpack-versioned"` or `"dlpack-legacy"` (the capsule `__dlpack__` returned);
 ///   `negotiation`: the steps beyond the plain path, in order (`"exchange-disabled"`,
 ///   `"exchange-failed"`, `"exchange-device-with-streams"`, `"numpy-declined"`,
 ///   `"max-version-refused"`, `"keywords-refused"`, `"copy-refused"`,
-///   `"device-from-dlpack-device"`, `"device-as-cpu"`, `"copied-here"`); `copied` and
-///   `copied_by` (`None`, `"producer"`: the tensor is flagged IS_COPIED, or `"dlbridge"`: made
-///   here for `copy=True`); `version`: the
-///   DLPack version the tensor arrived with (`None` for a legacy one); `dtype`, `shape`,
-///   `strides` in elements, `device`, `read_only`.
+///   `"device-from-dlpack-device"`, `"device-as-cpu"`, `"copied-here"`, `"copied-to-host"`);
+///   `copied` and `copied_by` (`None`, `"producer"`: the tensor is flagged IS_COPIED, or
+///   `"dlbridge"`: made here, for `copy=True` or as a host copy of device memory); `version`:
+///   the DLPack version the tensor arrived with (`None` for a legacy one); `dtype`, `shape`,
+///   `strides` in elements, `device`, `read_only`, and `ready_stream`: the device stream the
+///   data is ready on (None for host memory, or where unknown).
 /// - `argument` and `writable_argument`: how a Rust kernel's typed arguments (dlbridge-pyo3's
 ///   `TensorArg`, and `TensorArgMut` for writing) read `x`: `path` (`"exchange"`,
 ///   `"exchange-export"`, `"numpy"`, `"buffer"` or `"dlpack"`), `dtype`, `shape`, `strides`,
 ///   `device`, `read_only`, and `copied`: always False, arguments are views of the caller's
 ///   memory. Nothing is claimed or copied. `device` and `copy` do not apply to arguments.
 #[pyfunction]
-#[pyo3(signature = (x, /, *, device=None, copy=None))]
+#[pyo3(signature = (x, /, *, device=None, copy=None, stream=None))]
 pub(crate) fn explain<'py>(
     x: &Bound<'py, PyAny>,
     device: Option<&Bound<'py, PyAny>>,
     copy: Option<bool>,
+    stream: Option<i64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = x.py();
-    let options = import_options(device, copy)?;
+    let options = import_options(device, copy, stream)?;
     // First: a capsule can be consumed once, and this entry is the one that is about it.
     let imported = from_dlpack_explained(x, &options).map(|(tensor, report)| {
         drop(tensor);
@@ -84,6 +86,7 @@ fn import_described<'py>(
         report.device,
         report.read_only,
     )?;
+    dict.set_item("ready_stream", report.ready_stream)?;
     Ok(dict)
 }
 

@@ -121,6 +121,24 @@ pub enum Error {
     Driver {
         /// The call, as the driver names it.
         call: &'static str,
+        /// The driver's status (`CUresult`), `None` where the call panicked in cudarc.
+        status: Option<i32>,
+    },
+    /// The CUDA driver (`libcuda.so.1`) cannot be loaded or reports no device, and an
+    /// operation on a device tensor needs it (the `cudarc` feature).
+    NoDriver {
+        /// What needed the driver.
+        operation: &'static str,
+    },
+    /// Ordering streams, or copying to the host, would touch a stream in a way that breaks the
+    /// CUDA graph being captured (the `cudarc` feature): the legacy default stream while any
+    /// stream captures, a host synchronisation of a capturing stream, or a wait on work that
+    /// was enqueued outside the capture and has not finished.
+    StreamCapture {
+        /// The stream the data is ready on (`0` and `1`: the legacy default stream).
+        ready: usize,
+        /// The stream that was to wait for it, `None` for a copy to the host.
+        consumer: Option<usize>,
     },
     /// The element type asked for is not the tensor's data type.
     DataTypeMismatch {
@@ -313,7 +331,40 @@ impl fmt::Display for Error {
                 f,
                 "DLTensor.device = {actual}: this access needs a tensor on {expected}"
             ),
-            Error::Driver { call } => write!(f, "the device driver call {call} failed"),
+            Error::Driver {
+                call,
+                status: Some(status),
+            } => write!(
+                f,
+                "the device driver call {call} failed with CUresult {status}"
+            ),
+            Error::Driver { call, status: None } => {
+                write!(f, "the device driver call {call} failed")
+            }
+            Error::NoDriver { operation } => write!(
+                f,
+                "{operation} needs the CUDA driver, which cannot be loaded here (libcuda.so.1 \
+                 is missing or reports no device)"
+            ),
+            Error::StreamCapture {
+                ready,
+                consumer: Some(consumer),
+            } => write!(
+                f,
+                "stream {consumer:#x} cannot be made to wait for stream {ready:#x}, where the \
+                 tensor's data is ready, without breaking the CUDA graph being captured (the \
+                 legacy default stream cannot be used during a capture, and work enqueued \
+                 outside it cannot be waited on from inside); import the tensor on the \
+                 capturing stream, or synchronise before the capture begins"
+            ),
+            Error::StreamCapture {
+                ready,
+                consumer: None,
+            } => write!(
+                f,
+                "a host copy of a tensor whose data is ready on stream {ready:#x} needs a host \
+                 synchronisation, which would break the CUDA graph being captured"
+            ),
             Error::DataTypeMismatch { requested, actual } => write!(
                 f,
                 "DLTensor.dtype = {actual}, but elements of type {requested} were requested"

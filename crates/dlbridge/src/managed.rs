@@ -120,6 +120,8 @@ pub struct ManagedTensor {
     /// Compact row-major strides, made only when a legacy or pre-1.2 producer sent NULL
     /// strides with `ndim > 1`.
     implicit_strides: Option<Box<[i64]>>,
+    /// The device stream the data is ready on, where known ([`ManagedTensor::ready_stream`]).
+    ready_stream: Option<usize>,
 }
 
 // SAFETY: DLPack allows the deleter to run on any thread and the data to be used from any
@@ -255,6 +257,7 @@ impl ManagedTensor {
             // SAFETY: V9: live, and of a layout this crate knows.
             device: unsafe { dl_tensor_of(owned).device },
             implicit_strides: None,
+            ready_stream: None,
         };
         if validated.strides_missing {
             let (dl_tensor, _, _) = tensor.parts();
@@ -323,6 +326,44 @@ impl ManagedTensor {
         unsafe { validate_descriptor(tensor, version, flags, device) }?;
         self.device = device;
         Ok(())
+    }
+
+    /// The device stream (a `cudaStream_t` / `hipStream_t` as an integer; CUDA's legacy
+    /// default stream is `0` or `1`, its per-thread default `2`) on which the tensor's data is
+    /// ready, where the importer or exporter knows it: the stream an import asked the producer
+    /// for (`__dlpack__(stream=...)`), or the stream of an exported cudarc buffer. Work on
+    /// another stream must wait for this one first (an event recorded here, waited on there:
+    /// `dlbridge-pyo3`'s `__dlpack__` does so for its consumers). `None` for host memory and
+    /// where nobody knows (a capsule taken as it is, an import with `stream=-1`, which leaves
+    /// the ordering to the caller).
+    ///
+    /// ```
+    /// use dlbridge::{DataType, ManagedTensor};
+    /// let mut tensor = ManagedTensor::zeros(DataType::FLOAT32, &[4])?;
+    /// assert_eq!(tensor.ready_stream(), None);
+    /// // SAFETY: 1 is CUDA's legacy default stream, which lives as long as the process.
+    /// unsafe { tensor.set_ready_stream(Some(1)) };
+    /// assert_eq!(tensor.ready_stream(), Some(1));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[inline]
+    pub fn ready_stream(&self) -> Option<usize> {
+        self.ready_stream
+    }
+
+    /// Records the device stream the data is ready on ([`ManagedTensor::ready_stream`]).
+    /// Only bookkeeping: nothing is enqueued or synchronised here.
+    ///
+    /// # Safety
+    ///
+    /// `stream` must be `None`, or a stream of the tensor's device (or one of the handles `0`,
+    /// `1`, `2`) that stays alive as long as this tensor or a share of it
+    /// ([`ManagedTensor::share_versioned`]) can be exported: a re-export records an event on
+    /// it. A framework's default and pooled streams live as long as the process; a stream the
+    /// caller created must be kept alive by the caller.
+    #[inline]
+    pub unsafe fn set_ready_stream(&mut self, stream: Option<usize>) {
+        self.ready_stream = stream;
     }
 
     /// Declares that the producer of this legacy tensor allows its consumers to write the

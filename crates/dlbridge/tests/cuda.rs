@@ -6,8 +6,10 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaStream};
-use dlbridge::cuda::{cuda_slice_parts, driver_available};
+use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr};
+use dlbridge::cuda::{
+    copy_to_host, cuda_slice_parts, driver_available, same_stream, wait_for_stream, StreamOrder,
+};
 use dlbridge::{DataType, Device, DeviceType, Error, Export, ManagedTensor};
 
 const CUDA0: Device = Device::new(DeviceType::CUDA, 0);
@@ -153,6 +155,70 @@ fn a_misaligned_address_is_refused() {
     );
 }
 
+#[test]
+fn the_legacy_default_stream_has_two_handles() {
+    assert!(same_stream(0, 1) && same_stream(1, 0) && same_stream(0x7000, 0x7000));
+    assert!(!same_stream(1, 2) && !same_stream(0, 0x7000));
+    // One stream: nothing to wait for, and no driver needed to say so.
+    // SAFETY: no stream is touched when the two are one.
+    let order = unsafe { wait_for_stream(CUDA0, 0, 1) };
+    assert_eq!(order, Ok(StreamOrder::SameStream));
+}
+
+#[test]
+fn stream_work_on_other_devices_is_refused_before_any_driver_call() {
+    let rocm = Device::new(DeviceType::ROCM, 0);
+    // SAFETY: refused before any stream is touched.
+    let refused = unsafe { wait_for_stream(rocm, 0x5000, 0x6000) }.unwrap_err();
+    assert!(matches!(refused, Error::NotOnDevice { actual, .. } if actual == rocm));
+    let host = ManagedTensor::zeros(DataType::FLOAT32, &[4]).unwrap();
+    // SAFETY: refused before any memory or stream is touched.
+    let refused = unsafe { copy_to_host(&host.view(), 1) }.unwrap_err();
+    assert!(matches!(refused, Error::NotOnDevice { actual, .. } if actual == Device::CPU));
+}
+
+#[test]
+fn without_a_driver_stream_work_is_refused_naming_what_needed_it() {
+    if driver_available() {
+        eprintln!("skipped: a CUDA driver is loaded here (the gpu_ tests cover this)");
+        return;
+    }
+    // SAFETY: no driver: refused before any stream is touched.
+    let refused = unsafe { wait_for_stream(CUDA0, 2, 1) }.unwrap_err();
+    assert!(matches!(refused, Error::NoDriver { .. }), "{refused}");
+    assert!(
+        refused.to_string().contains("needs the CUDA driver"),
+        "{refused}"
+    );
+    let tensor = fake_tensor(CUDA0, DataType::FLOAT32, 0x1000, &[4], None);
+    // SAFETY: no driver: refused before any memory is touched.
+    let refused = unsafe { copy_to_host(&tensor.view(), 1) }.unwrap_err();
+    assert!(matches!(refused, Error::NoDriver { .. }), "{refused}");
+    // An empty tensor needs no copy, and so no driver.
+    let empty = fake_tensor(CUDA0, DataType::FLOAT32, 0x1000, &[0, 3], None);
+    // SAFETY: nothing is copied from an empty tensor.
+    let copied = unsafe { copy_to_host(&empty.view(), 1) }.unwrap();
+    assert_eq!(
+        (copied.view().device(), copied.view().shape()),
+        (Device::CPU, &[0i64, 3][..])
+    );
+}
+
+#[test]
+fn the_ready_stream_is_carried_by_shares() {
+    let mut tensor = fake_tensor(CUDA0, DataType::FLOAT32, 0x1000, &[4], None);
+    assert_eq!(tensor.ready_stream(), None);
+    // SAFETY: 2 is CUDA's per-thread default stream, which lives as long as the process.
+    unsafe { tensor.set_ready_stream(Some(2)) };
+    let tensor = Arc::new(tensor);
+    let versioned = Arc::clone(&tensor).share_versioned().unwrap();
+    let legacy = tensor.share_legacy().unwrap();
+    assert_eq!(
+        (versioned.ready_stream(), legacy.ready_stream()),
+        (Some(2), Some(2))
+    );
+}
+
 /// The stream of device 0, or `None` (printing why) where no CUDA driver can be loaded (and
 /// under Miri, which cannot load libraries).
 fn gpu_stream() -> Option<Arc<CudaStream>> {
@@ -250,5 +316,118 @@ fn gpu_a_shape_that_does_not_cover_the_buffer_is_refused() {
     );
     // The refused export dropped (and freed) the slice without a driver error.
     stream.synchronize().unwrap();
+    stream.context().check_err().unwrap();
+}
+
+#[test]
+fn gpu_an_exported_buffer_is_ready_on_its_stream_and_waits_order_other_streams() {
+    let Some(stream) = gpu_stream() else { return };
+    let values: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let slice = stream.clone_htod(&values).unwrap();
+    let tensor = Export::from_cuda_slice(slice, &[1024])
+        .into_versioned()
+        .unwrap();
+    let ready = stream.cu_stream() as usize;
+    assert_eq!(tensor.ready_stream(), Some(ready));
+    // SAFETY: the tensor's stream and the legacy default stream are live streams of device 0.
+    let order = unsafe { wait_for_stream(CUDA0, ready, ready) };
+    assert_eq!(order.unwrap(), StreamOrder::SameStream);
+    let consumer = stream.context().new_stream().unwrap();
+    // SAFETY: as above.
+    let order = unsafe { wait_for_stream(CUDA0, ready, consumer.cu_stream() as usize) }.unwrap();
+    assert_eq!(order, StreamOrder::Waited);
+    // On the consumer's stream, after the wait: the values the producer's stream wrote.
+    let seen = tensor.view().cuda_slice::<f32>(&consumer).unwrap();
+    assert_eq!(consumer.clone_dtoh(&seen.as_view()).unwrap(), values);
+    drop(seen);
+    // SAFETY: as above; 1 is the legacy default stream.
+    unsafe { wait_for_stream(CUDA0, ready, 1) }.unwrap();
+    stream.synchronize().unwrap();
+    stream.context().check_err().unwrap();
+}
+
+#[test]
+fn gpu_host_copies_gather_any_layout_on_the_ready_stream() {
+    let Some(stream) = gpu_stream() else { return };
+    let values: Vec<i32> = (0..48).collect();
+    let slice = stream.clone_htod(&values).unwrap();
+    let address = {
+        let (address, _read) = slice.device_ptr(&stream);
+        address
+    };
+    // A transposed view of rows 1.. of a 6x8 matrix: neither row- nor column-major, from an
+    // offset; the slice outlives the tensor, which owns nothing.
+    let view_of = |shape: &[usize], strides: &[isize], offset: usize| {
+        fake_tensor(
+            CUDA0,
+            DataType::INT32,
+            address as usize + offset * 4,
+            shape,
+            Some(strides),
+        )
+    };
+    let transposed = view_of(&[8, 5], &[1, 8], 8);
+    let ready = stream.cu_stream() as usize;
+    // SAFETY: the view's memory is the live slice on device 0; `ready` is its stream.
+    let host = unsafe { copy_to_host(&transposed.view(), ready) }.unwrap();
+    let host_view = host.view();
+    assert_eq!(host_view.device(), Device::CPU);
+    assert!(host_view.flags().is_copied());
+    assert_eq!(host_view.strides(), &[5, 1]);
+    let copied = host_view.as_slice::<i32>().unwrap().to_vec();
+    let expected: Vec<i32> = (0..8)
+        .flat_map(|column| (1..6).map(move |row| row * 8 + column))
+        .collect();
+    assert_eq!(copied, expected);
+    // Negative strides: the rows of the same matrix in reverse.
+    let reversed = view_of(&[6, 8], &[-8, 1], 40);
+    // SAFETY: as above; the legacy default stream orders after the slice's blocking stream.
+    let host = unsafe { copy_to_host(&reversed.view(), 1) }.unwrap();
+    let expected: Vec<i32> = (0..6)
+        .rev()
+        .flat_map(|row| (0..8).map(move |c| row * 8 + c))
+        .collect();
+    assert_eq!(host.view().as_slice::<i32>().unwrap(), &expected[..]);
+    drop(slice);
+    stream.context().check_err().unwrap();
+}
+
+#[test]
+fn gpu_waits_that_would_break_a_capture_are_refused_and_the_capture_goes_on() {
+    let Some(stream) = gpu_stream() else { return };
+    let capturing = stream.context().new_stream().unwrap();
+    let slice = stream.alloc_zeros::<f32>(256).unwrap();
+    stream.synchronize().unwrap();
+    let ready = stream.cu_stream() as usize;
+    let consumer = capturing.cu_stream() as usize;
+    capturing
+        .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
+        .unwrap();
+    // The legacy default stream cannot be used while a stream captures.
+    // SAFETY: live streams of device 0 (1: the legacy default stream).
+    let refused = unsafe { wait_for_stream(CUDA0, 1, consumer) }.unwrap_err();
+    assert!(matches!(refused, Error::StreamCapture { .. }), "{refused}");
+    // Finished work outside the capture needs no wait.
+    // SAFETY: as above.
+    let order = unsafe { wait_for_stream(CUDA0, ready, consumer) }.unwrap();
+    assert_eq!(order, StreamOrder::AlreadyReady);
+    // A host copy from the capturing stream would need a host synchronisation.
+    let tensor = Export::from_cuda_slice(slice, &[256])
+        .into_versioned()
+        .unwrap();
+    // SAFETY: the tensor's memory is live on device 0; the streams are live.
+    let refused = unsafe { copy_to_host(&tensor.view(), consumer) }.unwrap_err();
+    assert!(
+        matches!(refused, Error::StreamCapture { consumer: None, .. }),
+        "{refused}"
+    );
+    // A copy on a stream outside the capture is fine, and does not break the capture.
+    // SAFETY: as above.
+    let host = unsafe { copy_to_host(&tensor.view(), ready) }.unwrap();
+    assert_eq!(host.view().as_slice::<f32>().unwrap(), &[0.0; 256][..]);
+    let graph = capturing
+        .end_capture(sys::CUgraphInstantiate_flags(0))
+        .expect("the capture was not invalidated");
+    drop(graph);
     stream.context().check_err().unwrap();
 }

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Iterable
 
-from . import consumer_checks, exchange_checks, producer_checks
+from . import consumer_checks, device_checks, exchange_checks, producer_checks
 from .frameworks import FRAMEWORKS, resolve
 from .report import render_json, render_markdown, render_text
 from .rules import FAIL, MUST, NA, PASS, RULES
@@ -83,7 +83,12 @@ def check_framework(name: str, timeout: float) -> list:
     """Every rule's result for one framework; a crash or hang is the failure of the check
     that was running, and the rest goes on in a new process."""
     results: dict = {}
-    order = [*producer_checks.CHECKS, *exchange_checks.CHECKS, *consumer_checks.CHECKS]
+    order = [
+        *producer_checks.CHECKS,
+        *exchange_checks.CHECKS,
+        *device_checks.CHECKS,
+        *consumer_checks.CHECKS,
+    ]
     while True:
         job = {"kind": "framework", "name": name, "skip": sorted(results)}
         done, running, why = _stream(job, timeout, lambda r: results.__setitem__(r["rule"], r))

@@ -57,6 +57,18 @@ class Framework:
     not_applicable: Callable[[], dict] = dict
     #: Whether `consume` is a from_dlpack at all (a user's factory may have none).
     has_consumer: Callable[[], bool] = lambda: True
+    #: The device checks (`device_checks`): a tensor of the framework on CUDA device 0
+    #: holding `array`'s values (None: the checker makes no CUDA tensors of it).
+    make_cuda: Callable[[np.ndarray], Any] | None = None
+    #: A new CUDA stream of the framework on device 0 that does not synchronise with the
+    #: legacy default stream: (its handle, the object that keeps it alive).
+    new_cuda_stream: Callable[[], tuple[int, Any]] | None = None
+    #: The handle of the framework's current CUDA stream on device 0.
+    current_cuda_stream: Callable[[], int] | None = None
+    #: `write_late(tensor, array)`: enqueues on the framework's current CUDA stream a delay
+    #: (a tenth of a second or so of spinning), then the writing of `array`'s values into
+    #: the CUDA tensor `tensor` (of `array`'s shape and dtype), and returns at once.
+    write_late: Callable[[Any, np.ndarray], None] | None = None
 
     def exporter(self, tensor):
         """What is handed to a consumer for one of this framework's tensors: the tensor, or
@@ -70,11 +82,13 @@ class Framework:
         if importlib.util.find_spec(self.module) is None:
             return False
         if self.needs_gpu:
-            return _gpu_present()
+            return cuda_driver_present()
         return True
 
 
-def _gpu_present() -> bool:
+def cuda_driver_present() -> bool:
+    """Whether the CUDA driver library is installed (a GPU may still be missing: making a
+    CUDA tensor then fails, which callers report)."""
     import ctypes.util
 
     return ctypes.util.find_library("cuda") is not None
@@ -93,6 +107,26 @@ def _numpy_read_only(array):
 def _torch_make(array):
     torch = _lazy("torch")
     return torch.from_numpy(np.array(array, copy=True))
+
+
+def _torch_make_cuda(array):
+    return _lazy("torch").from_numpy(np.array(array, copy=True)).to("cuda:0")
+
+
+def _torch_new_cuda_stream():
+    stream = _lazy("torch").cuda.Stream(device=0)
+    return stream.cuda_stream, stream
+
+
+def _torch_current_cuda_stream():
+    return _lazy("torch").cuda.current_stream(0).cuda_stream
+
+
+def _torch_write_late(tensor, array):
+    torch = _lazy("torch")
+    source = torch.from_numpy(np.array(array, copy=True)).to("cuda:0")
+    torch.cuda._sleep(200_000_000)  # about 0.1 s of spinning on the current stream
+    tensor.copy_(source)
 
 
 def _torch_to_numpy(result):
@@ -261,6 +295,33 @@ def _cupy_consume(obj):
     return _lazy("cupy").from_dlpack(obj)
 
 
+def _cupy_new_cuda_stream():
+    stream = _lazy("cupy").cuda.Stream(non_blocking=True)
+    return stream.ptr, stream
+
+
+#: A kernel that spins for `cycles` clock cycles, for `_cupy_write_late`.
+_SPIN_KERNEL = """
+extern "C" __global__ void spin(long long cycles) {
+    long long start = clock64();
+    while (clock64() - start < cycles) {}
+}
+"""
+
+
+def _cupy_write_late(tensor, array):
+    cupy = _lazy("cupy")
+    source = cupy.asarray(array)
+    spin = cupy.RawKernel(_SPIN_KERNEL, "spin")
+    spin((1,), (1,), (np.int64(200_000_000),))  # about 0.1 s, on the current stream
+    tensor[...] = source
+
+
+def _jax_make_cuda(array):
+    jax = _lazy("jax")
+    return jax.device_put(_jax_make(array), jax.devices("gpu")[0])
+
+
 FRAMEWORKS = {
     fw.name: fw
     for fw in [
@@ -281,6 +342,10 @@ FRAMEWORKS = {
             lambda o: _lazy("torch").from_dlpack(o),
             _torch_to_numpy,
             consume_copy=lambda o: _lazy("torch").from_dlpack(o, copy=True),
+            make_cuda=_torch_make_cuda,
+            new_cuda_stream=_torch_new_cuda_stream,
+            current_cuda_stream=_torch_current_cuda_stream,
+            write_late=_torch_write_late,
         ),
         Framework(
             "jax",
@@ -290,6 +355,7 @@ FRAMEWORKS = {
             np.asarray,
             read_only=lambda r: True,
             consume_copy=lambda o: _lazy("jax.dlpack").from_dlpack(o, copy=True),
+            make_cuda=_jax_make_cuda,
         ),
         Framework(
             "tensorflow",
@@ -335,6 +401,10 @@ FRAMEWORKS = {
             lambda r: r.get(),
             needs_gpu=True,
             consume_copy=lambda o: _lazy("cupy").from_dlpack(o, copy=True),
+            make_cuda=_cupy_make,
+            new_cuda_stream=_cupy_new_cuda_stream,
+            current_cuda_stream=lambda: _lazy("cupy").cuda.get_current_stream(0).ptr,
+            write_late=_cupy_write_late,
         ),
         Framework(
             "dlbridge",

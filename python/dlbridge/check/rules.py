@@ -216,6 +216,45 @@ _RULES = [
         "protocol 6",
         "current_work_stream succeeds for the CPU, with a NULL stream",
     ),
+    # ---- producers: CUDA tensors (device_checks; n/a without a GPU) ------------------------
+    Rule(
+        "device.stream-values",
+        MUST,
+        "protocol 3",
+        "a CUDA tensor's __dlpack__ takes stream=-1, 1, 2 and a stream pointer, each giving a "
+        "capsule of the tensor on its device",
+    ),
+    Rule(
+        "device.stream-zero-refused",
+        SHOULD,
+        "protocol 3",
+        "stream=0, forbidden for CUDA, raises ValueError or BufferError",
+    ),
+    Rule(
+        "device.stream-honoured",
+        MUST,
+        "protocol 3",
+        "the data is ready on the consumer's stream: values written late on the producer's "
+        "stream are what the consumer's stream reads",
+    ),
+    Rule(
+        "device.host-copy",
+        SHOULD,
+        "protocol 3",
+        "dl_device=(1, 0) gives a host copy of a CUDA tensor, with its values, flagged IS_COPIED",
+    ),
+    Rule(
+        "device.copy-false-needs-copy",
+        MUST,
+        "protocol 3",
+        "copy=False with dl_device=(1, 0) for a CUDA tensor raises BufferError",
+    ),
+    Rule(
+        "exchange.work-stream-cuda",
+        SHOULD,
+        "protocol 6",
+        "current_work_stream for CUDA device 0 gives the framework's current stream",
+    ),
     Rule(
         "exchange.agrees-with-dlpack",
         MUST,

@@ -1,9 +1,9 @@
 """The subprocess side of `dlbridge check`: runs one job and streams JSON lines.
 
 `python -m dlbridge.check.worker JOB` where JOB is JSON:
-- `{"kind": "framework", "name": N, "skip": [rule ids]}`: the producer checks, then the
-  consumer checks, of framework N (the consumer checks that import other frameworks first of
-  all, before N itself is imported);
+- `{"kind": "framework", "name": N, "skip": [rule ids]}`: the producer checks, the device
+  checks (on a CUDA tensor of N, n/a without one), then the consumer checks, of framework N
+  (the consumer checks that import other frameworks first of all, before N is imported);
 - `{"kind": "matrix", "pairs": [[producer, consumer], ...]}`: those interop pairs.
 
 Before each unit of work it prints `{"running": ...}` and after it `{"result": ...}`, flushed,
@@ -75,9 +75,37 @@ def _framework_job(name: str, skip: set) -> None:
         else:
             outcome, detail = _guarded(check, subject)
         _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
+    _device_rules(framework, skip, rules_not_applicable)
     for rule_id in consumer_checks.CHECKS:
         if rule_id not in skip and rule_id not in first:
             consumer_rule(rule_id)
+
+
+def _device_rules(framework, skip: set, rules_not_applicable) -> None:
+    """The device checks, on one CUDA tensor of the framework made for the first of them;
+    n/a, with why, where none can be made."""
+    from . import device_checks
+
+    subject = None
+    why_none = None
+    for rule_id, check in device_checks.CHECKS.items():
+        if rule_id in skip:
+            continue
+        _emit({"running": rule_id})
+        if subject is None and why_none is None:
+            try:
+                subject = device_checks.cuda_subject(framework)
+            except device_checks.NoCudaTensor as error:
+                why_none = str(error)
+            except Exception as error:  # noqa: BLE001 - a user's factory, a broken build
+                why_none = f"cannot make a CUDA tensor: {type(error).__name__}: {error}"
+        if why_none is not None:
+            outcome, detail = NA, why_none
+        elif rule_id in rules_not_applicable():
+            outcome, detail = NA, rules_not_applicable()[rule_id]
+        else:
+            outcome, detail = _guarded(check, subject)
+        _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
 
 
 def _guarded_bool(question) -> bool:

@@ -11,6 +11,7 @@ use crate::errors::{argument_error, to_py_err};
 use crate::exchange::{exchange_api_enabled, ExchangeApi};
 use crate::host::buffer::{with_buffer_view, HeldBuffer};
 use crate::host::numpy;
+use crate::work_stream::ConsumerStream;
 use crate::writability_hook;
 
 /// Where an argument's descriptor came from: borrowed from the producer through its exchange
@@ -161,7 +162,7 @@ pub(crate) fn extract_with<R>(
     };
     let stream = match import_stream {
         Some(stream_for) => stream_for(&source)?,
-        None => None,
+        None => ConsumerStream::default(),
     };
     let tensor = from_dlpack(&source, &ImportOptions::default().with_stream(stream))?;
     let made = {
@@ -171,10 +172,11 @@ pub(crate) fn extract_with<R>(
     Ok((Source::owned(tensor, false), made))
 }
 
-/// The `stream=` a full import passes to the producer's `__dlpack__`, found for the object
-/// imported (device arguments: their work stream); `None` passes nothing.
+/// The stream a full import asks the producer's `__dlpack__` for, found for the object
+/// imported (device arguments: their work stream); without one, the producer's current
+/// stream ([`ConsumerStream::ProducerCurrent`]).
 pub(crate) type ImportStream<'s> =
-    dyn for<'py> Fn(&Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> + 's;
+    dyn for<'py> Fn(&Bound<'py, PyAny>) -> PyResult<ConsumerStream> + 's;
 
 /// The exchange-table path of [`extract_with`]; `None` sends the argument to the reference
 /// path (a descriptor the table cannot give, a lazy PyTorch view).

@@ -10,7 +10,6 @@ use std::marker::PhantomData;
 use dlbridge::{Device, Element, TensorView};
 use ndarray::{Dimension, IxDyn};
 use pyo3::prelude::*;
-use pyo3::IntoPyObjectExt;
 
 use super::borrow::ArgumentPath;
 use super::constraints::{
@@ -20,7 +19,7 @@ use super::tensor_arg::{extract_argument, Held, WriteReport};
 use crate::device::dlpack_device;
 use crate::dispatch::type_info;
 use crate::produce::returning::{return_like, IntoTensor};
-use crate::work_stream::{has_streams, work_stream_of, WorkStream};
+use crate::work_stream::{has_streams, work_stream_of, ConsumerStream, WorkStream};
 
 /// A read-only tensor argument in device memory: element type `T`, device constraint `P`
 /// ([`DeviceConstraint`]: [`Cuda`] by default, [`Rocm`](crate::Rocm),
@@ -194,7 +193,7 @@ impl<D: Dimension> DeviceTensor<D> {
 /// Gives a closure the signature of an import stream (`borrow::ImportStream`, for any `'py`).
 fn import_stream_function<F>(function: F) -> F
 where
-    F: for<'py> Fn(&Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>>,
+    F: for<'py> Fn(&Bound<'py, PyAny>) -> PyResult<ConsumerStream>,
 {
     function
 }
@@ -211,16 +210,15 @@ fn extract_device<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constra
     let import_stream = import_stream_function(|source| {
         let device = dlpack_device(source)?;
         if !has_streams(device) || !P::accepts(device) {
-            return Ok(None);
+            return Ok(ConsumerStream::default());
         }
         // The argument's own object: a PyTorch tensor `untracked` for the import is of the
         // same type, on the same device.
         let stream = work_stream_of(object, info, device)?;
         found.set(Some(stream));
-        stream
+        Ok(stream
             .dlpack_stream_argument()
-            .map(|value| value.into_bound_py_any(source.py()))
-            .transpose()
+            .map_or(ConsumerStream::default(), ConsumerStream::Handle))
     });
     let (held, tensor, framework) = extract_argument(
         object,

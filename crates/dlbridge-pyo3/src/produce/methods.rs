@@ -11,7 +11,7 @@
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::Arc;
 
-use dlbridge::{Device, ManagedTensor};
+use dlbridge::{Device, DeviceType, ManagedTensor};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -22,7 +22,9 @@ use super::class::{instance, once_per_class, TensorClass};
 use crate::capsule::into_capsule;
 use crate::device::device_argument;
 use crate::errors::{repr_of, to_py_err};
+use crate::stream_order;
 use crate::trampoline;
+use crate::work_stream::{has_streams, standard_default_stream, ConsumerStream};
 
 /// What a consumer asked `__dlpack__` for (the array API's four keywords).
 ///
@@ -138,22 +140,19 @@ pub fn export_capsule<'py>(
 ) -> PyResult<Bound<'py, PyCapsule>> {
     let view = tensor.view();
     let device = view.device();
-    if let Some(stream) = request.stream.filter(|s| !s.is_none()) {
-        if device.is_host_readable() {
-            return Err(PyValueError::new_err(format!(
-                "stream must be None for a tensor in host memory ({device}), got {}",
-                repr_of(&stream)
-            )));
-        }
-    }
+    let consumer_stream = consumer_stream(request, device)?;
     let versioned = request.max_version.is_some_and(|(major, _)| major >= 1);
-    // A different device is reachable only as a host copy of host-readable memory.
+    // A different device is reachable only as a host copy: of host-readable memory, or of
+    // CUDA memory through the driver.
     let needs_copy = match request.dl_device {
         Some(target) if target == device => false,
         Some(target) if target == Device::CPU && device.is_host_readable() => true,
+        Some(target) if target == Device::CPU && device.device_type == DeviceType::CUDA => true,
         Some(target) => {
             return Err(PyBufferError::new_err(format!(
-                "dl_device={target} cannot be reached from a tensor on {device}"
+                "dl_device={target} cannot be reached from a tensor on {device}: dlbridge \
+                 shares a tensor on its own device and copies host-readable and CUDA memory \
+                 to the CPU"
             )))
         }
         None => false,
@@ -163,19 +162,73 @@ pub fn export_capsule<'py>(
             "copy=False, but exporting a tensor on {device} to CPU needs a copy"
         )));
     }
+    if request.copy == Some(true) && !needs_copy && !device.is_host_readable() {
+        return Err(PyBufferError::new_err(format!(
+            "copy=True for a tensor on {device}: dlbridge makes no copies on a device; ask \
+             for a host copy with dl_device=(1, 0)"
+        )));
+    }
     let exported = if needs_copy || request.copy == Some(true) {
-        let copy = view.to_compact_copy().map_err(to_py_err)?;
+        let copy = if device.is_host_readable() {
+            view.to_compact_copy().map_err(to_py_err)?
+        } else {
+            stream_order::copy_to_host(tensor)?
+        };
         if versioned {
             copy
         } else {
             Arc::new(copy).share_legacy().map_err(to_py_err)?
         }
-    } else if versioned {
-        Arc::clone(tensor).share_versioned().map_err(to_py_err)?
     } else {
-        Arc::clone(tensor).share_legacy().map_err(to_py_err)?
+        if let Some(consumer) = consumer_stream {
+            stream_order::order_for_consumer(tensor, device, consumer)?;
+        }
+        if versioned {
+            Arc::clone(tensor).share_versioned().map_err(to_py_err)?
+        } else {
+            Arc::clone(tensor).share_legacy().map_err(to_py_err)?
+        }
     };
     into_capsule(py, exported)
+}
+
+/// The consumer's stream of `request` for a tensor on `device`, as a handle that work must be
+/// ordered before (`None`: nothing to order). `stream` must be None for a device without
+/// streams and for a copy to the CPU (which is complete when `__dlpack__` returns), a Python
+/// int otherwise; None means the standard's default stream (CUDA's legacy stream, ROCm's
+/// default), -1 no synchronisation. Wrong values are `ValueError`s, never `TypeError`s, which
+/// consumers read as "an old producer without keywords".
+fn consumer_stream(request: &ExportRequest<'_, '_>, device: Device) -> PyResult<Option<usize>> {
+    let stream = request.stream.filter(|stream| !stream.is_none());
+    let to_cpu = request.dl_device == Some(Device::CPU) && device != Device::CPU;
+    let Some(stream) = stream else {
+        return Ok((has_streams(device) && !to_cpu).then(|| standard_default_stream(device)));
+    };
+    if !has_streams(device) {
+        return Err(PyValueError::new_err(format!(
+            "stream must be None for a tensor on {device} (a device without streams), got {}",
+            repr_of(&stream)
+        )));
+    }
+    if to_cpu {
+        return Err(PyValueError::new_err(format!(
+            "stream must be None with dl_device=(1, 0): the copy to the CPU is complete when \
+             __dlpack__ returns; got {}",
+            repr_of(&stream)
+        )));
+    }
+    let value = stream.extract::<i64>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "stream must be None or an int (-1, or a stream handle), got {}",
+            repr_of(&stream)
+        ))
+    })?;
+    Ok(
+        match ConsumerStream::from_dlpack_value(value)?.validate(device)? {
+            ConsumerStream::Handle(handle) => Some(handle),
+            _ => None,
+        },
+    )
 }
 
 /// Publishes `__dlpack__` and `__dlpack_device__` on `T`'s type, exporting

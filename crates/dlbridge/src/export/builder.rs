@@ -51,6 +51,8 @@ pub struct Export<'s, O> {
     /// Elements reachable from `data`, for a bounds check; `None` when the caller vouched.
     buffer_len: Option<usize>,
     flags: Flags,
+    /// The device stream the data is ready on ([`ManagedTensor::ready_stream`]).
+    ready_stream: Option<usize>,
 }
 
 impl<'s, O: Send + 'static> Export<'s, O> {
@@ -77,6 +79,7 @@ impl<'s, O: Send + 'static> Export<'s, O> {
             strides: None,
             buffer_len: Some(len),
             flags: Flags::NONE.with(Flags::READ_ONLY, !writable),
+            ready_stream: None,
         }
     }
 
@@ -106,6 +109,7 @@ impl<'s, O: Send + 'static> Export<'s, O> {
             strides: None,
             buffer_len: None,
             flags: Flags::NONE,
+            ready_stream: None,
         }
     }
 
@@ -180,6 +184,19 @@ impl<'s, O: Send + 'static> Export<'s, O> {
         self.finish(true)
     }
 
+    /// The device stream on which the data will be ready (a `cudaStream_t` as an integer), so
+    /// that a re-export to a consumer on another stream makes that stream wait for this one
+    /// ([`ManagedTensor::ready_stream`]). [`Export::from_cuda_slice`] sets the slice's stream.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ManagedTensor::set_ready_stream`]: the stream must stay alive as long as the
+    /// tensor made (or a share of it) can be exported.
+    pub unsafe fn ready_stream(mut self, stream: Option<usize>) -> Self {
+        self.ready_stream = stream;
+        self
+    }
+
     fn finish(self, legacy: bool) -> Result<ManagedTensor> {
         // Checked without allocating: the block below is the export's only allocation.
         let ndim = self.shape.len();
@@ -232,9 +249,10 @@ impl<'s, O: Send + 'static> Export<'s, O> {
             legacy,
         };
         let strides = self.strides;
+        let ready_stream = self.ready_stream;
         // SAFETY: the buffer's pointer (or the caller of `from_raw_parts`) guarantees the
         // memory for the layout, which was bounds-checked above where the length is known.
-        unsafe {
+        let mut tensor = unsafe {
             export_owner(
                 self.owner,
                 ndim,
@@ -254,6 +272,9 @@ impl<'s, O: Send + 'static> Export<'s, O> {
                     }
                 },
             )
-        }
+        }?;
+        // SAFETY: the contract of `Export::ready_stream`, the only place it is set.
+        unsafe { tensor.set_ready_stream(ready_stream) };
+        Ok(tensor)
     }
 }

@@ -16,10 +16,10 @@ use crate::view::TensorView;
 /// can share it.
 #[repr(C, align(64))]
 #[derive(Clone, Copy)]
-struct CacheLine([u8; 64]);
+pub(crate) struct CacheLine([u8; 64]);
 
 /// Zero-filled, 64-byte aligned storage of at least `bytes` bytes.
-fn zeroed_storage(bytes: usize) -> Vec<CacheLine> {
+pub(crate) fn zeroed_storage(bytes: usize) -> Vec<CacheLine> {
     vec![CacheLine([0; 64]); bytes.div_ceil(64)]
 }
 

@@ -23,4 +23,6 @@ mod sharing;
 mod fresh_storage;
 
 pub use builder::Export;
+#[cfg(feature = "cudarc")]
+pub(crate) use fresh_storage::zeroed_storage;
 pub use host_buffer::HostBuffer;

@@ -54,9 +54,14 @@ fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
     // SAFETY: the `Arc` moves into the export (and lives as long as it), but its target does
     // not move, so a view of the target stays valid through the call, which only reads it.
     let view = unsafe { &*Arc::as_ptr(&tensor) }.view();
+    let ready_stream = tensor.ready_stream();
     // SAFETY: the `Arc` keeps the validated tensor, and so the memory its view describes,
     // alive; the view's read-only flag carries over.
-    unsafe { export_view(&view, tensor, legacy, false) }
+    let mut shared = unsafe { export_view(&view, tensor, legacy, false) }?;
+    // SAFETY: the share keeps the source tensor alive, whose ready stream lives as long as it
+    // or a share of it can be exported (`set_ready_stream`'s contract).
+    unsafe { shared.set_ready_stream(ready_stream) };
+    Ok(shared)
 }
 
 impl ManagedTensor {

@@ -28,12 +28,26 @@
 //! that stream (the stream given to [`TensorView::cuda_slice`] is the one cudarc records its
 //! read and write events on).
 //!
+//! Across streams: [`wait_for_stream`] makes a consumer's stream wait for the stream a
+//! tensor's data is ready on ([`ManagedTensor::ready_stream`]) with an event, never a host
+//! synchronisation, and [`copy_to_host`] copies a CUDA tensor to host memory on that stream;
+//! neither breaks a CUDA graph capture in progress (they refuse instead).
+//!
 //! # Without a driver
 //!
 //! Building needs no CUDA: cudarc loads `libcuda` at run time and **panics** where it cannot.
-//! Nothing in this module loads the driver by itself (every function that calls it takes a
-//! [`CudaStream`], which exists only once the driver is loaded); call [`driver_available`]
+//! Nothing in this module loads the driver unasked: the slice functions take a [`CudaStream`],
+//! which exists only once the driver is loaded, and [`wait_for_stream`] and [`copy_to_host`]
+//! ask [`driver_available`] first ([`Error::NoDriver`] without one). Call [`driver_available`]
 //! before the first `CudaContext::new` of a program that may run without a GPU.
+
+mod driver;
+mod streams;
+
+pub use driver::driver_available;
+pub use streams::{
+    copy_to_host, is_legacy_default_stream, same_stream, wait_for_stream, StreamOrder,
+};
 
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -48,30 +62,6 @@ use crate::error::{Error, Result};
 use crate::export::Export;
 use crate::managed::ManagedTensor;
 use crate::view::TensorView;
-
-/// Whether the CUDA driver library (`libcuda.so.1`, `nvcuda.dll`) can be loaded and reports at
-/// least one device; `false` instead of cudarc's panic where it cannot.
-///
-/// ```
-/// if dlbridge::cuda::driver_available() {
-///     let context = cudarc::driver::CudaContext::new(0).unwrap();
-///     assert_eq!(context.ordinal(), 0);
-/// }
-/// ```
-pub fn driver_available() -> bool {
-    if cfg!(miri) {
-        // Miri cannot open libraries (no `dlopen`): there is no driver to find.
-        return false;
-    }
-    // SAFETY: `is_culib_present` only tries to open the library by its usual names.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return false;
-    }
-    // A driver too old for a symbol cudarc binds panics on first use: caught here.
-    catch_unwind(cudarc::driver::CudaContext::device_count)
-        .map(|count| matches!(count, Ok(n) if n > 0))
-        .unwrap_or(false)
-}
 
 /// The device pointer and element count of a tensor that a cudarc view of `T` on device
 /// `ordinal` may cover: the checks of [`TensorView::cuda_slice`], without touching the driver
@@ -209,6 +199,7 @@ unsafe fn upgrade<'t, T>(
         }),
         Err(_) => Err(Error::Driver {
             call: "cuEventCreate (cudarc's CudaStream::upgrade_device_ptr)",
+            status: None,
         }),
     }
 }
@@ -310,10 +301,12 @@ impl<'s, T: Element> Export<'s, CudaSliceOwner<T>> {
             address
         };
         let device = Device::new(DeviceType::CUDA, ordinal.try_into().unwrap_or(i32::MAX));
+        // The handle as an integer (device streams are not memory the host reads).
+        let stream_handle = slice.stream().cu_stream() as usize;
         let owner = CudaSliceOwner(slice);
         // SAFETY: the slice, moved into the owner, holds `len` elements of `T` at `address` on
         // the CUDA device `ordinal` until it is dropped; the length bounds the layout.
-        unsafe {
+        let export = unsafe {
             Export::from_raw_parts(
                 owner,
                 // A device address: the host never dereferences it (no provenance).
@@ -323,6 +316,9 @@ impl<'s, T: Element> Export<'s, CudaSliceOwner<T>> {
                 shape,
             )
             .with_buffer_len(len)
-        }
+        };
+        // SAFETY: the slice's stream (an `Arc` in the slice) lives in the owner, and so as long
+        // as the tensor and its shares, which hold the owner.
+        unsafe { export.ready_stream(Some(stream_handle)) }
     }
 }
