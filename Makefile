@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test wheels test-wheels wheels-quick lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test stubtest example-build bench-python bench-peers
+.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test stubtest example-build bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -51,6 +51,13 @@ test-wheels:
 wheels-quick:
 	bash scripts/build-wheels.sh --quick
 	bash scripts/test-wheels.sh --quick
+
+## What a GPU machine (no Rust, no network) needs for the GPU tests and benchmark, into
+## target/gpu-kit: the cp312 wheels of dlbridge (with the test kernels) and of the CUDA
+## example, apache-tvm-ffi's wheel, the Rust GPU tests as one binary (scripts/gpu-kit.sh).
+## There, beside the working tree: `bash scripts/gpu-run.sh` (here: `--dry-run`).
+gpu-kit:
+	bash scripts/gpu-kit.sh
 
 ## A local virtual environment with the test dependencies (re-installed when the list changes).
 ## A framework without wheels for this platform or Python is left out by its environment

@@ -33,8 +33,6 @@ source scripts/wheels-common.sh
 
 read_wheel_mode "$@"
 
-tools=$WHEEL_TOOLS
-requirements=python/requirements-wheels.txt
 out=$wheel_dir
 if ((quick)); then
     profile=(--profile wheel-quick)
@@ -42,15 +40,7 @@ else
     profile=(--release)
 fi
 
-# The build tools, installed as the Makefile's `venv` target installs the test dependencies.
-if [[ ! -f $tools/.installed || $requirements -nt $tools/.installed ]]; then
-    echo "build-wheels: installing the build tools into $tools"
-    test -x $tools/bin/python || python3 -m venv $tools
-    $tools/bin/python -m pip install --quiet -r $requirements
-    touch $tools/.installed
-fi
-# maturin finds Zig as `python3 -m ziglang`: the tools' python3 comes first on PATH.
-export PATH="$PWD/$tools/bin:$PATH"
+use_wheel_tools
 
 # Does crates/dlbridge-python declare the cargo feature `abi3`?
 has_abi3=$(cargo metadata --no-deps --format-version 1 | python3 -c '

@@ -11,7 +11,8 @@
 #    `make rust-test` do (PyO3 finds `python3`, or PYO3_PYTHON); its dependency on dlbridge is
 #    patched to the unpacked dlbridge package, which is not on crates.io.
 # 4. the MSRV (`rust-version` of the workspace): `cargo +<msrv> check` of both crates, every
-#    target and feature but `cudarc` (Rust 1.88), into target/msrv; the toolchain is installed with rustup when it is
+#    target and feature but dlbridge's `cudarc` and dlbridge-pyo3's `cuda`, which needs it
+#    (Rust 1.88), into target/msrv; the toolchain is installed with rustup when it is
 #    missing (minimal profile), and the step is skipped with a note where that fails.
 #
 # `--allow-dirty` packages the working tree as it is, so the check also works before a commit.
@@ -40,8 +41,8 @@ echo "package-check: dlbridge and dlbridge-pyo3 $version package, build and pass
 msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
 if cargo "+$msrv" --version >/dev/null 2>&1 ||
     rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then
-    # Every feature but `cudarc`: cudarc 0.19 needs libloading 0.9, which needs Rust 1.88 (the
-    # feature's own minimum, said in the README).
+    # Every feature but `cudarc` (and dlbridge-pyo3's `cuda`, which turns it on): cudarc 0.19
+    # needs libloading 0.9, which needs Rust 1.88 (the features' own minimum, in the README).
     CARGO_TARGET_DIR=$target_dir/msrv cargo "+$msrv" check --quiet --all-targets \
         --features dlbridge/ndarray -p dlbridge -p dlbridge-pyo3
     echo "package-check: dlbridge and dlbridge-pyo3 build with Rust $msrv (the MSRV; cudarc: 1.88)"

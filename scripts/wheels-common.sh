@@ -1,8 +1,22 @@
 # Shared by scripts/build-wheels.sh and scripts/test-wheels.sh (sourced, not run).
 
 # The build tools' virtual environment (maturin, ziglang, auditwheel: pinned in
-# python/requirements-wheels.txt); scripts/build-wheels.sh installs it.
+# python/requirements-wheels.txt); `use_wheel_tools` installs it.
 WHEEL_TOOLS=target/wheel-tools/venv
+
+# use_wheel_tools: installs the build tools into $WHEEL_TOOLS where they are missing or older
+# than their list (as the Makefile's `venv` target installs the test dependencies), and puts
+# them first on PATH: maturin finds Zig as `python3 -m ziglang`, the tools' python3.
+use_wheel_tools() {
+    local requirements=python/requirements-wheels.txt
+    if [[ ! -f $WHEEL_TOOLS/.installed || $requirements -nt $WHEEL_TOOLS/.installed ]]; then
+        echo "$(basename "$0" .sh): installing the build tools into $WHEEL_TOOLS"
+        test -x "$WHEEL_TOOLS/bin/python" || python3 -m venv "$WHEEL_TOOLS"
+        "$WHEEL_TOOLS/bin/python" -m pip install --quiet -r "$requirements"
+        touch "$WHEEL_TOOLS/.installed"
+    fi
+    export PATH="$PWD/$WHEEL_TOOLS/bin:$PATH"
+}
 
 # read_wheel_mode "$@": the scripts' one option. Sets `quick` (1 for --quick: `make test`'s
 # quick form, 0 for the release form) and `wheel_dir`, the folder of the wheels (WHEEL_DIR,

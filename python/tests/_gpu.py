@@ -7,6 +7,9 @@ to strict runs failing on skips: scripts/python-tests.sh counts them apart ("nee
 its summary, so that what awaits a GPU is never hidden. CuPy has no CPU build: where a GPU is
 present but CuPy (or a CUDA build of PyTorch, JAX) is not installed, `gpu_framework` skips
 with a reason that names the missing package.
+
+On the GPU machine (scripts/gpu-run.sh), DLBRIDGE_REQUIRE_GPU=1 turns both skips into
+failures: there, a GPU test that does not run is a finding, never a skip.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib
+import os
 from types import ModuleType
 from typing import Callable
 
@@ -39,6 +43,18 @@ def cuda_device_count() -> int:
     return count.value
 
 
+def gpu_required() -> bool:
+    """Whether GPU tests must run here (DLBRIDGE_REQUIRE_GPU=1): their skips then fail."""
+    return os.environ.get("DLBRIDGE_REQUIRE_GPU") == "1"
+
+
+def skip_or_fail(reason: str):
+    """Skips the test for `reason`, or fails it where GPU tests must run."""
+    if gpu_required():
+        pytest.fail(f"DLBRIDGE_REQUIRE_GPU=1, but {reason}")
+    pytest.skip(reason)
+
+
 def skip_reason() -> str | None:
     """Why GPU-only tests are skipped here, or None where a CUDA GPU is present."""
     if cuda_device_count() > 0:
@@ -55,7 +71,7 @@ def gpu_framework(
     try:
         imported = importlib.import_module(module)
     except ImportError as error:
-        pytest.skip(f"{module} is not installed ({error}): this GPU test needs it")
+        skip_or_fail(f"{module} is not installed ({error}): this GPU test needs it")
     if needs_cuda is not None and not needs_cuda(imported):
-        pytest.skip(f"{module} is installed without GPU support here")
+        skip_or_fail(f"{module} is installed without GPU support here")
     return imported

@@ -56,13 +56,14 @@ def pytest_configure(config):
 
 
 def pytest_runtest_setup(item):
-    """Skips a test marked `gpu` where no CUDA GPU can be used (python/tests/_gpu.py)."""
+    """Skips a test marked `gpu` where no CUDA GPU can be used, or fails it with
+    DLBRIDGE_REQUIRE_GPU=1 (python/tests/_gpu.py)."""
     if item.get_closest_marker("gpu") is not None:
         import _gpu
 
         reason = _gpu.skip_reason()
         if reason is not None:
-            pytest.skip(reason)
+            _gpu.skip_or_fail(reason)
 
 
 @pytest.fixture(autouse=True)

@@ -139,6 +139,16 @@ def test_arguments_on_different_streams_are_refused_before_a_launch():
         )
 
 
+def test_three_arguments_agree_on_one_stream_as_the_benchmarks_no_op_checks():
+    # K.cuda_noop3 is benches/gpu_exchange.py's argument handling without a kernel.
+    tensors = [FakeDeviceTensorWithTable((2, 2)) for _ in range(3)]
+    assert K.cuda_noop3(*tensors) == 0x7000
+    with pytest.raises(ValueError, match="disagree"):
+        K.cuda_noop3(FakeDeviceTensorWithTable(), FakeDeviceTensorWithTable(), FakeDeviceTensor())
+    with pytest.raises(TypeError, match="on a CUDA device"):
+        K.cuda_noop3(*tensors[:2], np.zeros(2, dtype=np.float32))
+
+
 # --- on a GPU -----------------------------------------------------------------------------
 
 
@@ -175,9 +185,9 @@ def test_gpu_cupy_arguments_launch_on_cupys_current_stream():
 
 @pytest.mark.gpu
 def test_gpu_jax_arguments_use_the_legacy_default_stream():
-    jax = gpu_framework("jax")
-    if not any(device.platform == "gpu" for device in jax.devices()):
-        pytest.skip("jax has no GPU backend here (jax[cuda12] is not installed)")
+    jax = gpu_framework(
+        "jax", needs_cuda=lambda jax: any(device.platform == "gpu" for device in jax.devices())
+    )
     x = jax.numpy.arange(8, dtype=jax.numpy.float32)
     seen = K.cuda_vector(x)
     assert (seen["stream"], seen["stream_source"]) == (0, "legacy-default")

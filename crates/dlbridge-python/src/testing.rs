@@ -44,6 +44,7 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     testing.add_function(wrap_pyfunction!(rocm_tensor, &testing)?)?;
     testing.add_function(wrap_pyfunction!(any_device_tensor, &testing)?)?;
     testing.add_function(wrap_pyfunction!(cuda_pair_stream, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(cuda_noop3, &testing)?)?;
     testing.add_function(wrap_pyfunction!(release_on_new_thread, &testing)?)?;
     testing.add_function(wrap_pyfunction!(zeros_like_framework, &testing)?)?;
     testing.add_function(wrap_pyfunction!(import_return_like, &testing)?)?;
@@ -384,6 +385,25 @@ fn cuda_pair_stream(
     Ok(py.detach(|| {
         // A launch would enqueue on `stream` here, reading `x` and writing `y`.
         let _ = (&x, &y);
+        stream.handle()
+    }))
+}
+
+/// A kernel call's argument handling without the kernel, for the GPU benchmark
+/// (benches/gpu_exchange.py): two float32 CUDA tensors read and one written, of any shape,
+/// on one stream (its handle), with the GIL released where a launch would enqueue.
+#[pyfunction]
+fn cuda_noop3(
+    py: Python<'_>,
+    x: CudaArg<'_, f32>,
+    y: CudaArg<'_, f32>,
+    mut out: CudaArgMut<'_, f32>,
+) -> PyResult<Option<usize>> {
+    let stream = WorkStream::common([x.stream(), y.stream(), out.stream()])?;
+    let pointers = (x.device_ptr(), y.device_ptr(), out.device_ptr_mut());
+    Ok(py.detach(|| {
+        // A launch would enqueue on `stream` here, reading two pointers and writing the third.
+        let _ = pointers;
         stream.handle()
     }))
 }

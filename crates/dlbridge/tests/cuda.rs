@@ -227,6 +227,11 @@ fn gpu_stream() -> Option<Arc<CudaStream>> {
         return None;
     }
     if !driver_available() {
+        // On the GPU machine (scripts/gpu-run.sh) a GPU test that does not run is a failure.
+        assert!(
+            std::env::var_os("DLBRIDGE_REQUIRE_GPU").is_none_or(|value| value != "1"),
+            "DLBRIDGE_REQUIRE_GPU=1, but the CUDA driver cannot be loaded or reports no device"
+        );
         eprintln!("skipped: no CUDA driver");
         return None;
     }
