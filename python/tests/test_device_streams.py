@@ -227,7 +227,7 @@ def test_gpu_a_reexport_makes_the_consumers_stream_wait_for_the_producers():
         torch.cuda._sleep(200_000_000)  # about 0.1 s of GPU time before the write
         x.fill_(7.0)
         tensor = dlbridge.from_dlpack(x)  # ready on `producer`, nothing synchronised
-    assert dlbridge.explain(x)["import"]["ready_stream"] == producer.cuda_stream
+        assert dlbridge.explain(x)["import"]["ready_stream"] == producer.cuda_stream
     with torch.cuda.stream(consumer):
         # torch.from_dlpack passes its current stream: `consumer` must wait for `producer`.
         seen = torch.from_dlpack(tensor)
@@ -267,7 +267,9 @@ def test_gpu_host_copies_of_cuda_tensors_wait_for_the_data_and_keep_the_layout()
         base.copy_(torch.arange(64 * 48, dtype=torch.float32, device="cuda").reshape(64, 48))
         strided = base[::3, 1::2].t()  # neither row- nor column-major, from an offset
         tensor = dlbridge.from_dlpack(strided)
-    expected = strided.cpu().numpy()  # after `producer`'s work (torch orders its own copy)
+    # Known without reading the device: `strided.cpu()` would copy on the default stream,
+    # which does not wait for `producer`.
+    expected = np.arange(64 * 48, dtype=np.float32).reshape(64, 48)[::3, 1::2].T
     host = dlbridge.from_dlpack(tensor.__dlpack__(max_version=(1, 3), dl_device=(kDLCPU, 0)))
     assert host.__dlpack_device__() == (kDLCPU, 0)
     np.testing.assert_array_equal(np.from_dlpack(host), expected)
