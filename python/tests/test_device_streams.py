@@ -185,6 +185,19 @@ def test_rocm_streams_are_never_ordered_silently():
         tensor.__dlpack__(stream=1)
 
 
+def test_copy_true_of_a_device_tensor_the_producer_did_not_copy_is_refused_clearly():
+    # A producer that ignores copy=True (hands out its own memory, IS_COPIED unset): dlbridge
+    # copies host memory itself, but makes no copies on a device; it says what to do instead.
+    x = FakeDeviceTensor((4,))
+    with pytest.raises(
+        BufferError,
+        match=r"copy=True, but the producer did not copy its tensor "
+        r"on CUDA:0 and dlbridge makes no copies on a device",
+    ):
+        dlbridge.from_dlpack(x, copy=True)
+    assert x.calls[0]["copy"] is True
+
+
 # --- export: copies of device tensors -------------------------------------------------------
 
 

@@ -735,6 +735,13 @@ fn finish<T: Trace>(
     let copy_needed =
         must_copy || (options.copy == Some(true) && !tensor.view().flags().is_copied());
     if copy_needed {
+        let device = tensor.view().device();
+        if !device.is_host_readable() {
+            return Err(PyBufferError::new_err(format!(
+                "copy=True, but the producer did not copy its tensor on {device} and dlbridge \
+                 makes no copies on a device; ask for a host copy with device=(1, 0)"
+            )));
+        }
         trace.step(ImportStep::CopiedHere);
         return tensor.view().to_compact_copy().map_err(to_py_err);
     }
