@@ -33,6 +33,17 @@
 //! synchronisation, and [`copy_to_host`] copies a CUDA tensor to host memory on that stream;
 //! neither breaks a CUDA graph capture in progress (they refuse instead).
 //!
+//! # CUDA graphs
+//!
+//! Nothing here breaks a stream capture in progress: before any call that would touch the
+//! legacy default stream, wait on work from outside a capture, or synchronise a capturing
+//! stream, the capture state is asked, and such an operation is refused with
+//! [`Error::StreamCapture`] instead. Work enqueued outside a capture that has already finished
+//! needs no wait, so a tensor imported before a capture can still be handed to a capturing
+//! consumer. The calls made on streams outside a capture (a query, a host copy and its
+//! synchronisation) run with the thread's capture mode relaxed, so that they do not invalidate
+//! a capture in the global mode (PyTorch's default) that the caller's thread is making.
+//!
 //! # Without a driver
 //!
 //! Building needs no CUDA: cudarc loads `libcuda` at run time and **panics** where it cannot.

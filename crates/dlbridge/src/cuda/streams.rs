@@ -10,14 +10,7 @@
 //! context, the one PyTorch, CuPy and JAX use; the calling thread's current context is
 //! restored afterwards.
 //!
-//! # CUDA graphs
-//!
-//! Nothing here breaks a stream capture in progress: before any call that would touch the
-//! legacy default stream, wait on work from outside a capture, or synchronise a capturing
-//! stream, the capture state is asked, and such an operation is refused with
-//! [`Error::StreamCapture`] instead. Work enqueued outside a capture that has already finished
-//! needs no wait, so a tensor imported before a capture can still be handed to a capturing
-//! consumer.
+//! What they do during a CUDA graph capture: [the module docs](crate::cuda#cuda-graphs).
 
 use std::ffi::{c_uint, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -62,7 +55,7 @@ pub fn same_stream(a: usize, b: usize) -> bool {
 ///
 /// Errors: [`Error::NoDriver`] where the CUDA driver cannot be loaded, [`Error::NotOnDevice`]
 /// for a device that is not CUDA, [`Error::StreamCapture`] where the wait would break a CUDA
-/// graph capture (see the [module docs](self)), [`Error::Driver`] for a failed call.
+/// graph capture (see [CUDA graphs](crate::cuda#cuda-graphs)), [`Error::Driver`] for a failed call.
 ///
 /// ```no_run
 /// use dlbridge::cuda::{wait_for_stream, StreamOrder};
