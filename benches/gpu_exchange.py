@@ -12,28 +12,10 @@ kernels run on the current stream, which is synchronised once per round). Withou
 says so and exits with status 2.
 """
 
-import statistics
 import sys
-import time
 
-
-def per_call_interleaved(functions, synchronize, calls=2_000, rounds=15):
-    """The median over `rounds` of the mean time of one call, in nanoseconds, per function;
-    rounds are interleaved (each round times every function once) and the device is
-    synchronised after each function's calls, inside the timing."""
-    for function in functions:
-        for _ in range(200):
-            function()
-    synchronize()
-    samples = [[] for _ in functions]
-    for _ in range(rounds):
-        for function, own in zip(functions, samples):
-            start = time.perf_counter_ns()
-            for _ in range(calls):
-                function()
-            synchronize()
-            own.append((time.perf_counter_ns() - start) / calls)
-    return [statistics.median(own) for own in samples]
+# The CPU benchmark's timing loop, beside this file (the script's folder is on sys.path).
+from python_exchange import per_call_interleaved
 
 
 def optional(module):
@@ -100,7 +82,9 @@ def main():
             lambda: torch.add(y, x, alpha=2.0, out=out),
         )
     )
-    medians = per_call_interleaved([f for _, f in cases], torch.cuda.synchronize)
+    medians = per_call_interleaved(
+        [f for _, f in cases], calls=2_000, warmup=200, settle=torch.cuda.synchronize
+    )
     print(
         f"{torch.cuda.get_device_name(0)}, Python {sys.version.split()[0]}, "
         f"torch {torch.__version__}"

@@ -58,22 +58,28 @@ except ImportError:  # pragma: no cover - built by `make bench-peers`
     torch_floor_peer = None
 
 
-def per_call_interleaved(functions, calls=10_000, rounds=15):
+def per_call_interleaved(functions, calls=10_000, rounds=15, warmup=1_000, settle=None):
     """The median over `rounds` of the mean time of one call, in nanoseconds, per function.
 
     Rounds are interleaved (each round times every function once), so that a burst of noise
     on a shared machine lands on one sample of many functions rather than on every sample of
-    one function, and the medians of one run stay comparable with each other.
+    one function, and the medians of one run stay comparable with each other. `settle`, if
+    given, is called after the warm-up and after each function's calls, inside the timing
+    (benches/gpu_exchange.py synchronises the device there).
     """
     for function in functions:
-        for _ in range(1_000):
+        for _ in range(warmup):
             function()
+    if settle is not None:
+        settle()
     samples = [[] for _ in functions]
     for _ in range(rounds):
         for function, own in zip(functions, samples):
             start = time.perf_counter_ns()
             for _ in range(calls):
                 function()
+            if settle is not None:
+                settle()
             own.append((time.perf_counter_ns() - start) / calls)
     return [statistics.median(own) for own in samples]
 

@@ -14,6 +14,8 @@ ordering and host copies for real on PyTorch and CuPy tensors, and are skipped w
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -230,14 +232,22 @@ def _torch_cuda():
     return gpu_framework("torch", needs_cuda=lambda torch: torch.cuda.is_available())
 
 
+@contextlib.contextmanager
+def _late_on(torch, stream, cycles=200_000_000):
+    """Makes `stream` current, once the device is idle and `cycles` of spinning (200,000,000:
+    about 0.1 s) are enqueued there: what the block enqueues lands that much later."""
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(cycles)
+        yield
+
+
 @pytest.mark.gpu
 def test_gpu_a_reexport_makes_the_consumers_stream_wait_for_the_producers():
     torch = _torch_cuda()
     producer, consumer = torch.cuda.Stream(), torch.cuda.Stream()
     x = torch.zeros(1 << 20, device="cuda")
-    torch.cuda.synchronize()
-    with torch.cuda.stream(producer):
-        torch.cuda._sleep(200_000_000)  # about 0.1 s of GPU time before the write
+    with _late_on(torch, producer):
         x.fill_(7.0)
         tensor = dlbridge.from_dlpack(x)  # ready on `producer`, nothing synchronised
         assert dlbridge.explain(x)["import"]["ready_stream"] == producer.cuda_stream
@@ -254,9 +264,7 @@ def test_gpu_an_import_on_a_stream_of_the_callers_is_ordered_by_the_producer():
     torch = _torch_cuda()
     producer, mine = torch.cuda.Stream(), torch.cuda.Stream()
     x = torch.zeros(1 << 20, device="cuda")
-    torch.cuda.synchronize()
-    with torch.cuda.stream(producer):
-        torch.cuda._sleep(200_000_000)
+    with _late_on(torch, producer):
         x.fill_(3.0)
         # torch's __dlpack__ makes `mine` wait for `producer` (its current stream).
         tensor = dlbridge.from_dlpack(x, stream=mine.cuda_stream)
@@ -274,9 +282,7 @@ def test_gpu_host_copies_of_cuda_tensors_wait_for_the_data_and_keep_the_layout()
     torch = _torch_cuda()
     producer = torch.cuda.Stream()
     base = torch.zeros((64, 48), device="cuda")
-    torch.cuda.synchronize()
-    with torch.cuda.stream(producer):
-        torch.cuda._sleep(200_000_000)
+    with _late_on(torch, producer):
         base.copy_(torch.arange(64 * 48, dtype=torch.float32, device="cuda").reshape(64, 48))
         strided = base[::3, 1::2].t()  # neither row- nor column-major, from an offset
         tensor = dlbridge.from_dlpack(strided)
@@ -296,9 +302,7 @@ def test_gpu_a_wait_that_would_break_a_graph_capture_is_refused():
     torch = _torch_cuda()
     producer, capturing = torch.cuda.Stream(), torch.cuda.Stream()
     x = torch.zeros(1 << 20, device="cuda")
-    torch.cuda.synchronize()
-    with torch.cuda.stream(producer):
-        torch.cuda._sleep(2_000_000_000)  # still running while the capture begins
+    with _late_on(torch, producer, cycles=2_000_000_000):  # still running during the capture
         x.fill_(1.0)
         tensor = dlbridge.from_dlpack(x)
     graph = torch.cuda.CUDAGraph()

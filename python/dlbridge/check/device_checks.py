@@ -146,10 +146,6 @@ def host_copy(s: DeviceSubject):
     return PASS, "a host copy with the tensor's values"
 
 
-def copy_false_needs_copy(s: DeviceSubject):
-    return producer_checks.copy_false_needs_copy(s)
-
-
 def work_stream_cuda(s: DeviceSubject):
     current, outcome = _member(s, "current_work_stream")
     if current is None:
@@ -173,6 +169,7 @@ CHECKS = {
     "device.stream-zero-refused": stream_zero_refused,
     "device.stream-honoured": stream_honoured,
     "device.host-copy": host_copy,
-    "device.copy-false-needs-copy": copy_false_needs_copy,
+    # The producer rule's check, on the CUDA tensor: there a copy to the CPU is needed.
+    "device.copy-false-needs-copy": producer_checks.copy_false_needs_copy,
     "exchange.work-stream-cuda": work_stream_cuda,
 }

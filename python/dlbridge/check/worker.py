@@ -26,7 +26,7 @@ def _emit(message: dict) -> None:
 
 
 def _framework_job(name: str, skip: set) -> None:
-    from . import consumer_checks, exchange_checks, producer_checks
+    from . import consumer_checks, device_checks, exchange_checks, producer_checks
     from .frameworks import resolve
 
     framework = resolve(name)
@@ -56,49 +56,35 @@ def _framework_job(name: str, skip: set) -> None:
     first = [r for r in consumer_checks.IMPORTS_OTHERS if r not in skip]
     for rule_id in first:
         consumer_rule(rule_id)
-    subject = None
-    subject_error = None
-    # The producer checks and the exchange table's share one Subject.
-    for rule_id, check in {**producer_checks.CHECKS, **exchange_checks.CHECKS}.items():
-        if rule_id in skip:
-            continue
-        _emit({"running": rule_id})
-        if subject is None and subject_error is None:
-            try:
-                subject = producer_checks.Subject(framework)
-            except Exception as error:  # noqa: BLE001
-                subject_error = f"cannot make a tensor: {type(error).__name__}: {error}"
-        if subject_error is not None:
-            outcome, detail = NA, subject_error
-        elif rule_id in rules_not_applicable():
-            outcome, detail = NA, rules_not_applicable()[rule_id]
-        else:
-            outcome, detail = _guarded(check, subject)
-        _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
-    _device_rules(framework, skip, rules_not_applicable)
+    # The producer checks and the exchange table's share one Subject; the device checks one
+    # CUDA tensor, where the framework can make one.
+    _rules_on_one_subject(
+        {**producer_checks.CHECKS, **exchange_checks.CHECKS},
+        lambda: _producer_subject(framework),
+        skip,
+        rules_not_applicable,
+    )
+    _rules_on_one_subject(
+        device_checks.CHECKS, lambda: _cuda_subject(framework), skip, rules_not_applicable
+    )
     for rule_id in consumer_checks.CHECKS:
         if rule_id not in skip and rule_id not in first:
             consumer_rule(rule_id)
 
 
-def _device_rules(framework, skip: set, rules_not_applicable) -> None:
-    """The device checks, on one CUDA tensor of the framework made for the first of them;
-    n/a, with why, where none can be made."""
-    from . import device_checks
-
-    subject = None
-    why_none = None
-    for rule_id, check in device_checks.CHECKS.items():
+def _rules_on_one_subject(checks: dict, make_subject, skip: set, rules_not_applicable) -> None:
+    """Runs `checks` (rule id -> check of a subject) but those in `skip`, on one subject made
+    for the first of them: `make_subject()` gives (subject, None), or (None, why) where none
+    can be made, and then every rule is n/a with why."""
+    made = False
+    subject = why_none = None
+    for rule_id, check in checks.items():
         if rule_id in skip:
             continue
         _emit({"running": rule_id})
-        if subject is None and why_none is None:
-            try:
-                subject = device_checks.cuda_subject(framework)
-            except device_checks.NoCudaTensor as error:
-                why_none = str(error)
-            except Exception as error:  # noqa: BLE001 - a user's factory, a broken build
-                why_none = f"cannot make a CUDA tensor: {type(error).__name__}: {error}"
+        if not made:
+            subject, why_none = make_subject()
+            made = True
         if why_none is not None:
             outcome, detail = NA, why_none
         elif rule_id in rules_not_applicable():
@@ -106,6 +92,28 @@ def _device_rules(framework, skip: set, rules_not_applicable) -> None:
         else:
             outcome, detail = _guarded(check, subject)
         _emit({"result": {"rule": rule_id, "outcome": outcome, "detail": detail}})
+
+
+def _producer_subject(framework):
+    """The framework's tensors for the producer and exchange-table checks, or why not."""
+    from . import producer_checks
+
+    try:
+        return producer_checks.Subject(framework), None
+    except Exception as error:  # noqa: BLE001
+        return None, f"cannot make a tensor: {type(error).__name__}: {error}"
+
+
+def _cuda_subject(framework):
+    """The framework's CUDA tensor for the device checks, or why not."""
+    from . import device_checks
+
+    try:
+        return device_checks.cuda_subject(framework), None
+    except device_checks.NoCudaTensor as error:
+        return None, str(error)
+    except Exception as error:  # noqa: BLE001 - a user's factory, a broken build
+        return None, f"cannot make a CUDA tensor: {type(error).__name__}: {error}"
 
 
 def _guarded_bool(question) -> bool:
