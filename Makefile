@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test stubtest example-build bench-python bench-peers
+.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test stubtest example-build example-c bench-python bench-peers
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -84,6 +84,23 @@ example-build: venv
 	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet -m examples/cuda_saxpy/Cargo.toml
 
+## The end-to-end C example (examples/c_interop): a C producer's tensors read in Rust and Rust
+## tensors written by a C consumer, the C compiled by the cc crate against the real dlpack.h:
+## the virtual environment's apache-tvm-ffi copy (as DLPACK_INCLUDE_DIR) when it is installed,
+## else the header build.rs finds (examples/c_interop/README.md).
+example-c:
+	@package=$$(test -x $(PYTHON) && $(PYTHON) -c 'import importlib.util as u; \
+		s = u.find_spec("tvm_ffi"); \
+		print(s.submodule_search_locations[0] if s and s.submodule_search_locations else "")' \
+		2>/dev/null); \
+	if [ -n "$$package" ] && [ -f "$$package/include/dlpack/dlpack.h" ]; then \
+		echo "example-c: DLPACK_INCLUDE_DIR=$$package/include"; \
+		DLPACK_INCLUDE_DIR="$$package/include" $(CARGO) run -p dlbridge-c-interop; \
+	else \
+		echo "example-c: no apache-tvm-ffi in $(VENV) (make venv); dlpack.h as build.rs finds it"; \
+		$(CARGO) run -p dlbridge-c-interop; \
+	fi
+
 ## Under CI every framework must be there: a test file skipped for a missing one fails, and
 ## so does a test that needs the test kernels in a build without them (python/tests/_kernels.py).
 ## MXNet's tests run in an environment of their own, made first (scripts/mxnet-env.sh: CPython
@@ -106,14 +123,25 @@ stubtest: python-build
 ## Formatting and lints: rustfmt, the import rules (no cycle in any crate or Python package,
 ## the layers of dlbridge-pyo3: scripts/module-layers.py), clippy on every feature (but
 ## `abi3`: WORKSPACE_FEATURES) and then on the extension module as its wheels build it
-## (without the feature `testing`), which must be warning-free too; ruff (format, then lints;
-## its configuration is pyproject.toml's [tool.ruff]) for the Python code.
+## (without the feature `testing`), which must be warning-free too; the published crates'
+## API documentation, warning-free (broken intra-doc links included) with each feature
+## alone, none and all (DOC_FEATURE_SETS: a link valid only with one feature breaks docs.rs
+## readers' builds without it); ruff (format, then lints; its configuration is
+## pyproject.toml's [tool.ruff]) for the Python code.
 PYTHON_SOURCES := python benches scripts examples
+DOC_FEATURE_SETS := dlbridge: dlbridge:ndarray dlbridge:cudarc dlbridge:ndarray,cudarc \
+	dlbridge-pyo3: dlbridge-pyo3:cuda
 lint: venv
 	$(CARGO) fmt --all -- --check
 	python3 scripts/module-layers.py
 	$(CARGO) clippy --workspace --all-targets $(WORKSPACE_FEATURES) -- -D warnings
 	$(CARGO) clippy -p dlbridge-python --all-targets -- -D warnings
+	@for set in $(DOC_FEATURE_SETS); do \
+		crate=$${set%%:*}; features=$${set#*:}; \
+		echo "cargo doc -p $$crate --no-deps --features '$$features'"; \
+		RUSTDOCFLAGS="-D warnings" $(CARGO) doc --quiet -p $$crate --no-deps \
+			--features "$$features" || exit 1; \
+	done
 	$(VENV)/bin/ruff format --check $(PYTHON_SOURCES)
 	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
 

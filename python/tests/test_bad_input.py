@@ -487,6 +487,22 @@ def test_pinned_memory_device_from_dlpack_device_wins():
     collect()
 
 
+def test_device_memory_called_host_memory_by_dlpack_device_is_refused():
+    # The tensor says CUDA:0 while __dlpack_device__ says CPU: believing it would let typed
+    # access read a device address from the CPU (issue 27). Only host memories are taken for
+    # one another; the tensor is released once.
+    record = make_managed((4,), "float32", device=(kDLCUDA, 0))
+    producer = OneTensorProducer(record, device=(kDLCPU, 0))
+    _import_fails(
+        producer,
+        BufferError,
+        "__dlpack_device__() says CPU:0, but the tensor its __dlpack__() exported is on CUDA:0",
+    )
+    del producer
+    collect()
+    assert record.deleter_calls == 1
+
+
 def test_read_only_flag_is_kept_and_refused_on_legacy_export():
     rec = make_managed((3,), "float32", flags=FLAG_READ_ONLY)
     cap = rec.capsule()

@@ -287,6 +287,18 @@ pub fn from_capsule(object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
     pyo3::sync::critical_section::with_critical_section(object, || consume(capsule))
 }
 
+/// Marks a tensor imported from Python shared ([`ManagedTensor::mark_shared`]), unless it is
+/// a copy the producer made for it (IS_COPIED): the producer's object, its other views and
+/// other imports of it can still reach the memory, so Rust may read it but not take a
+/// `&mut [T]` of it (a kernel writes through a `TensorArgMut`, whose aliasing registry sees
+/// every argument).
+#[inline(always)]
+pub(crate) fn shared_unless_copied(tensor: &mut ManagedTensor) {
+    if !tensor.view().flags().is_copied() {
+        tensor.mark_shared();
+    }
+}
+
 /// [`from_capsule`] inside its critical section.
 fn consume(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTensor> {
     let object = capsule.as_any();
@@ -328,7 +340,7 @@ fn consume(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTensor> {
     };
     // SAFETY: the capsule owns a live tensor; on success ownership passes to us and the
     // capsule is renamed below, on failure it stays with the capsule.
-    let tensor =
+    let mut tensor =
         unsafe { ManagedTensor::try_from_raw(raw) }.map_err(|(error, _)| to_py_err(error))?;
     // SAFETY: a live capsule; the new name is a static C string.
     if unsafe { ffi::PyCapsule_SetName(ptr, used_name.as_ptr()) } != 0 {
@@ -341,5 +353,6 @@ fn consume(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTensor> {
     if unsafe { ffi::PyCapsule_SetDestructor(ptr, None) } != 0 {
         drop(PyErr::take(object.py()));
     }
+    shared_unless_copied(&mut tensor);
     Ok(tensor)
 }

@@ -612,8 +612,9 @@ fn import<T: Trace>(
     let mut tensor = from_capsule(&capsule)?;
     if has_streams(tensor.view().device()) {
         // SAFETY: the stream the producer was asked to make the data ready on: its own current
-        // stream (kept alive by the producer, or by the user who made it current) or the
-        // caller's (a raw handle the caller keeps alive, as the protocol's streams are).
+        // stream (kept alive by the producer, or by the user who made it current), the
+        // standard's default, or the caller's `StreamHandle`, which `StreamHandle::new`'s
+        // contract keeps alive as long as this tensor or a share of it can be exported.
         unsafe { tensor.set_ready_stream(ready_stream) };
     }
     if T::RECORDS {
@@ -651,11 +652,15 @@ fn stream_to_ask(
             }
             ConsumerStream::StandardDefault => Ok((None, Some(standard_default_stream(device)))),
             ConsumerStream::NoSync => Ok((Some(-1), None)),
-            ConsumerStream::Handle(handle) => Ok((Some(handle_argument(handle)?), Some(handle))),
+            ConsumerStream::Handle(handle) => {
+                Ok((Some(handle_argument(handle.get())?), Some(handle.get())))
+            }
         },
         None => match choice {
             ConsumerStream::NoSync => Ok((Some(-1), None)),
-            ConsumerStream::Handle(handle) => Ok((Some(handle_argument(handle)?), Some(handle))),
+            ConsumerStream::Handle(handle) => {
+                Ok((Some(handle_argument(handle.get())?), Some(handle.get())))
+            }
             _ => Ok((None, None)),
         },
     }
@@ -698,11 +703,20 @@ fn finish<T: Trace>(
     trace: &mut T,
 ) -> PyResult<ManagedTensor> {
     // `__dlpack_device__` wins over the tensor's device (PyTorch's pinned memory), unless the
-    // producer gave the device that was asked for with `dl_device`.
+    // producer gave the device that was asked for with `dl_device`. Only host memory is taken
+    // for another host memory: a producer that calls device memory host memory (or the
+    // reverse) cannot be believed either way, and the CPU must never read a device address.
     if let Some(device) = producer_device {
         let received = tensor.view().device();
         if device != received && options.device != Some(received) {
-            tensor.set_device(device).map_err(to_py_err)?;
+            tensor.set_device(device).map_err(|error| match error {
+                dlbridge::Error::DeviceChange { .. } => PyBufferError::new_err(format!(
+                    "the producer's __dlpack_device__() says {device}, but the tensor its \
+                     __dlpack__() exported is on {received} (DLTensor.device): only host \
+                     memories are taken for one another, so where the data lives is unknown"
+                )),
+                other => to_py_err(other),
+            })?;
             trace.step(ImportStep::DeviceFromDlpackDevice);
         }
     }

@@ -29,7 +29,7 @@ use crate::writability_hook::{writability_hook, WritabilityHook};
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyByteArray;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }
@@ -211,7 +211,21 @@ fn table_answers_for(
 
 /// Whether `kind` is NumPy's `ndarray` itself (not a subclass, which may override what its
 /// data means: masked arrays, matrices), as imported in this process.
+///
+/// Its objects' structs are then read as NumPy's ([`crate::host::numpy`]), so the class found
+/// as `sys.modules["numpy"].ndarray` is believed only when it is a static type (defined in C,
+/// not by a class statement) named `numpy.ndarray`, which Python code cannot make: a module
+/// put in `sys.modules` by Python code (`types.SimpleNamespace(ndarray=set)`) would otherwise
+/// have `set` objects read as arrays.
 fn is_numpy_ndarray(kind: &Bound<'_, PyType>) -> PyResult<bool> {
+    // SAFETY: a live type object; its flags are read.
+    let flags = unsafe { pyo3::ffi::PyType_GetFlags(kind.as_type_ptr()) };
+    if flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE != 0 {
+        return Ok(false);
+    }
+    if kind.fully_qualified_name()?.to_cow()? != "numpy.ndarray" {
+        return Ok(false);
+    }
     let py = kind.py();
     let modules = py
         .import(intern!(py, "sys"))?

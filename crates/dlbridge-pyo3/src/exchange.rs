@@ -3,19 +3,21 @@
 //! importing or describing a tensor through it, without calling `__dlpack__`.
 
 use std::ffi::CStr;
+use std::ptr::NonNull;
 use std::sync::OnceLock;
 
 use dlbridge::ffi::{
     DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLTensor,
 };
 use dlbridge::{ManagedTensor, TensorView};
-use pyo3::exceptions::PyBufferError;
+use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
-use crate::errors::to_py_err;
+use crate::capsule::shared_unless_copied;
+use crate::errors::{to_py_err, type_name};
 use crate::framework::FrameworkRules;
 
 /// Name of the capsule a tensor type publishes its table in.
@@ -31,7 +33,7 @@ use crate::framework::FrameworkRules;
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }
@@ -75,7 +77,7 @@ pub const DLPACK_EXCHANGE_API: &CStr = c"dlpack_exchange_api";
 /// use dlbridge_pyo3::{exchange_api_enabled, exchange_api_exports, NO_EXCHANGE_API_ENV};
 /// use pyo3::prelude::*;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }
@@ -119,7 +121,7 @@ pub const NO_EXCHANGE_API_ENV: &str = "DLBRIDGE_NO_EXCHANGE_API";
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }
@@ -159,13 +161,19 @@ pub const NO_EXCHANGE_API_ENV: &str = "DLBRIDGE_NO_EXCHANGE_API";
 #[derive(Clone, Copy)]
 pub struct ExchangeApi {
     table: &'static DLPackExchangeAPI,
+    /// The type the table was found on, the only objects its functions may be handed (they
+    /// read `py_object` as an instance of their own type). Kept alive for the process by the
+    /// per-type cache ([`crate::dispatch`]), the only place an `ExchangeApi` is made.
+    kind: NonNull<ffi::PyTypeObject>,
     /// The rules of the type's framework: PyTorch's table ignores its lazy conjugation and
     /// negation bits, so that such views are exported with the wrong values.
     framework: Option<&'static FrameworkRules>,
 }
 
-// SAFETY: the table is immutable, process-lifetime data of C function pointers; the rules are
-// immutable Python objects, only used with the GIL held.
+// SAFETY: the table is immutable, process-lifetime data of C function pointers; the type is a
+// process-lifetime Python object, only compared with (never dereferenced but by
+// `PyType_IsSubtype`, with the GIL held); the rules are immutable Python objects, only used
+// with the GIL held.
 unsafe impl Send for ExchangeApi {}
 // SAFETY: as above.
 unsafe impl Sync for ExchangeApi {}
@@ -198,16 +206,41 @@ impl ExchangeApi {
         }
     }
 
-    /// Describes `object` (of the table's type) with `dltensor_from_py_object_no_sync`: a
-    /// borrowed descriptor, valid while `object` lives unchanged, made without allocating.
+    /// Refuses (`TypeError`) an object that is not an instance of the type the table was
+    /// found on: the table's functions read their `py_object` as one of their own, so that
+    /// another object would be read as what it is not.
+    fn check_object(&self, object: &Bound<'_, PyAny>) -> PyResult<()> {
+        // SAFETY: a live object and a type kept alive by the per-type cache, the GIL held
+        // (`object`'s token); the check reads the object's type and the type's MRO only.
+        if unsafe { ffi::PyObject_TypeCheck(object.as_ptr(), self.kind.as_ptr()) } != 0 {
+            return Ok(());
+        }
+        // SAFETY: as above; a borrowed reference to the cached, live type.
+        let kind = unsafe { Borrowed::from_ptr(object.py(), self.kind.as_ptr().cast()) };
+        let kind_name = kind
+            .cast::<PyType>()
+            .ok()
+            .and_then(|kind| kind.name().ok())
+            .map_or_else(|| "<unknown>".to_owned(), |name| name.to_string());
+        Err(PyTypeError::new_err(format!(
+            "the DLPack exchange table of type {kind_name} was asked about an object of type \
+             {}: its functions take instances of {kind_name} only",
+            type_name(object)
+        )))
+    }
+
+    /// Describes `object` (an instance of the table's type; another object is a `TypeError`)
+    /// with `dltensor_from_py_object_no_sync`: a borrowed descriptor, valid until control
+    /// returns to the producer (while `object` lives unchanged), made without allocating.
     /// `None` when the table does not offer the function.
     pub fn describe(&self, object: &Bound<'_, PyAny>) -> PyResult<Option<DLTensor>> {
         let Some(describe) = self.table.dltensor_from_py_object_no_sync else {
             return Ok(None);
         };
+        self.check_object(object)?;
         let mut tensor = std::mem::MaybeUninit::<DLTensor>::zeroed();
-        // SAFETY: the table's contract: `object` is of the table's type, the GIL is held, and
-        // `tensor` is a DLTensor to fill.
+        // SAFETY: the table's contract: `object` is an instance of the table's type (just
+        // checked), the GIL is held, and `tensor` is a DLTensor to fill.
         let status = unsafe { describe(object.as_ptr().cast(), tensor.as_mut_ptr()) };
         if status != 0 {
             return Err(PyErr::take(object.py()).unwrap_or_else(|| {
@@ -220,18 +253,19 @@ impl ExchangeApi {
         Ok(Some(unsafe { tensor.assume_init() }))
     }
 
-    /// Exports `object` (of the table's type) as an owned, validated tensor with
-    /// `managed_tensor_from_py_object_no_sync`. No stream synchronization happens, and no check
-    /// of [`ExchangeApi::exports_faithfully`].
+    /// Exports `object` (an instance of the table's type; another object is a `TypeError`) as
+    /// an owned, validated tensor with `managed_tensor_from_py_object_no_sync`. No stream
+    /// synchronization happens, and no check of [`ExchangeApi::exports_faithfully`].
     pub fn managed_tensor(&self, object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
         let Some(export) = self.table.managed_tensor_from_py_object_no_sync else {
             return Err(PyBufferError::new_err(
                 "the exchange API has no managed_tensor_from_py_object_no_sync",
             ));
         };
+        self.check_object(object)?;
         let mut out: *mut DLManagedTensorVersioned = std::ptr::null_mut();
-        // SAFETY: the table's contract: `object` is of the table's type (checked by the caller
-        // through the per-type lookup) and the GIL is held; `out` receives an owned tensor.
+        // SAFETY: the table's contract: `object` is an instance of the table's type (just
+        // checked) and the GIL is held; `out` receives an owned tensor.
         let status = unsafe { export(object.as_ptr().cast(), &mut out) };
         if status != 0 {
             return Err(PyErr::take(object.py()).unwrap_or_else(|| {
@@ -241,7 +275,9 @@ impl ExchangeApi {
             }));
         }
         // SAFETY: on success the producer handed over an owned tensor (or NULL, rejected).
-        unsafe { ManagedTensor::from_raw_versioned(out) }.map_err(to_py_err)
+        let mut tensor = unsafe { ManagedTensor::from_raw_versioned(out) }.map_err(to_py_err)?;
+        shared_unless_copied(&mut tensor);
+        Ok(tensor)
     }
 }
 
@@ -266,40 +302,42 @@ pub fn exchange_api_enabled() -> bool {
 }
 
 /// Reads a type's exchange API, for the per-type cache; `framework` is the type's framework's
-/// rules, which the table's users need.
+/// rules, which the table's users need. The table must come in a capsule named
+/// [`DLPACK_EXCHANGE_API`], under `__dlpack_c_exchange_api__` or the 1.2 draft's
+/// `__c_dlpack_exchange_api__`. An address in a Python int (as the 1.2 draft had it) is never
+/// taken: pure Python code can write any int there (`class X: __c_dlpack_exchange_api__ = 8`),
+/// and following it would read whatever lies at that address as a table of functions. A
+/// capsule of that name can only be made by C code.
+///
+/// The result points to `kind` ([`ExchangeApi::describe`] checks objects against it): the
+/// caller keeps `kind` alive for as long as the result is used, as the per-type cache does
+/// for the process.
 pub(crate) fn lookup_exchange_api(
     kind: &Bound<'_, PyType>,
     framework: Option<&'static FrameworkRules>,
 ) -> PyResult<Option<ExchangeApi>> {
     let py = kind.py();
-    let header: *const DLPackExchangeAPIHeader =
-        match kind.getattr_opt(intern!(py, "__dlpack_c_exchange_api__"))? {
-            Some(capsule) => match capsule.cast::<PyCapsule>() {
-                Ok(capsule) => {
-                    // SAFETY: a live capsule; the name is checked by `PyCapsule_GetPointer`.
-                    let pointer = unsafe {
-                        ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPACK_EXCHANGE_API.as_ptr())
-                    };
-                    if pointer.is_null() {
-                        drop(PyErr::take(py));
-                        return Ok(None);
-                    }
-                    pointer.cast()
-                }
-                Err(_) => return Ok(None),
-            },
-            // The 1.2 draft: `__c_dlpack_exchange_api__` holding the address as an int.
-            None => match kind.getattr_opt(intern!(py, "__c_dlpack_exchange_api__"))? {
-                Some(address) => match address.extract::<usize>() {
-                    Ok(address) if address != 0 => {
-                        std::ptr::with_exposed_provenance::<DLPackExchangeAPIHeader>(address)
-                    }
-                    _ => return Ok(None),
-                },
-                None => return Ok(None),
-            },
-        };
-    let mut header = header;
+    let mut capsule = None;
+    for name in [
+        intern!(py, "__dlpack_c_exchange_api__"),
+        intern!(py, "__c_dlpack_exchange_api__"),
+    ] {
+        if let Some(found) = kind.getattr_opt(name)? {
+            capsule = Some(found);
+            break;
+        }
+    }
+    let Some(Ok(capsule)) = capsule.map(|found| found.cast_into::<PyCapsule>()) else {
+        return Ok(None);
+    };
+    // SAFETY: a live capsule; the name is checked by `PyCapsule_GetPointer`.
+    let pointer =
+        unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPACK_EXCHANGE_API.as_ptr()) };
+    if pointer.is_null() {
+        drop(PyErr::take(py));
+        return Ok(None);
+    }
+    let mut header: *const DLPackExchangeAPIHeader = pointer.cast();
     // Walk the chain to a table of major version 1 (bounded, against a cyclic chain).
     for _ in 0..16 {
         if header.is_null() {
@@ -314,7 +352,12 @@ pub(crate) fn lookup_exchange_api(
             if table.managed_tensor_from_py_object_no_sync.is_none() {
                 return Ok(None);
             }
-            return Ok(Some(ExchangeApi { table, framework }));
+            let kind = NonNull::new(kind.as_type_ptr()).expect("a live type");
+            return Ok(Some(ExchangeApi {
+                table,
+                kind,
+                framework,
+            }));
         }
         // SAFETY: as above; `prev_api` is in the stable header.
         header = unsafe { (*header).prev_api };

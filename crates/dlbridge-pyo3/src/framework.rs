@@ -44,11 +44,14 @@ struct Autograd {
     /// `stop_gradient`), taken from the class that defines it, so that no lookup searches the
     /// type on each call.
     tracked_attribute: Py<PyAny>,
-    /// The descriptor's C getter and its closure, called directly (without the descriptor's
-    /// own type check, which holds: the rules are only used for subclasses of the class that
-    /// defines it). `None` where the descriptor is not a getset descriptor, or its layout is
-    /// not readable (the limited API).
-    tracked_getter: Option<(ffi::getter, SendPointer)>,
+    /// The descriptor's C getter and its closure, called directly for instances of the type
+    /// the descriptor belongs to (its `d_type`, the third member), which the getter reads its
+    /// object as; any other object goes through the descriptor protocol, whose own check
+    /// refuses it. (The rules are found for subclasses of `sys.modules["torch"].Tensor`, which
+    /// Python code can replace with a class whose `requires_grad` is another type's getter.)
+    /// `None` where the descriptor is not a getset descriptor, or its layout is not readable
+    /// (the limited API).
+    tracked_getter: Option<(ffi::getter, SendPointer, SendPointer)>,
     /// The attribute's value for a tracked tensor (`requires_grad` True, `stop_gradient`
     /// False).
     tracked_when: bool,
@@ -58,33 +61,41 @@ struct Autograd {
     bump: VersionBump,
 }
 
-/// A C pointer held for the life of the process (a getset's closure).
+/// A C pointer held for the life of the process (a getset's closure, the type it belongs to).
 #[derive(Clone, Copy)]
 struct SendPointer(*mut std::ffi::c_void);
 
-// SAFETY: the pointer is only passed back to the C getter it belongs to, with the GIL held.
+// SAFETY: the pointer is only passed back to the C getter it belongs to, or compared with as a
+// type, with the GIL held.
 unsafe impl Send for SendPointer {}
 // SAFETY: as above.
 unsafe impl Sync for SendPointer {}
 
-/// The C getter behind `descriptor` (with its closure), if it is a getset descriptor.
-fn getter_of(descriptor: &Bound<'_, PyAny>) -> Option<(ffi::getter, SendPointer)> {
+/// The C getter behind `descriptor` (with its closure and the type it belongs to), if it is a
+/// getset descriptor.
+fn getter_of(descriptor: &Bound<'_, PyAny>) -> Option<(ffi::getter, SendPointer, SendPointer)> {
     #[cfg(not(Py_LIMITED_API))]
     {
         // SAFETY: comparing a live object's type with the interpreter's getset descriptor
         // type; reading its fields only once it is one, whose layout is
-        // `PyGetSetDescrObject`, alive as long as `descriptor` (held by the rules).
+        // `PyGetSetDescrObject`, alive as long as `descriptor` (held by the rules), which
+        // holds a reference to its type.
         unsafe {
             if ffi::Py_TYPE(descriptor.as_ptr()) != std::ptr::addr_of_mut!(ffi::PyGetSetDescr_Type)
             {
                 return None;
             }
-            let getset = (*descriptor.as_ptr().cast::<ffi::PyGetSetDescrObject>()).d_getset;
-            if getset.is_null() {
+            let descriptor = &*descriptor.as_ptr().cast::<ffi::PyGetSetDescrObject>();
+            let (getset, owner) = (descriptor.d_getset, descriptor.d_common.d_type);
+            if getset.is_null() || owner.is_null() {
                 return None;
             }
             let get = (*getset).get?;
-            Some((get, SendPointer((*getset).closure)))
+            Some((
+                get,
+                SendPointer((*getset).closure),
+                SendPointer(owner.cast()),
+            ))
         }
     }
     #[cfg(Py_LIMITED_API)]
@@ -245,14 +256,20 @@ impl FrameworkRules {
     #[inline]
     pub(crate) fn is_tracked(&self, object: &Bound<'_, PyAny>) -> PyResult<bool> {
         let py = object.py();
-        let value = match self.autograd.tracked_getter {
-            // SAFETY: the getset's own getter and closure, with an instance of a subclass of
-            // the class that defines it (the rules are found for such types only), the GIL
-            // held; the result is a new reference, owned here, or NULL with an exception set.
-            Some((get, closure)) => unsafe {
+        // SAFETY: a live object and the descriptor's live type (the descriptor, held by the
+        // rules, holds it), the GIL held; only the types are read.
+        let direct = self.autograd.tracked_getter.filter(|(_, _, owner)| unsafe {
+            ffi::PyObject_TypeCheck(object.as_ptr(), owner.0.cast()) != 0
+        });
+        let value = match direct {
+            // SAFETY: the getset's own getter and closure, with an instance of the type the
+            // descriptor belongs to (just checked), the GIL held; the result is a new
+            // reference, owned here, or NULL with an exception set.
+            Some((get, closure, _)) => unsafe {
                 Bound::from_owned_ptr_or_err(py, get(object.as_ptr(), closure.0))?
             },
-            // The descriptor protocol, where its getter cannot be read (the limited API).
+            // The descriptor protocol, where its getter cannot be read (the limited API) or
+            // the object is not of its type (refused there, with the descriptor's TypeError).
             None => self
                 .autograd
                 .tracked_attribute

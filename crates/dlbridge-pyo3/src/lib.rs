@@ -305,7 +305,7 @@ pub use produce::methods::{export_capsule, publish_dlpack_methods, ExportRequest
 pub use produce::publish_dlpack;
 pub use produce::returning::{return_like, IntoTensor, TensorProducer};
 pub use pyo3;
-pub use work_stream::{ConsumerStream, WorkStream, WorkStreamSource};
+pub use work_stream::{ConsumerStream, StreamHandle, WorkStream, WorkStreamSource};
 pub use writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
 
 /// The crate's README (its crates.io page), whose example is compiled as a doc test.

@@ -25,7 +25,7 @@ use pyo3::types::{PyCapsule, PyType};
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyByteArray;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }
@@ -61,7 +61,7 @@ pub const WRITABILITY_ATTRIBUTE: &str = "__dlbridge_writability__";
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }
@@ -92,8 +92,10 @@ pub const WRITABILITY_CAPSULE: &CStr = c"dlbridge_writability_v1";
 
 /// `int hook(PyObject *object, uint32_t *out_writability)`: writes whether `object`'s tensor
 /// may be written (0: writable, 1: flagged READ_ONLY, 2: unknown, a legacy import; the codes
-/// of [`dlbridge::Writability`]) and returns 0, or returns -1 with a Python exception set.
-/// Called with the GIL held; never allocates.
+/// of [`dlbridge::Writability`]) and returns 0, or returns -1 with a Python exception set:
+/// for an object that is not an instance of the publishing class too (a capsule may be copied
+/// onto another class by Python code, so the hook checks). Called with the GIL held; never
+/// allocates.
 ///
 /// Read from a published class (here `Image`, the class of
 /// [`TensorClass`](crate::TensorClass)'s example) and asked about one of its instances:
@@ -104,7 +106,7 @@ pub const WRITABILITY_CAPSULE: &CStr = c"dlbridge_writability_v1";
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }
@@ -187,8 +189,10 @@ pub(crate) fn writability_hook(kind: &Bound<'_, PyType>) -> PyResult<Option<Writ
 ///
 /// # Safety
 ///
-/// `hook` must be the hook published by `object`'s type (or a base of it): the hook reads
-/// `object` as an instance of the publishing class.
+/// `hook` must be a [`WritabilityHook`] from a capsule named [`WRITABILITY_CAPSULE`] (found on
+/// `object`'s type): the name's contract is the signature and that the hook checks its object's
+/// type itself (every build of dlbridge-pyo3 publishes `writability_of::<T>`, which refuses an
+/// object that is not a `T` with `TypeError`), so any live object may be asked about.
 pub(crate) unsafe fn ask(
     hook: WritabilityHook,
     object: &Bound<'_, PyAny>,

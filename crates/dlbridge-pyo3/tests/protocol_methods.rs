@@ -157,7 +157,7 @@ fn python_subclasses_inherit_the_methods() {
 /// A class whose user code panics: `tensor()` always, `new_instance` always. No panic may
 /// cross into Python or C: each entry point raises instead, and a tensor handed over is
 /// still released once.
-#[pyclass]
+#[pyclass(frozen)]
 struct Faulty;
 
 impl TensorClass for Faulty {

@@ -18,7 +18,9 @@ use crate::tensor::Tensor;
 /// Imports any DLPack producer or capsule as a `dlbridge.Tensor`. `stream`: None asks the
 /// producer for its current work stream (nothing to synchronise), -1 for no synchronisation,
 /// another int is a stream handle of the protocol (CUDA: 1 legacy default, 2 per-thread
-/// default, or a `cudaStream_t`).
+/// default, or a `cudaStream_t`). As the protocol has it, a handle is trusted, not checked:
+/// it must be a live stream of the tensor's device, kept alive as long as the tensor (or a
+/// re-export of it) is used; an int that is not one is undefined behaviour in the driver.
 #[pyfunction]
 #[pyo3(signature = (x, /, *, device=None, copy=None, stream=None))]
 pub(crate) fn from_dlpack(
@@ -35,7 +37,12 @@ pub(crate) fn from_dlpack(
     };
     let mut options = ImportOptions::default().with_device(device).with_copy(copy);
     if let Some(stream) = stream {
-        options = options.with_stream(ConsumerStream::from_dlpack_value(stream)?);
+        // SAFETY: by the DLPack protocol (the array API standard's `from_dlpack(x, stream=...)`),
+        // the caller's stream integer is a live stream of the tensor's device that the caller
+        // owns and keeps alive as long as the imported tensor (or a share of it) can be
+        // exported; Python code can pass any int, which no library can check (as with
+        // PyTorch's own `__dlpack__(stream=...)`).
+        options = options.with_stream(unsafe { ConsumerStream::from_dlpack_value(stream) }?);
     }
     Ok(Tensor::new(import(x, &options)?))
 }
@@ -51,7 +58,10 @@ pub(crate) fn import_options(
         None => None,
     };
     let stream = match stream {
-        Some(stream) => ConsumerStream::from_dlpack_value(stream)?,
+        // SAFETY: as in `from_dlpack`: by the DLPack protocol the caller's stream integer is a
+        // live stream of the tensor's device it owns and keeps alive as long as the imported
+        // tensor can be exported (`explain` releases it at once); no library can check it.
+        Some(stream) => unsafe { ConsumerStream::from_dlpack_value(stream) }?,
         None => ConsumerStream::default(),
     };
     Ok(ImportOptions::default()

@@ -12,10 +12,13 @@ use crate::dtype::DataType;
 ///
 /// # Safety
 ///
-/// `size_of::<Self>()` bytes must hold exactly one element of `DTYPE`, in native byte order,
-/// and every bit pattern of that size must be a valid `Self`, unless
-/// [`Element::HAS_INVALID_BIT_PATTERNS`] is `true` and [`Element::is_valid_bit_pattern`]
-/// rejects exactly the invalid ones.
+/// `DTYPE` must be a whole-byte data type of exactly `size_of::<Self>()` bytes
+/// (`DTYPE.size_in_bytes() == Some(size_of::<Self>())`: never a sub-byte type, whose
+/// elements share bytes; typed access refuses such an implementation with
+/// [`crate::Error::ElementSize`]), those bytes must hold one element of `DTYPE` in native byte
+/// order, `Self` must have no padding bytes (its bytes are read back as `u8`), and every bit
+/// pattern of that size must be a valid `Self`, unless [`Element::HAS_INVALID_BIT_PATTERNS`]
+/// is `true` and [`Element::is_valid_bit_pattern`] rejects exactly the invalid ones.
 ///
 /// ```
 /// use dlbridge::{DataType, Element};

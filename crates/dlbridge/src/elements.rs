@@ -5,12 +5,14 @@
 //! Validation vouches for the layout (V1 to V8, in the `validate` module). What only a typed
 //! access can know is checked here, at every access, before any reference is made:
 //!
-//! - the device is host-readable, the data type is `T::DTYPE`, and the first element is
-//!   aligned for `T` (`TensorView::first_element`);
+//! - `T::DTYPE` is a whole-byte type of `size_of::<T>()` bytes, the device is host-readable,
+//!   the data type is `T::DTYPE`, and the first element is aligned for `T`
+//!   (`TensorView::first_element`);
 //! - for a type with invalid bit patterns (`bool`), every element reached holds a valid one
 //!   (`checked_slice`, `Elements::check_bit_patterns`);
-//! - for mutable access, the tensor is writable ([`Writability::Writable`]) and no two indices
-//!   reach the same element (`TensorView::check_writable`).
+//! - for mutable access, the handle is the only way Rust code reaches the memory
+//!   ([`ManagedTensor::is_exclusive`]), the tensor is writable ([`Writability::Writable`]) and
+//!   no two indices reach the same element (`ManagedTensor::view_for_writing`).
 //!
 //! `Offsets`, the row-major walk over a layout's element offsets, serves the iterators here and
 //! the compact copy of `export`.
@@ -30,6 +32,14 @@ impl<'a> TensorView<'a> {
     /// The first element as a typed pointer, after the checks every typed access needs:
     /// host-readable device, matching data type, alignment. Dangling for an empty tensor.
     pub(crate) fn first_element<T: Element>(&self) -> Result<NonNull<T>> {
+        // A whole-byte type of `T`'s size: V7 and V8 speak of such types only (constant for a
+        // given `T`, so the check costs nothing for the crate's own element types).
+        if T::DTYPE.size_in_bytes() != Some(size_of::<T>()) {
+            return Err(Error::ElementSize {
+                dtype: T::DTYPE,
+                size: size_of::<T>(),
+            });
+        }
         let device = self.device();
         if !device.is_host_readable() {
             return Err(Error::NotHostReadable { device });
@@ -147,10 +157,10 @@ impl<'a> TensorView<'a> {
 
 impl ManagedTensor {
     /// The elements as a mutable slice in row-major order (see [`TensorView::as_slice`]);
-    /// refused for a read-only tensor.
+    /// refused for a read-only tensor and for a share whose memory another handle can still
+    /// read ([`ManagedTensor::is_exclusive`]).
     pub fn as_mut_slice<T: Element>(&mut self) -> Result<&mut [T]> {
-        let view = self.view();
-        view.check_writable()?;
+        let view = self.view_for_writing()?;
         let len = view.as_slice::<T>()?.len();
         // Made from the raw data pointer, never from the shared slice above.
         let first = view.first_element::<T>()?;
@@ -162,8 +172,7 @@ impl ManagedTensor {
 
     /// The elements as a mutable slice in memory order, for a C- or F-contiguous layout.
     pub fn as_mut_slice_memory_order<T: Element>(&mut self) -> Result<&mut [T]> {
-        let view = self.view();
-        view.check_writable()?;
+        let view = self.view_for_writing()?;
         let len = view.as_slice_memory_order::<T>()?.len();
         let first = view.first_element::<T>()?;
         // SAFETY: as in `as_mut_slice`.
@@ -182,8 +191,10 @@ impl ManagedTensor {
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     pub fn elements_mut<T: Element>(&mut self) -> Result<ElementsMut<'_, T>> {
-        // SAFETY: `&mut self` gives exclusive access for the borrow.
-        unsafe { ElementsMut::new(self.view()) }
+        let view = self.view_for_writing()?;
+        // SAFETY: `&mut self` gives exclusive access for the borrow, and no other handle can
+        // reach the memory (`view_for_writing`).
+        unsafe { ElementsMut::new(view) }
     }
 }
 
@@ -404,9 +415,9 @@ impl<'a, T: Element> ElementsMut<'a, T> {
     ///
     /// # Safety
     ///
-    /// The caller must hold exclusive access to the tensor for `'a`.
+    /// The caller must hold exclusive access to the tensor's memory for `'a`, and have checked
+    /// `view` writable (`ManagedTensor::view_for_writing`).
     pub(crate) unsafe fn new(view: TensorView<'a>) -> Result<Self> {
-        view.check_writable()?;
         Ok(ElementsMut {
             elements: view.elements::<T>()?,
             _unique: PhantomData,

@@ -147,6 +147,15 @@ pub enum Error {
         /// The tensor's data type.
         actual: DataType,
     },
+    /// The Rust element type's [`crate::Element::DTYPE`] is not a whole-byte data type of
+    /// `size_of::<T>()` bytes (an `Element` implemented for a sub-byte type, say): typed access
+    /// would not know where each element is.
+    ElementSize {
+        /// The element type's data type.
+        dtype: DataType,
+        /// `size_of` of the Rust type.
+        size: usize,
+    },
     /// A slice was asked for but the tensor is not contiguous in the required order.
     NotContiguous {
         /// `"C"` (row-major) or `"C or F"`.
@@ -164,6 +173,25 @@ pub enum Error {
     /// Mutable access to a legacy tensor, whose producer cannot say whether its memory may be
     /// written (see [`crate::Writability::Unknown`]).
     WritabilityUnknown,
+    /// Mutable access to a tensor whose memory another handle can still read: a share
+    /// ([`crate::ManagedTensor::share_versioned`]) of an `Arc` that had other owners, or a
+    /// tensor marked so ([`crate::ManagedTensor::mark_shared`]). Two
+    /// `&mut [T]` (or a `&mut [T]` beside a `&[T]`) over one memory would be undefined
+    /// behaviour, so such a share only hands out shared access; its DLPack flags are not
+    /// changed (foreign consumers share memory as C code does).
+    SharedMemory,
+    /// A change of the device the data is taken to live on that would let the CPU read
+    /// memory it could not read before (or move the tensor between device memories):
+    /// [`crate::ManagedTensor::set_device`] only relabels host memory as another host memory.
+    DeviceChange {
+        /// The device the data is taken to live on now.
+        from: Device,
+        /// The device asked for.
+        to: Device,
+    },
+    /// IS_COPIED was asked of an export whose memory other owners still share (an `Arc<[T]>`
+    /// with other clones): the flag tells a consumer that the memory is its own.
+    CopiedFlagOnSharedMemory,
     /// Mutable access to a layout in which two indices reach the same element.
     OverlappingLayout {
         /// The tensor's shape.
@@ -369,6 +397,11 @@ impl fmt::Display for Error {
                 f,
                 "DLTensor.dtype = {actual}, but elements of type {requested} were requested"
             ),
+            Error::ElementSize { dtype, size } => write!(
+                f,
+                "Element::DTYPE = {dtype} of a Rust type of {size} bytes: typed access needs a \
+                 whole-byte data type of exactly the Rust type's size"
+            ),
             Error::NotContiguous {
                 order,
                 shape,
@@ -388,6 +421,25 @@ impl fmt::Display for Error {
                 "the tensor came in a legacy DLManagedTensor, which has no flags to say whether \
                  its memory may be written, so it is read-only (ManagedTensor::\
                  assume_legacy_writable vouches for a producer known to allow writes)",
+            ),
+            Error::SharedMemory => f.write_str(
+                "this tensor's memory can still be read through another handle (a share of an \
+                 Arc<ManagedTensor> that had other owners, or a tensor imported from a Python \
+                 object, whose memory other objects share), so it hands out shared access \
+                 only; write into a copy (TensorView::to_compact_copy), share an Arc nobody \
+                 else holds, or, in a Python extension, take the argument as a TensorArgMut",
+            ),
+            Error::DeviceChange { from, to } => write!(
+                f,
+                "DLTensor.device = {from} cannot be taken to be {to}: only host memories (CPU, \
+                 CUDAHost, ROCMHost, CUDAManaged) may be relabelled as one another, since any \
+                 other change could let the CPU read memory it cannot \
+                 (ManagedTensor::set_device_unchecked is the unsafe way for a caller who knows)"
+            ),
+            Error::CopiedFlagOnSharedMemory => f.write_str(
+                "flags: IS_COPIED was asked for memory that other owners still share (an \
+                 Arc<[T]> with other clones), but it tells a consumer that the memory is its \
+                 own; export a copy, or leave the flag off",
             ),
             Error::OverlappingLayout { shape, strides } => write!(
                 f,

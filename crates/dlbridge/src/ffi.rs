@@ -16,6 +16,33 @@
 //! Nothing in this module is safe to dereference on its own: the safe entry points are
 //! [`crate::ManagedTensor`] (import), [`crate::TensorView`] (borrowed access) and
 //! [`crate::Export`] (export).
+//!
+//! # The C names in Rust
+//!
+//! | `dlpack.h` | here | crate vocabulary |
+//! |---|---|---|
+//! | `DLTensor`, `DLManagedTensor`, `DLManagedTensorVersioned` | the same names | [`crate::TensorView`], [`crate::ManagedTensor`] hold them |
+//! | `DLDevice { device_type, device_id }` | [`DLDevice`] | [`crate::Device`] (the same type) |
+//! | `DLDeviceType`, `kDLCPU`, `kDLCUDA`, ... | [`DLDeviceType`]; [`kDLCPU`], [`kDLCUDA`], ... | [`crate::DeviceType::CPU`], [`crate::DeviceType::CUDA`], ... |
+//! | `DLDataType { code, bits, lanes }` | [`DLDataType`] | [`crate::DataType`], with [`crate::DataType::FLOAT32`] and friends |
+//! | `DLDataTypeCode`, `kDLInt`, `kDLFloat`, ... | [`DLDataTypeCode`]; [`kDLInt`], [`kDLFloat`], ... | [`crate::DataTypeCode::INT`], [`crate::DataTypeCode::FLOAT`], ... |
+//! | `DLPackVersion`, `DLPACK_MAJOR_VERSION` | [`DLPackVersion`], [`DLPACK_MAJOR_VERSION`] | [`crate::Version`] |
+//! | `DLPACK_FLAG_BITMASK_READ_ONLY`, ... | the same names (`u64`) | [`crate::Flags::READ_ONLY`], ... |
+//!
+//! C's enums are Rust newtypes over the integer, never Rust enums, because a producer may
+//! send a value this crate does not know; so an enumerator is an associated constant
+//! (`DLDeviceType::CPU`), not a variant, and `DLDeviceType::kDLCPU` does not exist. The
+//! `kDL*` constants of this module spell every enumerator as `dlpack.h` does, for code
+//! ported from C:
+//!
+//! ```
+//! use dlbridge::ffi::{self, DLDevice, DLDataType};
+//! let device = DLDevice { device_type: ffi::kDLCUDA, device_id: 0 };
+//! assert_eq!(device, dlbridge::Device::new(dlbridge::DeviceType::CUDA, 0));
+//! let dtype = DLDataType { code: ffi::kDLFloat, bits: 32, lanes: 1 };
+//! assert_eq!(dtype, dlbridge::DataType::FLOAT32);
+//! assert_eq!(ffi::kDLCUDAHost.0, 3); // the integer itself
+//! ```
 
 use std::ffi::{c_char, c_int, c_void};
 
@@ -26,6 +53,58 @@ pub use crate::flags::{
     DLPACK_FLAG_BITMASK_READ_ONLY,
 };
 pub use crate::version::{Version as DLPackVersion, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+
+/// Defines `kDL*` constants with the names of `dlpack.h`'s enumerators.
+macro_rules! c_enumerators {
+    ($ty:ident: $($c_name:ident = $rust_name:ident,)*) => {
+        $(
+            #[doc = concat!("`", stringify!($c_name), "` of `dlpack.h`: [`", stringify!($ty),
+                "::", stringify!($rust_name), "`].")]
+            #[allow(non_upper_case_globals)]
+            pub const $c_name: $ty = $ty::$rust_name;
+        )*
+    };
+}
+
+c_enumerators! { DLDeviceType:
+    kDLCPU = CPU,
+    kDLCUDA = CUDA,
+    kDLCUDAHost = CUDA_HOST,
+    kDLOpenCL = OPENCL,
+    kDLVulkan = VULKAN,
+    kDLMetal = METAL,
+    kDLVPI = VPI,
+    kDLROCM = ROCM,
+    kDLROCMHost = ROCM_HOST,
+    kDLExtDev = EXT_DEV,
+    kDLCUDAManaged = CUDA_MANAGED,
+    kDLOneAPI = ONE_API,
+    kDLWebGPU = WEBGPU,
+    kDLHexagon = HEXAGON,
+    kDLMAIA = MAIA,
+    kDLTrn = TRN,
+}
+
+c_enumerators! { DLDataTypeCode:
+    kDLInt = INT,
+    kDLUInt = UINT,
+    kDLFloat = FLOAT,
+    kDLOpaqueHandle = OPAQUE_HANDLE,
+    kDLBfloat = BFLOAT,
+    kDLComplex = COMPLEX,
+    kDLBool = BOOL,
+    kDLFloat8_e3m4 = FLOAT8_E3M4,
+    kDLFloat8_e4m3 = FLOAT8_E4M3,
+    kDLFloat8_e4m3b11fnuz = FLOAT8_E4M3B11FNUZ,
+    kDLFloat8_e4m3fn = FLOAT8_E4M3FN,
+    kDLFloat8_e4m3fnuz = FLOAT8_E4M3FNUZ,
+    kDLFloat8_e5m2 = FLOAT8_E5M2,
+    kDLFloat8_e5m2fnuz = FLOAT8_E5M2FNUZ,
+    kDLFloat8_e8m0fnu = FLOAT8_E8M0FNU,
+    kDLFloat6_e2m3fn = FLOAT6_E2M3FN,
+    kDLFloat6_e3m2fn = FLOAT6_E3M2FN,
+    kDLFloat4_e2m1fn = FLOAT4_E2M1FN,
+}
 
 /// `DLTensor`: a plain tensor descriptor that does not manage memory.
 ///

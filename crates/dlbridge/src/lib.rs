@@ -2,7 +2,163 @@
 //!
 //! [DLPack](https://dmlc.github.io/dlpack/latest/) is the in-memory tensor standard that
 //! NumPy, PyTorch, JAX, TensorFlow, CuPy and others use to share tensors without copying.
-//! This crate is its core for Rust, with no Python dependency:
+//! This crate is its core for Rust, with no Python dependency: hand Rust memory to any DLPack
+//! consumer, take a tensor from any producer, and read or write it through checked, typed,
+//! zero-copy views, from safe code that cannot reach undefined behaviour (see [the safety
+//! model](#safety-model)). For Python extensions written with PyO3, see `dlbridge-pyo3`.
+//!
+//! # Tasks
+//!
+//! ## Export a `Vec` to C
+//!
+//! [`Export`] turns a `Vec<T>`, `Box<[T]>` or `Arc<[T]>` (or memory any owner keeps alive:
+//! [`Export::from_raw_parts`]) into a [`ManagedTensor`] in one heap allocation, without copying
+//! the data. [`ManagedTensor::into_raw_versioned`] gives up the `DLManagedTensorVersioned*` a
+//! DLPack 1.x consumer takes ([`ManagedTensor::into_raw_legacy`]: the pre-1.0
+//! `DLManagedTensor*`); the consumer calls its `deleter` once, from any thread, which drops the
+//! `Vec`.
+//!
+//! ```
+//! use dlbridge::Export;
+//! # unsafe extern "C" fn consume(tensor: *mut dlbridge::ffi::DLManagedTensorVersioned) {
+//! #     unsafe { (*tensor).deleter.unwrap()(tensor) }
+//! # }
+//! // A C function of some library: `void consume(DLManagedTensorVersioned *tensor);`
+//! // unsafe extern "C" { fn consume(tensor: *mut dlbridge::ffi::DLManagedTensorVersioned); }
+//!
+//! let tensor = Export::new(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).into_versioned()?;
+//! let raw = tensor.into_raw_versioned()?;
+//! // SAFETY: `consume` takes ownership of a live tensor and calls its deleter once.
+//! unsafe { consume(raw) };
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
+//!
+//! Strides ([`Export::strides`], in elements, negative allowed) and [`Export::read_only`] shape
+//! the export; a shared `Arc<[T]>` goes out read-only by itself.
+//!
+//! ## Import from C
+//!
+//! Taking a pointer from C is the one `unsafe` step: [`ManagedTensor::from_raw_versioned`]
+//! (or [`ManagedTensor::from_raw_legacy`], [`ManagedTensor::from_raw`]) validates the
+//! descriptor and owns the tensor from then on, calling its deleter exactly once on drop, or
+//! at once if the descriptor is refused. Everything after is safe and checked:
+//! [`TensorView::as_slice`] for a compact tensor, [`TensorView::elements`] for any strides,
+//! [`ManagedTensor::as_mut_slice`] and [`ManagedTensor::elements_mut`] to write.
+//!
+//! ```
+//! use dlbridge::{DataType, Export, ManagedTensor};
+//! # fn make_tensor() -> *mut dlbridge::ffi::DLManagedTensorVersioned {
+//! #     Export::new(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).into_versioned().unwrap()
+//! #         .into_raw_versioned().unwrap()
+//! # }
+//! // `DLManagedTensorVersioned *make_tensor(void);` in some C library.
+//! let raw = make_tensor();
+//! // SAFETY: `make_tensor` hands over a live tensor, which nothing else uses from now on.
+//! let mut tensor = unsafe { ManagedTensor::from_raw_versioned(raw) }?;
+//! let view = tensor.view();
+//! assert_eq!((view.dtype(), view.shape()), (DataType::FLOAT32, &[2i64, 3][..]));
+//! assert_eq!(view.as_slice::<f32>()?, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+//! assert_eq!(view.elements::<f32>()?.get(&[1, 0]), Some(&4.0));
+//! tensor.as_mut_slice::<f32>()?[0] = 10.0; // refused if the producer flagged it read-only
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
+//!
+//! A borrowed `DLTensor` (as the C exchange API's `dltensor_from_py_object_no_sync` fills
+//! it) is viewed without ownership by [`TensorView::from_dltensor`]. The `repr(C)` structs and
+//! every `kDL*` name of `dlpack.h` are in [`ffi`]; the enums are newtypes there
+//! (`ffi::DLDeviceType::CPU`, or the alias `ffi::kDLCPU`).
+//!
+//! ## View a tensor as an `ndarray` array, and export one
+//!
+//! With the `ndarray` feature: `TensorView::as_array::<T>()` (an `ArrayViewD`, any strides),
+//! `TensorView::as_array_dim::<T, Ix2>()` (a fixed number of dimensions),
+//! `ManagedTensor::as_array_mut::<T>()` (writing), and `ManagedTensor::from_array(array)` /
+//! `ManagedTensor::from_arc_array(array)` to export an array without copying it.
+//!
+//! ```
+//! # #[cfg(feature = "ndarray")]
+//! # {
+//! use dlbridge::ManagedTensor;
+//! use ndarray::{array, Ix2};
+//!
+//! let mut tensor = ManagedTensor::from_array(array![[1.0f64, 2.0], [3.0, 4.0]])?;
+//! let matrix = tensor.view().as_array_dim::<f64, Ix2>()?;
+//! assert_eq!(matrix.t()[[0, 1]], 3.0);
+//! tensor.as_array_mut::<f64>()?.mapv_inplace(|x| x * 2.0);
+//! assert_eq!(tensor.view().as_slice::<f64>()?, &[2.0, 4.0, 6.0, 8.0]);
+//! # }
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
+//!
+//! ## Handle errors
+//!
+//! Every refusal is an [`Error`] naming the field and the value
+//! (`DLTensor.shape[1] = -3: extents must not be negative`). It is `#[non_exhaustive]`: match
+//! the variants you handle and end with a `_` arm.
+//!
+//! ```
+//! use dlbridge::{Error, Export};
+//! let tensor = Export::new(vec![1u8, 2, 3], &[3]).read_only(true).into_versioned()?;
+//! match tensor.into_raw_legacy() {
+//!     Ok(_) => unreachable!("a legacy tensor cannot say it is read-only"),
+//!     Err(Error::ReadOnlyLegacyExport) => { /* export it versioned instead */ }
+//!     Err(other) => return Err(other),
+//! }
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
+//!
+//! # Safety model
+//!
+//! **What is `unsafe`, and why.** Only what a library cannot check: that a pointer from outside
+//! is what it claims to be, and promises about memory the crate did not allocate.
+//! Taking a raw tensor ([`ManagedTensor::from_raw`] and its siblings,
+//! [`ManagedTensor::try_from_raw`], [`TensorView::from_dltensor`], [`RawManagedTensor::delete`]);
+//! exporting memory an arbitrary owner keeps alive ([`Export::from_raw_parts`],
+//! [`ManagedTensor::export_view`], `ManagedTensor::from_array_view` with `ndarray`);
+//! vouching for what the descriptor cannot say ([`ManagedTensor::assume_legacy_writable`],
+//! [`ManagedTensor::set_device_unchecked`], [`ManagedTensor::set_ready_stream`]); writing
+//! through a borrowed descriptor (`TensorView::as_array_mut_unchecked` with `ndarray`); stream
+//! operations on device memory (`cuda::copy_to_host`, `cuda::wait_for_stream` with `cudarc`);
+//! and implementing [`Element`], an `unsafe trait`. Each has a `# Safety` section.
+//!
+//! **What import validates** (once, before any field is used; the guarantees V1 to V9 of the
+//! `validate` module): the major version (only the stable prefix is read otherwise), `ndim`
+//! (0 to [`MAX_NDIM`]), non-NULL shape and strides where required, non-negative extents whose
+//! product fits, a data type the header allows, non-NULL data for a tensor with elements,
+//! strides whose offsets cannot overflow, a span of at most `isize::MAX` bytes, and host
+//! addresses that do not wrap. A refused tensor is released once; the error names the field.
+//!
+//! **What typed access checks**, every time, before a reference exists: the device is host
+//! memory ([`Device::is_host_readable`]), the data type is `T`'s, the first element is aligned,
+//! every `bool` is 0 or 1; a slice needs a contiguous layout. To write, also: the producer
+//! allows writes ([`Writability`]: flagged READ_ONLY, or a legacy tensor that cannot say, is
+//! refused), no two indices reach one element, and this handle is the only way Rust reaches
+//! the memory ([`ManagedTensor::is_exclusive`]: a share of an `Arc` that others still hold
+//! reads only).
+//!
+//! **What the types guarantee.** Views, slices and element iterators borrow the tensor, so
+//! they cannot outlive it, and writing takes `&mut ManagedTensor`, so no shared view lives
+//! beside a mutable one. [`ManagedTensor`] is `Send` and `Sync` (DLPack lets any thread
+//! release a tensor; shared access only reads); exported owners must be `Send + 'static`,
+//! since their deleter may run on any thread; a panic in an owner's `Drop` never unwinds into
+//! C. Setters cannot make memory readable that was not: [`ManagedTensor::set_device`] only
+//! relabels host memory as host memory.
+//!
+//! **What no library can check**: that the allocation is as large as the descriptor says; that
+//! the producer's promises hold (memory readable, and writable unless flagged read-only, for as
+//! long as the tensor lives; a deleter that releases once); that foreign code does not write
+//! the memory while a Rust reference to it lives (the `# Safety` contract of every import);
+//! that device work on the memory has finished ([`ManagedTensor::ready_stream`]). These are
+//! the caller's side of the `unsafe` import.
+//!
+//! Every safe public function, and why it cannot reach undefined behaviour, is listed in the
+//! repository's
+//! [SOUNDNESS.md](https://github.com/dlbridge/dlbridge/blob/main/SOUNDNESS.md); every
+//! malformed input met so far, with the error it gets, in
+//! [ROBUSTNESS.md](https://github.com/dlbridge/dlbridge/blob/main/ROBUSTNESS.md#hostile-input).
+//! Miri runs the test suite under Stacked and Tree Borrows (`make miri`).
+//!
+//! # What is here
 //!
 //! - [`ffi`]: the complete C ABI of `dlpack.h` 1.3, checked against the real header;
 //! - vocabulary types: [`Version`], [`Device`]/[`DeviceType`], [`DataType`]/[`DataTypeCode`],
@@ -23,26 +179,12 @@
 //! - [`Export`]: Rust memory (`Vec`, `Box<[T]>`, `Arc<[T]>`, any owner) as a managed tensor in
 //!   one heap allocation, aligned as that memory is; the crate's own allocations
 //!   ([`ManagedTensor::zeros`], [`TensorView::to_compact_copy`]) are 64-byte aligned, as TVM's
-//!   `from_dlpack` requires;
+//!   `from_dlpack` requires; [`ManagedTensor::share_versioned`] re-exports a tensor without a
+//!   copy;
 //! - with the `ndarray` feature, zero-copy conversion to and from `ndarray` arrays;
-//! - with the `cudarc` feature, [`cuda`]: cudarc device buffers exported as CUDA tensors whose
-//!   deleter frees them, and CUDA tensors seen as cudarc views that never free what they see.
-//!
-//! ```
-//! use dlbridge::{DataType, Export, ManagedTensor};
-//!
-//! // Export a Rust vector as a 2x3 DLPack tensor...
-//! let tensor = Export::new(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).into_versioned()?;
-//! let raw = tensor.into_raw().versioned().unwrap(); // a DLManagedTensorVersioned*
-//!
-//! // ...and import it back, as a consumer would.
-//! let imported = unsafe { ManagedTensor::from_raw_versioned(raw) }?;
-//! let view = imported.view();
-//! assert_eq!(view.dtype(), DataType::FLOAT32);
-//! assert_eq!(view.shape(), &[2, 3]);
-//! assert_eq!(view.elements::<f32>()?.get(&[1, 0]), Some(&4.0));
-//! # Ok::<(), dlbridge::Error>(())
-//! ```
+//! - with the `cudarc` feature, the `cuda` module: cudarc device buffers exported as CUDA
+//!   tensors whose deleter frees them, and CUDA tensors seen as cudarc views that never free
+//!   what they see.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -78,6 +220,10 @@ mod ndarray;
 #[cfg(feature = "cudarc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
 pub mod cuda;
+
+// Compile-fail doc tests of the lifetimes and bounds the safety model relies on.
+#[cfg(doctest)]
+mod compile_fail_checks;
 
 pub use device::{Device, DeviceType};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};

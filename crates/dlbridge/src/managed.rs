@@ -122,6 +122,10 @@ pub struct ManagedTensor {
     implicit_strides: Option<Box<[i64]>>,
     /// The device stream the data is ready on, where known ([`ManagedTensor::ready_stream`]).
     ready_stream: Option<usize>,
+    /// Whether this handle alone gives Rust code access to the memory, so that `&mut self`
+    /// may hand out `&mut [T]`: false for a share of an `Arc` that had other owners
+    /// ([`ManagedTensor::is_exclusive`]).
+    exclusive: bool,
 }
 
 // SAFETY: DLPack allows the deleter to run on any thread and the data to be used from any
@@ -141,10 +145,16 @@ impl ManagedTensor {
     /// # Safety
     ///
     /// `ptr` must be NULL or a live `DLManagedTensorVersioned` that the caller owns (its
-    /// deleter not yet called) and does not use afterwards. Its `shape` and `strides`, when
-    /// not NULL, must point to `ndim` values, and for a host-readable device the data must be
-    /// readable (and writable unless flagged read-only) wherever the layout reaches, for as
-    /// long as the tensor lives.
+    /// deleter not yet called) and does not use afterwards; its deleter, if any, must accept
+    /// being called once from any thread. Its `shape` and `strides`, when not NULL, must point
+    /// to `ndim` values, and the descriptor (the struct and those arrays) must stay unchanged
+    /// for as long as the tensor lives: it is validated once and read again by every view.
+    /// For a host-readable device the data must be readable (and writable unless flagged
+    /// read-only) wherever the layout reaches, for as long as the tensor lives; on another
+    /// device it must be that device's memory (device views hand it to the device's driver). While a reference the tensor hands out lives (a `&[T]` from a
+    /// view, a `&mut [T]` from [`ManagedTensor::as_mut_slice`]), nothing outside this crate
+    /// may write the elements it covers, nor, for a `&mut [T]`, read them: Rust's aliasing
+    /// rules, which no consumer can check for memory a producer shares.
     #[inline]
     pub unsafe fn from_raw_versioned(ptr: *mut DLManagedTensorVersioned) -> Result<Self> {
         // SAFETY: forwarded.
@@ -258,6 +268,7 @@ impl ManagedTensor {
             device: unsafe { dl_tensor_of(owned).device },
             implicit_strides: None,
             ready_stream: None,
+            exclusive: true,
         };
         if validated.strides_missing {
             let (dl_tensor, _, _) = tensor.parts();
@@ -319,13 +330,127 @@ impl ManagedTensor {
     /// Corrects the device the data is taken to live on, when the producer knows better than
     /// its descriptor: PyTorch reports pinned memory as CUDAHost in `__dlpack_device__` but
     /// writes CPU into the tensor. The layout is validated again for the new device.
+    ///
+    /// Only host memory may be relabelled, as another host memory (CPU, CUDAHost, ROCMHost,
+    /// CUDAManaged: [`Device::is_host_readable`]), or a device as itself: memory the CPU can
+    /// read stays memory the CPU can read. Any other change could make typed access read a
+    /// device address ([`Error::DeviceChange`]); a caller who knows where the memory is uses
+    /// [`ManagedTensor::set_device_unchecked`].
+    ///
+    /// ```
+    /// use dlbridge::{DataType, Device, DeviceType, Error, ManagedTensor};
+    /// let mut tensor = ManagedTensor::zeros(DataType::FLOAT32, &[2])?;
+    /// let pinned = Device::new(DeviceType::CUDA_HOST, 0);
+    /// tensor.set_device(pinned)?; // host memory as host memory
+    /// assert_eq!(tensor.view().device(), pinned);
+    /// let gpu = Device::new(DeviceType::CUDA, 0);
+    /// assert!(matches!(tensor.set_device(gpu), Err(Error::DeviceChange { .. })));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     pub fn set_device(&mut self, device: Device) -> Result<()> {
+        if device == self.device {
+            return Ok(());
+        }
+        if !(self.device.is_host_readable() && device.is_host_readable()) {
+            return Err(Error::DeviceChange {
+                from: self.device,
+                to: device,
+            });
+        }
+        // SAFETY: both devices are host memory, so the contract of the entry point (memory of
+        // a host-readable device is readable, and writable unless read-only, by the CPU) holds
+        // for the new one as for the old.
+        unsafe { self.set_device_unchecked(device) }
+    }
+
+    /// Sets the device the data is taken to live on, whatever it was, and validates the layout
+    /// again for it (an address range that wraps is refused for host memory).
+    ///
+    /// # Safety
+    ///
+    /// The memory must really be on `device`: when `device` is host-readable
+    /// ([`Device::is_host_readable`]), the CPU must be able to read it (and write it, unless
+    /// the tensor is read-only) wherever the layout reaches, for as long as the tensor lives,
+    /// since typed access dereferences it; on another device it must be that device's memory,
+    /// as device views (the `cudarc` feature) hand it to that device's driver.
+    pub unsafe fn set_device_unchecked(&mut self, device: Device) -> Result<()> {
         let (tensor, version, flags) = self.parts();
         // SAFETY: V2 and V3: validated on construction, so shape and strides, when not NULL,
         // are valid for `ndim` values.
         unsafe { validate_descriptor(tensor, version, flags, device) }?;
         self.device = device;
         Ok(())
+    }
+
+    /// Whether this handle alone gives Rust code access to the tensor's memory, so that
+    /// `&mut self` may hand out mutable access (`as_mut_slice`, `elements_mut`,
+    /// `as_array_mut`). True for every tensor but a share
+    /// ([`ManagedTensor::share_versioned`]) of an `Arc` that had other owners (clones or weak
+    /// references) when it was made, and a tensor marked shared
+    /// ([`ManagedTensor::mark_shared`]; `dlbridge-pyo3`'s imports from Python objects): the
+    /// memory can still be read through the other handles, so this one hands out shared
+    /// access only ([`Error::SharedMemory`]), however long the other handles live. Its DLPack flags are not changed: a foreign consumer of the share may
+    /// write, as C code sharing memory may. Whether the producer allows writes at all is
+    /// [`TensorView::writability`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dlbridge::{Error, Export};
+    /// let original = Arc::new(Export::new(vec![0i32; 4], &[4]).into_versioned()?);
+    /// let mut shared = Arc::clone(&original).share_versioned()?;
+    /// assert!(!shared.is_exclusive()); // `original` can still read the memory
+    /// assert_eq!(shared.as_mut_slice::<i32>(), Err(Error::SharedMemory));
+    /// drop(shared);
+    /// // An `Arc` nobody else holds: the share is the only way to the memory.
+    /// let mut only = original.share_versioned()?;
+    /// assert!(only.is_exclusive());
+    /// only.as_mut_slice::<i32>()?[0] = 1;
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[inline]
+    pub fn is_exclusive(&self) -> bool {
+        self.exclusive
+    }
+
+    /// Declares that other handles may read (or write) this tensor's memory, so that this one
+    /// hands out shared access only from now on ([`ManagedTensor::is_exclusive`] becomes
+    /// false; mutable access is [`Error::SharedMemory`]). Safe: it only takes access away.
+    /// `dlbridge-pyo3` marks every tensor imported from a Python object this way (unless it is
+    /// a copy), since Python objects share memory freely.
+    ///
+    /// ```
+    /// use dlbridge::{DataType, Error, ManagedTensor};
+    /// let mut tensor = ManagedTensor::zeros(DataType::UINT8, &[2])?;
+    /// tensor.mark_shared();
+    /// assert_eq!(tensor.as_mut_slice::<u8>(), Err(Error::SharedMemory));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn mark_shared(&mut self) {
+        self.exclusive = false;
+    }
+
+    /// Declares that this handle is, after all, the only way to the tensor's memory, so that
+    /// `&mut self` may hand out mutable access again ([`ManagedTensor::is_exclusive`]).
+    ///
+    /// # Safety
+    ///
+    /// While a reference that this tensor hands out lives, nothing else may write the memory
+    /// it covers, nor read it while the reference is a `&mut [T]`: no other share of the same
+    /// `Arc`, no other import of the same Python object, no foreign code.
+    pub unsafe fn assume_exclusive(&mut self) {
+        self.exclusive = true;
+    }
+
+    /// The view for a mutable typed access: refused unless this handle is exclusive
+    /// ([`Error::SharedMemory`]), the producer allows writes, and no two indices reach the
+    /// same element. The caller holds `&mut self`, so nothing else borrows the tensor.
+    pub(crate) fn view_for_writing(&mut self) -> Result<TensorView<'_>> {
+        if !self.exclusive {
+            return Err(Error::SharedMemory);
+        }
+        let view = self.view();
+        view.check_writable()?;
+        Ok(view)
     }
 
     /// The device stream (a `cudaStream_t` / `hipStream_t` as an integer; CUDA's legacy
@@ -418,6 +543,66 @@ impl ManagedTensor {
         // SAFETY: read once from a value that is never used or dropped again.
         drop(unsafe { std::ptr::read(&this.implicit_strides) });
         raw_of(this.owned)
+    }
+
+    /// Gives up ownership as a `DLManagedTensorVersioned*`, the layout DLPack 1.x consumers
+    /// take: the tensor's own pointer when it is versioned; a legacy tensor is first shared as
+    /// a versioned one ([`ManagedTensor::share_versioned`]: one small allocation, no copy of
+    /// the data, read-only when its writability is unknown). The consumer must call the
+    /// deleter once.
+    ///
+    /// ```
+    /// use dlbridge::{Export, ManagedTensor};
+    /// let tensor = Export::new(vec![1.0f32, 2.0], &[2]).into_versioned()?;
+    /// let raw = tensor.into_raw_versioned()?; // a DLManagedTensorVersioned* for C
+    /// // ...a C consumer takes it; here it comes back and is released once on drop:
+    /// // SAFETY: `raw` is a live tensor handed over once.
+    /// let back = unsafe { ManagedTensor::from_raw_versioned(raw) }?;
+    /// assert_eq!(back.view().as_slice::<f32>()?, &[1.0, 2.0]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[must_use = "the tensor leaks unless the pointer is passed on or deleted"]
+    pub fn into_raw_versioned(self) -> Result<*mut DLManagedTensorVersioned> {
+        let tensor = if self.is_versioned() {
+            self
+        } else {
+            std::sync::Arc::new(self).share_versioned()?
+        };
+        Ok(tensor
+            .into_raw()
+            .versioned()
+            .expect("a versioned tensor gives a versioned pointer"))
+    }
+
+    /// Gives up ownership as a legacy `DLManagedTensor*`, for consumers that predate DLPack
+    /// 1.0: the tensor's own pointer when it is legacy; a versioned one is first shared as a
+    /// legacy one ([`ManagedTensor::share_legacy`]: one small allocation, no copy), which is
+    /// refused for a tensor flagged READ_ONLY ([`Error::ReadOnlyLegacyExport`]: a legacy
+    /// tensor cannot say so) and for packed sub-byte data a legacy consumer would misread.
+    /// On error the tensor is released.
+    ///
+    /// ```
+    /// use dlbridge::{Export, ManagedTensor};
+    /// let raw = Export::new(vec![1u8, 2], &[2]).into_versioned()?.into_raw_legacy()?;
+    /// // SAFETY: `raw` is a live tensor handed over once.
+    /// let back = unsafe { ManagedTensor::from_raw_legacy(raw) }?;
+    /// assert_eq!(back.view().shape(), &[2]);
+    /// // Read-only memory cannot go out legacy:
+    /// let read_only = Export::new(vec![0u8; 2], &[2]).read_only(true).into_versioned()?;
+    /// assert!(read_only.into_raw_legacy().is_err());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[must_use = "the tensor leaks unless the pointer is passed on or deleted"]
+    pub fn into_raw_legacy(self) -> Result<*mut DLManagedTensor> {
+        let tensor = if self.is_versioned() {
+            std::sync::Arc::new(self).share_legacy()?
+        } else {
+            self
+        };
+        Ok(tensor
+            .into_raw()
+            .legacy()
+            .expect("a legacy tensor gives a legacy pointer"))
     }
 }
 

@@ -55,7 +55,8 @@ impl<'a> TensorView<'a> {
     /// `shape` and `strides`, when not NULL, must point to `ndim` readable `i64` values, and the
     /// descriptor and the data it describes must stay valid and unchanged (but for writes
     /// through this crate) for `'a`. For a host-readable device, `data + byte_offset` and every
-    /// element the layout reaches must be readable memory.
+    /// element the layout reaches must be readable memory; on another device it must be that
+    /// device's memory.
     pub unsafe fn from_dltensor(tensor: &'a DLTensor) -> Result<Self> {
         let version = Version::CURRENT;
         // SAFETY: forwarded from this function's contract.

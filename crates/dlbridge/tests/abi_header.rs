@@ -112,49 +112,58 @@ macro_rules! rust_layout {
     }};
 }
 
-/// The header's enumerator names with the Rust constants that stand for them.
+/// `(name, constant)` pairs of `ffi`'s `kDL*` constants, the name spelled by the constant's own
+/// identifier, so that each is compared with the header's enumerator of that name.
+macro_rules! c_enumerators {
+    ($($name:ident),* $(,)?) => {
+        [$((stringify!($name), ffi::$name)),*]
+    };
+}
+
+/// The header's enumerator names with the Rust constants that stand for them (`ffi::kDLCPU`
+/// is `DeviceType::CPU`, and so on).
 fn rust_device_types() -> [(&'static str, DeviceType); 16] {
-    [
-        ("kDLCPU", DeviceType::CPU),
-        ("kDLCUDA", DeviceType::CUDA),
-        ("kDLCUDAHost", DeviceType::CUDA_HOST),
-        ("kDLOpenCL", DeviceType::OPENCL),
-        ("kDLVulkan", DeviceType::VULKAN),
-        ("kDLMetal", DeviceType::METAL),
-        ("kDLVPI", DeviceType::VPI),
-        ("kDLROCM", DeviceType::ROCM),
-        ("kDLROCMHost", DeviceType::ROCM_HOST),
-        ("kDLExtDev", DeviceType::EXT_DEV),
-        ("kDLCUDAManaged", DeviceType::CUDA_MANAGED),
-        ("kDLOneAPI", DeviceType::ONE_API),
-        ("kDLWebGPU", DeviceType::WEBGPU),
-        ("kDLHexagon", DeviceType::HEXAGON),
-        ("kDLMAIA", DeviceType::MAIA),
-        ("kDLTrn", DeviceType::TRN),
+    c_enumerators![
+        kDLCPU,
+        kDLCUDA,
+        kDLCUDAHost,
+        kDLOpenCL,
+        kDLVulkan,
+        kDLMetal,
+        kDLVPI,
+        kDLROCM,
+        kDLROCMHost,
+        kDLExtDev,
+        kDLCUDAManaged,
+        kDLOneAPI,
+        kDLWebGPU,
+        kDLHexagon,
+        kDLMAIA,
+        kDLTrn,
     ]
 }
 
 /// The header's enumerator names with the Rust constants that stand for them.
 fn rust_data_type_codes() -> [(&'static str, DataTypeCode); 18] {
-    [
-        ("kDLInt", DataTypeCode::INT),
-        ("kDLUInt", DataTypeCode::UINT),
-        ("kDLFloat", DataTypeCode::FLOAT),
-        ("kDLOpaqueHandle", DataTypeCode::OPAQUE_HANDLE),
-        ("kDLBfloat", DataTypeCode::BFLOAT),
-        ("kDLComplex", DataTypeCode::COMPLEX),
-        ("kDLBool", DataTypeCode::BOOL),
-        ("kDLFloat8_e3m4", DataTypeCode::FLOAT8_E3M4),
-        ("kDLFloat8_e4m3", DataTypeCode::FLOAT8_E4M3),
-        ("kDLFloat8_e4m3b11fnuz", DataTypeCode::FLOAT8_E4M3B11FNUZ),
-        ("kDLFloat8_e4m3fn", DataTypeCode::FLOAT8_E4M3FN),
-        ("kDLFloat8_e4m3fnuz", DataTypeCode::FLOAT8_E4M3FNUZ),
-        ("kDLFloat8_e5m2", DataTypeCode::FLOAT8_E5M2),
-        ("kDLFloat8_e5m2fnuz", DataTypeCode::FLOAT8_E5M2FNUZ),
-        ("kDLFloat8_e8m0fnu", DataTypeCode::FLOAT8_E8M0FNU),
-        ("kDLFloat6_e2m3fn", DataTypeCode::FLOAT6_E2M3FN),
-        ("kDLFloat6_e3m2fn", DataTypeCode::FLOAT6_E3M2FN),
-        ("kDLFloat4_e2m1fn", DataTypeCode::FLOAT4_E2M1FN),
+    c_enumerators![
+        kDLInt,
+        kDLUInt,
+        kDLFloat,
+        kDLOpaqueHandle,
+        kDLBfloat,
+        kDLComplex,
+        kDLBool,
+        kDLFloat8_e3m4,
+        kDLFloat8_e4m3,
+        kDLFloat8_e4m3b11fnuz,
+        kDLFloat8_e4m3fn,
+        kDLFloat8_e4m3fnuz,
+        kDLFloat8_e5m2,
+        kDLFloat8_e5m2fnuz,
+        kDLFloat8_e8m0fnu,
+        kDLFloat6_e2m3fn,
+        kDLFloat6_e3m2fn,
+        kDLFloat4_e2m1fn,
     ]
 }
 

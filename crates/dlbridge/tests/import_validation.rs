@@ -529,9 +529,13 @@ fn set_device_corrects_the_device_and_revalidates() {
     spec.device = Device::new(DeviceType::CUDA, 0);
     spec.data_address = Some(usize::MAX - 8);
     let (mut on_gpu, _) = accept_versioned(&spec);
+    // SAFETY: refused by validation before any memory could be read as host memory.
+    let relabelled = unsafe { on_gpu.set_device_unchecked(Device::CPU) };
+    assert!(matches!(relabelled, Err(Error::AddressOverflow { .. })));
+    // The safe setter does not relabel device memory at all (tests/soundness.rs).
     assert!(matches!(
         on_gpu.set_device(Device::CPU),
-        Err(Error::AddressOverflow { .. })
+        Err(Error::DeviceChange { .. })
     ));
     assert_eq!(on_gpu.view().device(), Device::new(DeviceType::CUDA, 0));
 }

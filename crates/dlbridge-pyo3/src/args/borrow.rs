@@ -5,6 +5,7 @@
 use dlbridge::{DataType, ManagedTensor, TensorView, Writability};
 use pyo3::prelude::*;
 
+use super::claims::Claim;
 use crate::consume::{from_dlpack, ImportOptions};
 use crate::dispatch::{type_info, BorrowedWritability, TypeInfo};
 use crate::errors::{argument_error, to_py_err};
@@ -224,8 +225,9 @@ fn extract_from_table<R>(
         // Reading does not ask.
         _ if !writable => Writability::Writable,
         BorrowedWritability::AlwaysWritable | BorrowedWritability::Unknown => Writability::Writable,
-        // SAFETY: the hook was published by the table's type, whose instance `object` is
-        // (checked by the per-type lookup).
+        // SAFETY: a hook of the writability capsule's name, found on `object`'s type (a
+        // capsule Python code copied onto another class is still such a hook, which checks
+        // the object's type itself: `ask`'s contract).
         BorrowedWritability::Hook(hook) => unsafe { writability_hook::ask(hook, object) }?,
     };
     Ok(Some((Source::ExchangeTable, make(&view, writability)?)))
@@ -326,11 +328,19 @@ pub struct ArgumentInspection {
 
 /// Runs the extraction of a typed argument (`writable`: a `TensorArgMut`'s, whose refusals
 /// of tensors autograd tracks apply) on `object` and reports what it saw, with no check of
-/// data type, dimensions or layout, and no claim on the memory. Not a stable API: for tests.
+/// data type, dimensions or layout. The elements are read (copied) under a read claim in the
+/// aliasing registry, so memory that a `TensorArgMut` is writing (on another thread, with the
+/// GIL released) is refused with `ValueError` rather than read while it is written. Not a
+/// stable API: for tests.
 #[doc(hidden)]
 pub fn inspect_argument(object: &Bound<'_, PyAny>, writable: bool) -> PyResult<ArgumentInspection> {
     let (report, (data, bytes)) = inspect_with(object, writable, |view| {
-        let bytes = if view.device().is_host_readable() && view.dtype().size_in_bytes().is_some() {
+        let readable = view.device().is_host_readable() && view.dtype().size_in_bytes().is_some();
+        // Held while the elements are copied.
+        let _claim = readable
+            .then(|| Claim::new(object.py(), view, false))
+            .transpose()?;
+        let bytes = if readable {
             let copy = view.to_compact_copy().map_err(to_py_err)?;
             let copy_view = copy.view();
             let length = copy_view.compact_byte_size() as usize;

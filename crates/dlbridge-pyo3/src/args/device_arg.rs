@@ -19,7 +19,7 @@ use super::tensor_arg::{extract_argument, Held, WriteReport};
 use crate::device::dlpack_device;
 use crate::dispatch::type_info;
 use crate::produce::returning::{return_like, IntoTensor};
-use crate::work_stream::{has_streams, work_stream_of, ConsumerStream, WorkStream};
+use crate::work_stream::{has_streams, work_stream_of, ConsumerStream, StreamHandle, WorkStream};
 
 /// A read-only tensor argument in device memory: element type `T`, device constraint `P`
 /// ([`DeviceConstraint`]: [`Cuda`] by default, [`Rocm`](crate::Rocm),
@@ -218,7 +218,15 @@ fn extract_device<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constra
         found.set(Some(stream));
         Ok(stream
             .dlpack_stream_argument()
-            .map_or(ConsumerStream::default(), ConsumerStream::Handle))
+            .map_or(ConsumerStream::default(), |handle| {
+                // SAFETY: the producer's own current work stream on the tensor's device, found
+                // by `work_stream_of` (its exchange table, PyTorch's or CuPy's current stream,
+                // or the legacy default), which the producer keeps alive: default and pooled
+                // streams live as long as the process, a stream the user made current is the
+                // user's to keep, as the protocol's streams are (the same stream the
+                // `ProducerCurrent` import records).
+                ConsumerStream::Handle(unsafe { StreamHandle::new(handle) })
+            }))
     });
     let (held, tensor, framework) = extract_argument(
         object,

@@ -189,9 +189,12 @@ pub(crate) unsafe fn import(object: &Bound<'_, PyAny>) -> PyResult<Option<Manage
     let owner = PyObjectOwner::new(object.clone().unbind());
     // SAFETY: the owner keeps the array, and so its data, alive (NumPy refuses to resize an
     // array that other references hold); the view is the array's own, validated.
-    unsafe { ManagedTensor::export_view(&view, owner, !writability.allows_writes()) }
-        .map(Some)
-        .map_err(to_py_err)
+    let mut tensor =
+        unsafe { ManagedTensor::export_view(&view, owner, !writability.allows_writes()) }
+            .map_err(to_py_err)?;
+    // The array's memory is the array's: its other views, and Python code, still reach it.
+    tensor.mark_shared();
+    Ok(Some(tensor))
 }
 
 /// `PyArray_Descr *PyArray_DescrFromType(int)`.

@@ -14,6 +14,14 @@ use pyo3::{ffi, PyClass};
 /// A PyO3 class whose instances are tensors: what [`publish_dlpack`](crate::publish_dlpack) needs to make it a
 /// DLPack producer.
 ///
+/// Declare it `#[pyclass(frozen)]` where it can be: an instance of a frozen class keeps the
+/// tensor it exports for as long as it lives, so consumers may borrow its descriptor without
+/// any allocation (the exchange table's `dltensor_from_py_object_no_sync`, which dlbridge's
+/// typed arguments take). A class that is not frozen may replace its tensor in a `&mut self`
+/// method while a consumer still reads the old memory, so its table leaves that function out
+/// and consumers take an owned export instead, which keeps the old tensor alive (one small
+/// allocation per argument).
+///
 /// ```
 /// use std::sync::Arc;
 ///
@@ -21,7 +29,7 @@ use pyo3::{ffi, PyClass};
 /// use pyo3::prelude::*;
 ///
 /// /// A greyscale image that Python frameworks read without a copy.
-/// #[pyclass]
+/// #[pyclass(frozen)]
 /// struct Image {
 ///     pixels: Arc<ManagedTensor>,
 /// }

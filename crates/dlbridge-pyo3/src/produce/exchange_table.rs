@@ -2,20 +2,22 @@
 //! tensor class, so that consumers (dlbridge, tvm-ffi, ...) exchange its tensors without
 //! calling `__dlpack__`.
 
+use std::any::TypeId;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use dlbridge::ffi::{
-    DLDeviceType, DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader,
-    DLPackSetError, DLTensor,
+    DLDeviceType, DLManagedTensorVersioned, DLPackDLTensorFromPyObjectNoSync, DLPackExchangeAPI,
+    DLPackExchangeAPIHeader, DLPackSetError, DLTensor,
 };
 use dlbridge::{DataType, ManagedTensor, Version, MAX_NDIM};
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
+use pyo3::PyClass;
 
 use super::class::{instance, once_per_class, TensorClass};
 use crate::errors::to_py_err;
@@ -35,7 +37,7 @@ use crate::writability_hook::{
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }
@@ -74,13 +76,16 @@ static EXPORTS: AtomicU64 = AtomicU64::new(0);
 
 /// Publishes DLPack 1.3's C exchange API on `T`'s type, as the attribute
 /// `__dlpack_c_exchange_api__` (a capsule named `dlpack_exchange_api` holding a
-/// process-lifetime `DLPackExchangeAPI`). All five functions are implemented:
+/// process-lifetime `DLPackExchangeAPI`). The functions:
 ///
 /// - `managed_tensor_allocator`: a zero-filled CPU tensor in Rust memory shaped like the
 ///   prototype (other devices are refused through `SetError`);
 /// - `managed_tensor_from_py_object_no_sync`: shares the instance's tensor (one allocation);
 /// - `managed_tensor_to_py_object_no_sync`: wraps an owned tensor in a new instance;
-/// - `dltensor_from_py_object_no_sync`: fills a borrowed `DLTensor`, no allocation;
+/// - `dltensor_from_py_object_no_sync`: fills a borrowed `DLTensor`, no allocation; for a
+///   frozen class (`#[pyclass(frozen)]`) only, whose instances keep their tensor for life
+///   (another class may replace its tensor while a consumer still reads the borrowed memory:
+///   its consumers take the owned export, which keeps the tensor alive);
 /// - `current_work_stream`: NULL (Rust-owned tensors enqueue no device work).
 ///
 /// Each function runs through the crate's trampoline: a failure or a panic (with its message)
@@ -101,7 +106,7 @@ static EXPORTS: AtomicU64 = AtomicU64::new(0);
 /// use dlbridge_pyo3::{exchange_api, publish_exchange_api, WRITABILITY_ATTRIBUTE};
 /// use pyo3::prelude::*;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }
@@ -167,7 +172,26 @@ unsafe extern "C" fn writability_of<T: TensorClass>(
     })
 }
 
+/// Whether `T` is a frozen class (`#[pyclass(frozen)]`): no `&mut self` reaches an instance,
+/// so the tensor [`TensorClass::tensor`] returns stays in the instance for as long as the
+/// instance lives.
+fn is_frozen<T: TensorClass>() -> bool {
+    TypeId::of::<<T as PyClass>::Frozen>() == TypeId::of::<pyo3::pyclass::boolean_struct::True>()
+}
+
+/// The table of `T`. `dltensor_from_py_object_no_sync` is in it for frozen classes only: its
+/// descriptor borrows the instance's tensor, and a consumer that reads the memory after
+/// control returned to Python (dlbridge's own typed arguments, while a kernel runs with the
+/// GIL released) holds only the object. A class with `&mut self` methods may replace its
+/// tensor meanwhile, which frees the memory the consumer reads; without the function,
+/// consumers take the owned export (`managed_tensor_from_py_object_no_sync`), which keeps the
+/// tensor alive.
 fn table_for<T: TensorClass>() -> *const DLPackExchangeAPI {
+    let borrowed: DLPackDLTensorFromPyObjectNoSync = if is_frozen::<T>() {
+        Some(dltensor_from_py_object::<T>)
+    } else {
+        None
+    };
     once_per_class::<T, _>(|| DLPackExchangeAPI {
         header: DLPackExchangeAPIHeader {
             version: Version::CURRENT,
@@ -176,7 +200,7 @@ fn table_for<T: TensorClass>() -> *const DLPackExchangeAPI {
         managed_tensor_allocator: Some(allocate),
         managed_tensor_from_py_object_no_sync: Some(from_py_object::<T>),
         managed_tensor_to_py_object_no_sync: Some(to_py_object::<T>),
-        dltensor_from_py_object_no_sync: Some(dltensor_from_py_object::<T>),
+        dltensor_from_py_object_no_sync: borrowed,
         current_work_stream: Some(current_work_stream),
     })
 }

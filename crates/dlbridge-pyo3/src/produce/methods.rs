@@ -223,12 +223,16 @@ fn consumer_stream(request: &ExportRequest<'_, '_>, device: Device) -> PyResult<
             repr_of(&stream)
         ))
     })?;
-    Ok(
-        match ConsumerStream::from_dlpack_value(value)?.validate(device)? {
-            ConsumerStream::Handle(handle) => Some(handle),
-            _ => None,
-        },
-    )
+    // SAFETY: by the DLPack protocol (the array API standard's `__dlpack__(stream=...)`), the
+    // consumer's stream integer is a live stream of the tensor's device that the consumer owns
+    // for the call; Python code can pass any int, which no library can check (PyTorch's own
+    // `__dlpack__` trusts it the same way). The handle is used only during this call (the
+    // consumer's stream is made to wait on the ready stream) and never recorded.
+    let choice = unsafe { ConsumerStream::from_dlpack_value(value) }?;
+    Ok(match choice.validate(device)? {
+        ConsumerStream::Handle(handle) => Some(handle.get()),
+        _ => None,
+    })
 }
 
 /// Publishes `__dlpack__` and `__dlpack_device__` on `T`'s type, exporting
@@ -250,7 +254,7 @@ fn consumer_stream(request: &ExportRequest<'_, '_>, device: Device) -> PyResult<
 /// use pyo3::prelude::*;
 /// use pyo3::types::IntoPyDict;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }

@@ -34,7 +34,7 @@ use self::{methods::export_capsule, returning::return_like};
 /// use pyo3::prelude::*;
 /// use pyo3::types::IntoPyDict;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }

@@ -104,7 +104,7 @@ impl TensorProducer {
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 /// # use std::sync::Arc;
-/// # #[pyclass]
+/// # #[pyclass(frozen)]
 /// # struct Image {
 /// #     pixels: Arc<ManagedTensor>,
 /// # }
@@ -213,21 +213,8 @@ pub fn return_like<'py>(
     }
     if let Some(api) = info.exchange {
         if let Some(wrap) = api.table().managed_tensor_to_py_object_no_sync {
-            let raw = tensor.into_raw();
-            let raw = match raw.versioned() {
-                Some(raw) => raw,
-                None => {
-                    // SAFETY: taken back at once; re-export it versioned below.
-                    let legacy = unsafe { ManagedTensor::from_raw(raw) }.map_err(to_py_err)?;
-                    let shared = std::sync::Arc::new(legacy)
-                        .share_versioned()
-                        .map_err(to_py_err)?;
-                    shared
-                        .into_raw()
-                        .versioned()
-                        .expect("shared tensors are versioned")
-                }
-            };
+            // The table takes versioned tensors: a legacy one is shared as one, no copy.
+            let raw = tensor.into_raw_versioned().map_err(to_py_err)?;
             let mut out: *mut std::ffi::c_void = std::ptr::null_mut();
             // SAFETY: the table's contract: it steals the owned tensor and returns a new
             // reference (or -1 with a Python error set); the GIL is held.

@@ -246,7 +246,8 @@ impl<'a> TensorView<'a> {
 impl ManagedTensor {
     /// The tensor's memory as a writable cudarc buffer on `stream`'s device, without a copy
     /// (feature `cudarc`): the checks of [`TensorView::cuda_slice`], and a read-only tensor
-    /// ([`Error::ReadOnly`]) or a legacy one ([`Error::WritabilityUnknown`]) is refused.
+    /// ([`Error::ReadOnly`]), a legacy one ([`Error::WritabilityUnknown`]) or a share another
+    /// handle can still read ([`Error::SharedMemory`]) is refused.
     ///
     /// ```no_run
     /// use cudarc::driver::CudaContext;
@@ -260,9 +261,8 @@ impl ManagedTensor {
         &mut self,
         stream: &Arc<CudaStream>,
     ) -> Result<CudaTensorSlice<'_, T>> {
-        let view = self.view();
+        let view = self.view_for_writing()?;
         let parts = cuda_slice_parts::<T>(&view, stream.context().ordinal())?;
-        view.check_writable()?;
         // SAFETY: as in `TensorView::cuda_slice`; `&mut self` makes the access exclusive.
         unsafe { upgrade(stream, parts, true) }
     }

@@ -223,7 +223,12 @@ unsafe extern "C" fn delete_block<M, O>(managed: *mut M) {
         // SAFETY: the block was allocated with exactly this layout and is not used after this.
         unsafe { dealloc(block.cast(), layout) };
     }
-    if dropped.is_err() {
+    if let Err(payload) = dropped {
+        // Dropping the payload could panic again (its own `Drop`), here, inside `extern "C"`:
+        // contained too; only the payload of such a second panic is forgotten (leaked).
+        if let Err(nested) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            std::mem::forget(nested);
+        }
         // Not `eprintln!`, which panics when stderr is gone: nothing may unwind into C here.
         let _ = writeln!(
             std::io::stderr(),

@@ -50,6 +50,9 @@ pub struct Export<'s, O> {
     strides: Option<&'s [isize]>,
     /// Elements reachable from `data`, for a bounds check; `None` when the caller vouched.
     buffer_len: Option<usize>,
+    /// Whether other owners share the memory (an `Arc<[T]>` with other clones): such memory
+    /// cannot be flagged IS_COPIED.
+    shared_with_others: bool,
     flags: Flags,
     /// The device stream the data is ready on ([`ManagedTensor::ready_stream`]).
     ready_stream: Option<usize>,
@@ -78,6 +81,7 @@ impl<'s, O: Send + 'static> Export<'s, O> {
             shape,
             strides: None,
             buffer_len: Some(len),
+            shared_with_others: !writable,
             flags: Flags::NONE.with(Flags::READ_ONLY, !writable),
             ready_stream: None,
         }
@@ -92,7 +96,9 @@ impl<'s, O: Send + 'static> Export<'s, O> {
     /// For as long as `owner` lives (wherever it is moved), `data` must address the first
     /// element of memory on `device` that holds `dtype` elements at every offset the shape
     /// and strides reach, and that consumers may read, and write unless the export is made
-    /// read-only.
+    /// read-only. While the tensor (or a reference its views hand out) lives, nothing else may
+    /// write that memory, nor read it where the tensor lends it out mutably; if the export is
+    /// flagged IS_COPIED ([`Export::is_copied`]), nothing else may use it at all.
     pub unsafe fn from_raw_parts(
         owner: O,
         data: *mut c_void,
@@ -108,6 +114,7 @@ impl<'s, O: Send + 'static> Export<'s, O> {
             shape,
             strides: None,
             buffer_len: None,
+            shared_with_others: false,
             flags: Flags::NONE,
             ready_stream: None,
         }
@@ -138,7 +145,23 @@ impl<'s, O: Send + 'static> Export<'s, O> {
         self
     }
 
-    /// Flags the tensor IS_COPIED: a private copy that the consumer owns alone.
+    /// Flags the tensor IS_COPIED: a private copy that the consumer owns alone. Checked when
+    /// the export is finished: memory that other owners still share (an `Arc<[T]>` with other
+    /// clones) is refused ([`Error::CopiedFlagOnSharedMemory`]); for
+    /// [`Export::from_raw_parts`] the flag is part of that constructor's contract.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dlbridge::{Error, Export};
+    /// let copy = Export::new(vec![1u8, 2], &[2]).is_copied(true).into_versioned()?;
+    /// assert!(copy.view().flags().is_copied()); // a Vec nobody else holds
+    /// let shared: Arc<[u8]> = vec![1, 2].into();
+    /// let other_owner = Arc::clone(&shared);
+    /// let refused = Export::new(shared, &[2]).is_copied(true).into_versioned();
+    /// assert_eq!(refused.unwrap_err(), Error::CopiedFlagOnSharedMemory);
+    /// # drop(other_owner);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
     #[must_use]
     pub fn is_copied(mut self, copied: bool) -> Self {
         self.flags = self.flags.with(Flags::IS_COPIED, copied);
@@ -186,7 +209,8 @@ impl<'s, O: Send + 'static> Export<'s, O> {
 
     /// The device stream on which the data will be ready (a `cudaStream_t` as an integer), so
     /// that a re-export to a consumer on another stream makes that stream wait for this one
-    /// ([`ManagedTensor::ready_stream`]). [`Export::from_cuda_slice`] sets the slice's stream.
+    /// ([`ManagedTensor::ready_stream`]). `Export::from_cuda_slice` (feature `cudarc`) sets the
+    /// slice's stream.
     ///
     /// # Safety
     ///
@@ -198,6 +222,9 @@ impl<'s, O: Send + 'static> Export<'s, O> {
     }
 
     fn finish(self, legacy: bool) -> Result<ManagedTensor> {
+        if self.flags.is_copied() && self.shared_with_others {
+            return Err(Error::CopiedFlagOnSharedMemory);
+        }
         // Checked without allocating: the block below is the export's only allocation.
         let ndim = self.shape.len();
         if ndim > MAX_NDIM as usize {

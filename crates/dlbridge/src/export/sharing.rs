@@ -24,6 +24,13 @@ impl ManagedTensor {
     /// IS_COPIED, since its memory is now shared. One allocation; this tensor's deleter runs
     /// when the last tensor sharing it is dropped, on whatever thread that happens.
     ///
+    /// Rust's borrowing rules hold across shares: when other clones (or weak references) of
+    /// the `Arc` exist, they can still read the memory, so the share hands out shared access
+    /// only (its mutable accessors return [`Error::SharedMemory`]; see
+    /// [`ManagedTensor::is_exclusive`]). Its DLPack flags stay those of this tensor: a foreign
+    /// consumer it is handed to may write, as C code sharing memory may. A share of an `Arc`
+    /// nobody else holds keeps mutable access.
+    ///
     /// ```
     /// use std::sync::Arc;
     /// use dlbridge::{Export, ManagedTensor};
@@ -50,7 +57,12 @@ impl ManagedTensor {
 }
 
 #[inline(always)]
-fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
+fn share(mut tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
+    // The share is the only way Rust code reaches the memory when this `Arc` is the only
+    // handle (no other strong or weak reference: `get_mut` says so, with the ordering that
+    // makes the other handles' past accesses happen before the share's) and the tensor is
+    // itself exclusive; otherwise the other handles still read it.
+    let exclusive = Arc::get_mut(&mut tensor).is_some_and(|unique| unique.is_exclusive());
     // SAFETY: the `Arc` moves into the export (and lives as long as it), but its target does
     // not move, so a view of the target stays valid through the call, which only reads it.
     let view = unsafe { &*Arc::as_ptr(&tensor) }.view();
@@ -61,6 +73,9 @@ fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
     // SAFETY: the share keeps the source tensor alive, whose ready stream lives as long as it
     // or a share of it can be exported (`set_ready_stream`'s contract).
     unsafe { shared.set_ready_stream(ready_stream) };
+    if !exclusive {
+        shared.mark_shared();
+    }
     Ok(shared)
 }
 
@@ -86,7 +101,11 @@ impl ManagedTensor {
     /// # Safety
     ///
     /// `owner` must keep the memory `view` describes alive, readable, and writable unless the
-    /// export is read-only, for as long as `owner` lives, wherever it is dropped.
+    /// export is read-only, for as long as `owner` lives, wherever it is dropped. The new tensor
+    /// lends that memory out as [`ManagedTensor::from_raw_versioned`]'s contract says: unless
+    /// it is read-only, nothing else (the viewed tensor included) may read or write the memory
+    /// while a `&mut [T]` from the new tensor lives, nor write it while a `&[T]` does. (The
+    /// safe [`ManagedTensor::share_versioned`] enforces this itself.)
     pub unsafe fn export_view<O: Send + 'static>(
         view: &TensorView<'_>,
         owner: O,

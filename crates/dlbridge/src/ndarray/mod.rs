@@ -340,7 +340,8 @@ impl ManagedTensor {
     /// The tensor as a mutable `ndarray` view, without copying (feature `ndarray`).
     ///
     /// Checks everything [`TensorView::as_array`] checks, and refuses a read-only tensor
-    /// ([`Error::ReadOnly`]) and a layout in which two indices reach the same element
+    /// ([`Error::ReadOnly`]), a share another handle can still read ([`Error::SharedMemory`])
+    /// and a layout in which two indices reach the same element
     /// ([`Error::OverlappingLayout`]), as [`ManagedTensor::elements_mut`] does.
     ///
     /// ```
@@ -353,8 +354,10 @@ impl ManagedTensor {
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     pub fn as_array_mut<T: Element>(&mut self) -> Result<ArrayViewMutD<'_, T>> {
-        // SAFETY: `&mut self` gives the view exclusive access to the tensor's elements.
-        unsafe { self.view().as_array_mut_unchecked() }
+        let view = self.view_for_writing()?;
+        // SAFETY: `&mut self` gives the view exclusive access to the tensor's elements, which
+        // no other handle can reach (`view_for_writing`).
+        unsafe { view.as_array_mut_unchecked() }
     }
 
     /// Exports an owned `ndarray` array as a versioned, writable managed tensor, without

@@ -1,0 +1,504 @@
+//! The runtime guards that keep safe code (an extension's Rust, or Python code calling it)
+//! from undefined behaviour through dlbridge-pyo3, each driven where it would otherwise be
+//! reached: a producer's C functions handed an object of another type, an address taken from
+//! a Python int, memory freed under a borrowed argument, a framework's C getter or NumPy's
+//! struct layout applied to objects of another type. (SOUNDNESS.md lists every item of the
+//! crate and what makes it sound.)
+
+use std::ffi::{c_int, c_void};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use dlbridge::ffi::{
+    DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLTensor,
+};
+use dlbridge::{DataType, Device, Export, ManagedTensor, Version};
+use dlbridge_pyo3::{
+    exchange_api, explain_argument, from_capsule, from_dlpack, inspect_argument, into_capsule,
+    publish_dlpack, ArgumentPath, ImportOptions, TensorArg, TensorArgMut, TensorClass,
+    DLPACK_EXCHANGE_API,
+};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyCapsule, PyDict};
+
+/// Runs `f` attached to an embedded interpreter (started once per test process).
+fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
+    Python::initialize();
+    Python::attach(f)
+}
+
+/// Runs Python `code` with `globals` (where it finds its inputs and leaves its results).
+fn run(py: Python<'_>, code: &std::ffi::CStr, globals: &Bound<'_, PyDict>) {
+    py.run(code, Some(globals), None).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// A foreign producer's exchange table, whose functions read `py_object` as their own type (as
+// the standard lets them): here they count the calls that would have read another object.
+// ---------------------------------------------------------------------------------------------
+
+/// A foreign tensor type with an exchange table of its own.
+#[pyclass(frozen)]
+struct Foreign;
+
+/// `Foreign`'s type object, for the table's functions.
+static FOREIGN_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
+/// Calls of the table's functions with an object of another type.
+static WRONG_OBJECTS: AtomicUsize = AtomicUsize::new(0);
+/// Calls of the table's functions.
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+/// The one element `describe` hands out.
+static ELEMENT: [u8; 1] = [7];
+static ONE: [i64; 1] = [1];
+
+/// Counts the call; `false` (with a Python error set) for an object that is not a `Foreign`.
+///
+/// # Safety
+///
+/// `object` is a live object; the GIL is held.
+unsafe fn own_object(object: *mut c_void) -> bool {
+    CALLS.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: a live object; its type is read.
+    let kind = unsafe { ffi::Py_TYPE(object.cast()) };
+    if kind == FOREIGN_TYPE.load(Ordering::SeqCst) {
+        return true;
+    }
+    WRONG_OBJECTS.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: the GIL is held; a static message.
+    unsafe { ffi::PyErr_SetString(ffi::PyExc_RuntimeError, c"not a Foreign".as_ptr()) };
+    false
+}
+
+unsafe extern "C" fn foreign_describe(object: *mut c_void, out: *mut DLTensor) -> c_int {
+    // SAFETY: the consumer's live object, the GIL held.
+    if !unsafe { own_object(object) } {
+        return -1;
+    }
+    let described = DLTensor {
+        data: ELEMENT.as_ptr().cast_mut().cast(),
+        device: Device::CPU,
+        ndim: 1,
+        dtype: DataType::UINT8,
+        shape: ONE.as_ptr().cast_mut(),
+        strides: ONE.as_ptr().cast_mut(),
+        byte_offset: 0,
+    };
+    // SAFETY: the consumer's descriptor to fill.
+    unsafe { out.write(described) };
+    0
+}
+
+unsafe extern "C" fn foreign_export(
+    object: *mut c_void,
+    out: *mut *mut DLManagedTensorVersioned,
+) -> c_int {
+    // SAFETY: the consumer's live object, the GIL held.
+    if !unsafe { own_object(object) } {
+        return -1;
+    }
+    let tensor = Export::new(vec![7u8], &[1]).into_versioned().unwrap();
+    // SAFETY: the consumer's slot for an owned tensor.
+    unsafe { out.write(tensor.into_raw().versioned().unwrap()) };
+    0
+}
+
+/// `Foreign`'s table, leaked for the process as the standard requires.
+fn foreign_table() -> NonNull<DLPackExchangeAPI> {
+    static TABLE: OnceLock<usize> = OnceLock::new();
+    let address = *TABLE.get_or_init(|| {
+        let table = Box::leak(Box::new(DLPackExchangeAPI {
+            header: DLPackExchangeAPIHeader {
+                version: Version::CURRENT,
+                prev_api: std::ptr::null_mut(),
+            },
+            managed_tensor_allocator: None,
+            managed_tensor_from_py_object_no_sync: Some(foreign_export),
+            managed_tensor_to_py_object_no_sync: None,
+            dltensor_from_py_object_no_sync: Some(foreign_describe),
+            current_work_stream: None,
+        }));
+        std::ptr::from_mut(table) as usize
+    });
+    NonNull::new(address as *mut DLPackExchangeAPI).unwrap()
+}
+
+/// A `Foreign` object, its type publishing the table.
+fn foreign(py: Python<'_>) -> Bound<'_, PyAny> {
+    let kind = py.get_type::<Foreign>();
+    FOREIGN_TYPE.store(kind.as_type_ptr(), Ordering::SeqCst);
+    // SAFETY: the table lives for the process (the capsule has no destructor).
+    let capsule =
+        unsafe { PyCapsule::new_with_pointer(py, foreign_table().cast(), DLPACK_EXCHANGE_API) }
+            .unwrap();
+    kind.setattr("__dlpack_c_exchange_api__", capsule).unwrap();
+    Py::new(py, Foreign).unwrap().into_bound(py).into_any()
+}
+
+#[test]
+fn an_exchange_table_is_handed_objects_of_its_own_type_only() {
+    attach(|py| {
+        let object = foreign(py);
+        let api = exchange_api(&object).unwrap().expect("the type's table");
+        // Its own objects are described and exported.
+        assert_eq!(api.describe(&object).unwrap().unwrap().ndim, 1);
+        assert_eq!(api.managed_tensor(&object).unwrap().view().shape(), &[1]);
+        // Any other object is refused before the producer's functions see it: they would read
+        // a bytearray's struct as a `Foreign`'s (PyTorch's as a tensor's).
+        let other = PyByteArray::new(py, b"not a tensor").into_any();
+        let before = WRONG_OBJECTS.load(Ordering::SeqCst);
+        let refused = api.describe(&other).unwrap_err();
+        assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
+        assert!(
+            refused.to_string().contains(
+                "the DLPack exchange table of type Foreign was asked about an object of type \
+                 bytearray"
+            ),
+            "{refused}"
+        );
+        let refused = api.managed_tensor(&other).unwrap_err();
+        assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
+        assert_eq!(WRONG_OBJECTS.load(Ordering::SeqCst), before);
+    });
+}
+
+#[test]
+fn an_address_in_a_python_int_is_never_taken_for_an_exchange_table() {
+    attach(|py| {
+        // Pure Python code can put any integer in a class attribute; here the address of a
+        // real table, so that following it is seen (rather than a crash at a wild address).
+        let locals = PyDict::new(py);
+        locals
+            .set_item("address", foreign_table().as_ptr() as usize)
+            .unwrap();
+        run(
+            py,
+            c"forged = type('Forged', (), {'__c_dlpack_exchange_api__': address})()",
+            &locals,
+        );
+        let forged = locals.get_item("forged").unwrap().unwrap();
+        assert!(exchange_api(&forged).unwrap().is_none());
+        let before = CALLS.load(Ordering::SeqCst);
+        let refused = from_dlpack(&forged, &ImportOptions::default()).unwrap_err();
+        assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
+        assert!(explain_argument(&forged, true).is_err());
+        assert_eq!(
+            CALLS.load(Ordering::SeqCst),
+            before,
+            "the table was followed"
+        );
+        // A capsule under the 1.2 draft's name is still read (only C code makes one).
+        // SAFETY: the table lives for the process (the capsule has no destructor).
+        let capsule =
+            unsafe { PyCapsule::new_with_pointer(py, foreign_table().cast(), DLPACK_EXCHANGE_API) }
+                .unwrap();
+        locals.set_item("capsule", capsule).unwrap();
+        run(
+            py,
+            c"drafted = type('Drafted', (), {'__c_dlpack_exchange_api__': capsule})()",
+            &locals,
+        );
+        let drafted = locals.get_item("drafted").unwrap().unwrap();
+        assert!(exchange_api(&drafted).unwrap().is_some());
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// dlbridge's own producer: a class that may replace its tensor.
+// ---------------------------------------------------------------------------------------------
+
+/// A tensor class that is not frozen: `replace` drops the tensor it held.
+#[pyclass]
+struct Replaceable {
+    pixels: Arc<ManagedTensor>,
+}
+
+impl TensorClass for Replaceable {
+    fn tensor(&self) -> &Arc<ManagedTensor> {
+        &self.pixels
+    }
+
+    fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+        Py::new(
+            py,
+            Replaceable {
+                pixels: Arc::new(tensor),
+            },
+        )
+    }
+}
+
+#[pymethods]
+impl Replaceable {
+    /// Replaces the tensor (safe code: any class with `&mut self` methods can).
+    fn replace(&mut self) {
+        let fresh = Export::new(vec![9u8; 3], &[3]).into_versioned().unwrap();
+        self.pixels = Arc::new(fresh);
+    }
+}
+
+/// The same class, frozen: its tensor stays for the instance's life.
+#[pyclass(frozen)]
+struct Fixed {
+    pixels: Arc<ManagedTensor>,
+}
+
+impl TensorClass for Fixed {
+    fn tensor(&self) -> &Arc<ManagedTensor> {
+        &self.pixels
+    }
+
+    fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+        Py::new(
+            py,
+            Fixed {
+                pixels: Arc::new(tensor),
+            },
+        )
+    }
+}
+
+#[test]
+fn a_borrowed_argument_keeps_its_memory_when_the_class_replaces_its_tensor() {
+    attach(|py| {
+        publish_dlpack::<Replaceable>(py).unwrap();
+        let tensor = Export::new(vec![1u8, 2, 3], &[3]).into_versioned().unwrap();
+        let object = Replaceable::new_instance(py, tensor)
+            .unwrap()
+            .into_bound(py);
+        let original = Arc::downgrade(object.borrow().tensor());
+        let argument: TensorArg<'_, u8> = object.as_any().extract().unwrap();
+        // Python code (another thread while a kernel runs with the GIL released, or the
+        // kernel itself) replaces the instance's tensor: the argument must still hold it.
+        object.call_method0("replace").unwrap();
+        assert!(
+            original.upgrade().is_some(),
+            "the argument's memory was freed under it (path {})",
+            argument.path()
+        );
+        assert_eq!(argument.path(), ArgumentPath::ExchangeExport);
+        assert_eq!(argument.view().as_slice().unwrap(), &[1, 2, 3]);
+        drop(argument);
+        assert!(original.upgrade().is_none());
+
+        // A frozen class keeps its tensor: the borrowed descriptor, with no allocation.
+        publish_dlpack::<Fixed>(py).unwrap();
+        let tensor = Export::new(vec![4u8, 5], &[2]).into_versioned().unwrap();
+        let fixed = Fixed::new_instance(py, tensor).unwrap().into_bound(py);
+        let argument: TensorArg<'_, u8> = fixed.as_any().extract().unwrap();
+        assert_eq!(argument.path(), ArgumentPath::ExchangeTable);
+        assert_eq!(argument.view().as_slice().unwrap(), &[4, 5]);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Framework modules replaced in `sys.modules` by Python code.
+// ---------------------------------------------------------------------------------------------
+
+/// The type the getter below belongs to.
+#[pyclass(frozen)]
+struct GradOwner;
+
+static GRAD_OWNER_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
+/// Calls of the getter with an object that is not a `GradOwner`.
+static GETTER_MISUSES: AtomicUsize = AtomicUsize::new(0);
+
+/// A C getter that, like every getset's, reads its object as an instance of its type.
+unsafe extern "C" fn owner_getter(
+    object: *mut ffi::PyObject,
+    _closure: *mut c_void,
+) -> *mut ffi::PyObject {
+    // SAFETY: a live object and a live type, the GIL held.
+    if unsafe { ffi::PyObject_TypeCheck(object, GRAD_OWNER_TYPE.load(Ordering::SeqCst)) } == 0 {
+        GETTER_MISUSES.fetch_add(1, Ordering::SeqCst);
+    }
+    // SAFETY: a new reference to False.
+    unsafe { ffi::Py_NewRef(ffi::Py_False()) }
+}
+
+#[test]
+fn a_framework_getter_is_called_directly_on_objects_of_its_type_only() {
+    attach(|py| {
+        let owner = py.get_type::<GradOwner>();
+        GRAD_OWNER_TYPE.store(owner.as_type_ptr(), Ordering::SeqCst);
+        let definition = Box::leak(Box::new(ffi::PyGetSetDef {
+            name: c"requires_grad".as_ptr(),
+            get: Some(owner_getter),
+            set: None,
+            doc: std::ptr::null(),
+            closure: std::ptr::null_mut(),
+        }));
+        // SAFETY: a live type and a definition that lives for the process.
+        let descriptor = unsafe { ffi::PyDescr_NewGetSet(owner.as_type_ptr(), definition) };
+        // SAFETY: a new reference (checked non-NULL).
+        let descriptor = unsafe { Bound::from_owned_ptr_or_err(py, descriptor) }.unwrap();
+        let locals = PyDict::new(py);
+        locals.set_item("descriptor", descriptor).unwrap();
+        // A `torch` module made by Python code, whose `Tensor.requires_grad` is another
+        // type's getter.
+        run(
+            py,
+            c"
+import sys, types
+saved = sys.modules.get('torch')
+torch = types.ModuleType('torch')
+class Tensor:
+    requires_grad = descriptor
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return NotImplemented
+    def is_conj(self):
+        return False
+    def is_neg(self):
+        return False
+torch.Tensor = Tensor
+torch._C = types.SimpleNamespace(
+    _increment_version=lambda tensors: None, _disabled_torch_function_impl=lambda *a: None)
+torch.is_grad_enabled = lambda: True
+sys.modules['torch'] = torch
+forged = Tensor()
+",
+            &locals,
+        );
+        let forged = locals.get_item("forged").unwrap().unwrap();
+        let refused = explain_argument(&forged, true);
+        run(
+            py,
+            c"
+if saved is None:
+    del sys.modules['torch']
+else:
+    sys.modules['torch'] = saved
+",
+            &locals,
+        );
+        assert_eq!(GETTER_MISUSES.load(Ordering::SeqCst), 0);
+        // The descriptor's own check refuses the object instead.
+        let refused = refused.unwrap_err();
+        assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
+    });
+}
+
+#[test]
+fn only_numpys_own_ndarray_is_read_as_numpy_arrays() {
+    attach(|py| {
+        let locals = PyDict::new(py);
+        // Sets are large enough to pass for arrays, and after `pop()` the word where an
+        // array's descriptor pointer lies holds a small integer.
+        run(
+            py,
+            c"
+import sys, types
+saved = sys.modules.get('numpy')
+sys.modules['numpy'] = types.SimpleNamespace(ndarray=set)
+forged = {1, 2, 3}
+forged.pop()
+",
+            &locals,
+        );
+        let forged = locals.get_item("forged").unwrap().unwrap();
+        let refused = explain_argument(&forged, false);
+        let imported = from_dlpack(&forged, &ImportOptions::default());
+        run(
+            py,
+            c"
+if saved is None:
+    del sys.modules['numpy']
+else:
+    sys.modules['numpy'] = saved
+",
+            &locals,
+        );
+        // Not an array: no buffer, no `__dlpack__`.
+        assert!(refused.unwrap_err().is_instance_of::<PyTypeError>(py));
+        assert!(imported.unwrap_err().is_instance_of::<PyTypeError>(py));
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading memory that a writable argument holds.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn inspecting_memory_that_a_writable_argument_holds_is_refused() {
+    attach(|py| {
+        let bytes = PyByteArray::new(py, &[0u8; 4]).into_any();
+        let mut written: TensorArgMut<'_, u8> = bytes.extract().unwrap();
+        // `inspect_argument` copies the elements: here they may be written meanwhile (by
+        // another thread's kernel, with the GIL released), so it claims them for reading.
+        let refused = inspect_argument(&bytes, false).unwrap_err();
+        assert!(refused.is_instance_of::<PyValueError>(py), "{refused}");
+        written.view_mut().fill(1);
+        drop(written);
+        let inspected = inspect_argument(&bytes, false).unwrap();
+        assert_eq!(inspected.bytes.unwrap(), [1; 4]);
+    });
+}
+
+/// An import is one more Rust handle to memory that its producer, and any other handle (the
+/// exporting `Arc`, an earlier import, a tensor class's own tensor), still reach: it is
+/// marked shared unless the producer copied it, so that it gives no `&mut [T]` beside their
+/// `&[T]` (writes go through `TensorArgMut`, whose registry sees every argument).
+#[test]
+fn an_import_of_memory_other_handles_reach_gives_no_mutable_slice() {
+    attach(|py| {
+        // Through a capsule.
+        let original = Arc::new(Export::new(vec![0i32; 4], &[4]).into_versioned().unwrap());
+        let shared = Arc::clone(&original).share_versioned().unwrap();
+        let capsule = into_capsule(py, shared).unwrap();
+        let mut taken = from_capsule(capsule.as_any()).unwrap();
+        let read: &[i32] = original.view().as_slice().unwrap();
+        assert!(taken.as_mut_slice::<i32>().is_err());
+        assert_eq!(read, &[0; 4]);
+
+        // Through an exchange table (the fast path of `from_dlpack`), from a class whose
+        // instance keeps its own handle.
+        publish_dlpack::<Fixed>(py).unwrap();
+        let tensor = Export::new(vec![1u8, 2], &[2]).into_versioned().unwrap();
+        let fixed = Fixed::new_instance(py, tensor).unwrap().into_bound(py);
+        let mut imported = from_dlpack(fixed.as_any(), &ImportOptions::default()).unwrap();
+        let instance = fixed.borrow();
+        let read: &[u8] = instance.tensor().view().as_slice().unwrap();
+        assert!(imported.as_mut_slice::<u8>().is_err());
+        let api = exchange_api(fixed.as_any()).unwrap().unwrap();
+        assert!(!api.managed_tensor(fixed.as_any()).unwrap().is_exclusive());
+        assert_eq!(read, &[1, 2]);
+
+        // A copy the producer made is the importer's alone.
+        let copy = dlbridge_pyo3::export_capsule(
+            py,
+            &original,
+            &dlbridge_pyo3::ExportRequest::default()
+                .with_max_version(Some((1, 3)))
+                .with_copy(Some(true)),
+        )
+        .unwrap();
+        let mut copy = from_capsule(copy.as_any()).unwrap();
+        assert!(copy.as_mut_slice::<i32>().is_ok());
+    });
+}
+
+#[test]
+fn arguments_dropped_on_another_thread_without_the_gil_release_what_they_hold() {
+    attach(|py| {
+        let bytes = PyByteArray::new(py, &[0u8; 4]).into_any();
+        let written: TensorArgMut<'_, u8> = bytes.extract().unwrap();
+        // Held: the buffer export (the bytearray cannot be resized) and the written claim.
+        assert!(bytes.call_method1("extend", (b"more",)).is_err());
+        assert!(bytes.extract::<TensorArg<'_, u8>>().is_err());
+        // Moved to a thread that never held the GIL, and dropped there while this thread
+        // has released it: the export is released with the GIL taken there, the claim with
+        // one atomic store.
+        py.detach(|| {
+            std::thread::scope(|scope| {
+                scope.spawn(move || drop(written));
+            })
+        });
+        bytes.call_method1("extend", (b"more",)).unwrap();
+        assert_eq!(bytes.len().unwrap(), 8);
+        let again: TensorArgMut<'_, u8> = bytes.extract().unwrap();
+        assert_eq!(again.view().len(), 8);
+    });
+}
