@@ -294,7 +294,7 @@ pub fn from_capsule(object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
 /// every argument).
 #[inline(always)]
 pub(crate) fn shared_unless_copied(tensor: &mut ManagedTensor) {
-    if !tensor.view().flags().is_copied() {
+    if !tensor.flags().is_copied() {
         tensor.mark_shared();
     }
 }

@@ -16,7 +16,6 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyType};
 
-use crate::capsule::shared_unless_copied;
 use crate::errors::{to_py_err, type_name};
 use crate::framework::FrameworkRules;
 
@@ -275,9 +274,14 @@ impl ExchangeApi {
             }));
         }
         // SAFETY: on success the producer handed over an owned tensor (or NULL, rejected).
-        let mut tensor = unsafe { ManagedTensor::from_raw_versioned(out) }.map_err(to_py_err)?;
-        shared_unless_copied(&mut tensor);
-        Ok(tensor)
+        let mut imported = unsafe { ManagedTensor::from_raw_versioned(out) }.map_err(to_py_err);
+        // The object's memory: the object and its other views still reach it. (Marked in
+        // place: unwrapping and wrapping the result again would copy the tensor. A table's
+        // export is the object's own memory, never a copy, so its flags are not read.)
+        if let Ok(tensor) = &mut imported {
+            tensor.mark_shared();
+        }
+        imported
     }
 }
 

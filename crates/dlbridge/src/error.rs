@@ -174,7 +174,7 @@ pub enum Error {
     /// written (see [`crate::Writability::Unknown`]).
     WritabilityUnknown,
     /// Mutable access to a tensor whose memory another handle can still read: a share
-    /// ([`crate::ManagedTensor::share_versioned`]) of an `Arc` that had other owners, or a
+    /// ([`crate::ManagedTensor::share_versioned`]) of a tensor in an `Arc`, or a
     /// tensor marked so ([`crate::ManagedTensor::mark_shared`]). Two
     /// `&mut [T]` (or a `&mut [T]` beside a `&[T]`) over one memory would be undefined
     /// behaviour, so such a share only hands out shared access; its DLPack flags are not
@@ -424,10 +424,11 @@ impl fmt::Display for Error {
             ),
             Error::SharedMemory => f.write_str(
                 "this tensor's memory can still be read through another handle (a share of an \
-                 Arc<ManagedTensor> that had other owners, or a tensor imported from a Python \
-                 object, whose memory other objects share), so it hands out shared access \
-                 only; write into a copy (TensorView::to_compact_copy), share an Arc nobody \
-                 else holds, or, in a Python extension, take the argument as a TensorArgMut",
+                 Arc<ManagedTensor>, or a tensor imported from a Python object, whose memory \
+                 other objects share), so it hands out shared access only; write into a copy \
+                 (TensorView::to_compact_copy), take the tensor back from its Arc \
+                 (Arc::try_unwrap) once the shares are gone, or, in a Python extension, take \
+                 the argument as a TensorArgMut",
             ),
             Error::DeviceChange { from, to } => write!(
                 f,

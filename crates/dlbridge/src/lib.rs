@@ -133,8 +133,8 @@
 //! every `bool` is 0 or 1; a slice needs a contiguous layout. To write, also: the producer
 //! allows writes ([`Writability`]: flagged READ_ONLY, or a legacy tensor that cannot say, is
 //! refused), no two indices reach one element, and this handle is the only way Rust reaches
-//! the memory ([`ManagedTensor::is_exclusive`]: a share of an `Arc` that others still hold
-//! reads only).
+//! the memory ([`ManagedTensor::is_exclusive`]: a share of a tensor in an `Arc`, and an
+//! import from Python that is not a copy, read only).
 //!
 //! **What the types guarantee.** Views, slices and element iterators borrow the tensor, so
 //! they cannot outlive it, and writing takes `&mut ManagedTensor`, so no shared view lives

@@ -123,7 +123,7 @@ pub struct ManagedTensor {
     /// The device stream the data is ready on, where known ([`ManagedTensor::ready_stream`]).
     ready_stream: Option<usize>,
     /// Whether this handle alone gives Rust code access to the memory, so that `&mut self`
-    /// may hand out `&mut [T]`: false for a share of an `Arc` that had other owners
+    /// may hand out `&mut [T]`: false for a share of a tensor in an `Arc`
     /// ([`ManagedTensor::is_exclusive`]).
     exclusive: bool,
 }
@@ -306,6 +306,21 @@ impl ManagedTensor {
         }
     }
 
+    /// The flags as the producer sent them, [`TensorView::flags`] without making a view: a
+    /// legacy tensor has those its data type implies.
+    ///
+    /// ```
+    /// use dlbridge::{Export, Flags};
+    /// let tensor = Export::new(vec![1u8, 2], &[2]).read_only(true).into_versioned()?;
+    /// assert_eq!(tensor.flags(), Flags::READ_ONLY);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[inline]
+    pub fn flags(&self) -> Flags {
+        self.parts().2
+    }
+
+    #[inline]
     fn parts(&self) -> (&DLTensor, Option<Version>, Flags) {
         match self.owned {
             // SAFETY: V9: owned and live until drop, of major version 1.
@@ -384,12 +399,11 @@ impl ManagedTensor {
 
     /// Whether this handle alone gives Rust code access to the tensor's memory, so that
     /// `&mut self` may hand out mutable access (`as_mut_slice`, `elements_mut`,
-    /// `as_array_mut`). True for every tensor but a share
-    /// ([`ManagedTensor::share_versioned`]) of an `Arc` that had other owners (clones or weak
-    /// references) when it was made, and a tensor marked shared
-    /// ([`ManagedTensor::mark_shared`]; `dlbridge-pyo3`'s imports from Python objects): the
-    /// memory can still be read through the other handles, so this one hands out shared
-    /// access only ([`Error::SharedMemory`]), however long the other handles live. Its DLPack flags are not changed: a foreign consumer of the share may
+    /// `as_array_mut`). True for every tensor but a share ([`ManagedTensor::share_versioned`]:
+    /// the source, and whoever else holds its `Arc`, can still read the memory) and a tensor
+    /// marked shared ([`ManagedTensor::mark_shared`]; `dlbridge-pyo3`'s imports from Python
+    /// objects): such a tensor hands out shared access only ([`Error::SharedMemory`]), however
+    /// long the other handles live. Its DLPack flags are not changed: a foreign consumer of the share may
     /// write, as C code sharing memory may. Whether the producer allows writes at all is
     /// [`TensorView::writability`].
     ///
@@ -401,8 +415,8 @@ impl ManagedTensor {
     /// assert!(!shared.is_exclusive()); // `original` can still read the memory
     /// assert_eq!(shared.as_mut_slice::<i32>(), Err(Error::SharedMemory));
     /// drop(shared);
-    /// // An `Arc` nobody else holds: the share is the only way to the memory.
-    /// let mut only = original.share_versioned()?;
+    /// // The shares gone, the tensor can be taken back from its `Arc` and written.
+    /// let mut only = Arc::try_unwrap(original).expect("no other handle");
     /// assert!(only.is_exclusive());
     /// only.as_mut_slice::<i32>()?[0] = 1;
     /// # Ok::<(), dlbridge::Error>(())

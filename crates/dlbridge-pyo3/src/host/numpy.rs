@@ -189,12 +189,16 @@ pub(crate) unsafe fn import(object: &Bound<'_, PyAny>) -> PyResult<Option<Manage
     let owner = PyObjectOwner::new(object.clone().unbind());
     // SAFETY: the owner keeps the array, and so its data, alive (NumPy refuses to resize an
     // array that other references hold); the view is the array's own, validated.
-    let mut tensor =
+    let mut imported =
         unsafe { ManagedTensor::export_view(&view, owner, !writability.allows_writes()) }
-            .map_err(to_py_err)?;
+            .map(Some)
+            .map_err(to_py_err);
     // The array's memory is the array's: its other views, and Python code, still reach it.
-    tensor.mark_shared();
-    Ok(Some(tensor))
+    // (Marked in place: unwrapping and wrapping the result again would copy the tensor.)
+    if let Ok(Some(tensor)) = &mut imported {
+        tensor.mark_shared();
+    }
+    imported
 }
 
 /// `PyArray_Descr *PyArray_DescrFromType(int)`.

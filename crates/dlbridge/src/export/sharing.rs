@@ -24,12 +24,12 @@ impl ManagedTensor {
     /// IS_COPIED, since its memory is now shared. One allocation; this tensor's deleter runs
     /// when the last tensor sharing it is dropped, on whatever thread that happens.
     ///
-    /// Rust's borrowing rules hold across shares: when other clones (or weak references) of
-    /// the `Arc` exist, they can still read the memory, so the share hands out shared access
-    /// only (its mutable accessors return [`Error::SharedMemory`]; see
-    /// [`ManagedTensor::is_exclusive`]). Its DLPack flags stay those of this tensor: a foreign
-    /// consumer it is handed to may write, as C code sharing memory may. A share of an `Arc`
-    /// nobody else holds keeps mutable access.
+    /// Rust's borrowing rules hold across shares: other clones (or weak references) of the
+    /// `Arc` can still read the memory, so the share hands out shared access only (its mutable
+    /// accessors return [`Error::SharedMemory`]; see [`ManagedTensor::is_exclusive`]); to
+    /// write, take the tensor back from its `Arc` (`Arc::try_unwrap`) once the shares are
+    /// gone. Its DLPack flags stay those of this tensor: a foreign consumer it is handed to
+    /// (through [`ManagedTensor::into_raw`]) may write, as C code sharing memory may.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -57,12 +57,7 @@ impl ManagedTensor {
 }
 
 #[inline(always)]
-fn share(mut tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
-    // The share is the only way Rust code reaches the memory when this `Arc` is the only
-    // handle (no other strong or weak reference: `get_mut` says so, with the ordering that
-    // makes the other handles' past accesses happen before the share's) and the tensor is
-    // itself exclusive; otherwise the other handles still read it.
-    let exclusive = Arc::get_mut(&mut tensor).is_some_and(|unique| unique.is_exclusive());
+fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
     // SAFETY: the `Arc` moves into the export (and lives as long as it), but its target does
     // not move, so a view of the target stays valid through the call, which only reads it.
     let view = unsafe { &*Arc::as_ptr(&tensor) }.view();
@@ -73,9 +68,11 @@ fn share(mut tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> 
     // SAFETY: the share keeps the source tensor alive, whose ready stream lives as long as it
     // or a share of it can be exported (`set_ready_stream`'s contract).
     unsafe { shared.set_ready_stream(ready_stream) };
-    if !exclusive {
-        shared.mark_shared();
-    }
+    // Rust code may still read the memory through the source: other clones of the `Arc` (or
+    // weak references), or whoever holds what the source shares. A share hands out shared
+    // access only (to write, take the tensor back: `Arc::try_unwrap`), so no check of the
+    // `Arc`'s counts (a compare-and-swap) costs each export.
+    shared.mark_shared();
     Ok(shared)
 }
 
