@@ -314,8 +314,13 @@ unsafe extern "C" fn owner_getter(
     if unsafe { ffi::PyObject_TypeCheck(object, GRAD_OWNER_TYPE.load(Ordering::SeqCst)) } == 0 {
         GETTER_MISUSES.fetch_add(1, Ordering::SeqCst);
     }
-    // SAFETY: a new reference to False.
-    unsafe { ffi::Py_NewRef(ffi::Py_False()) }
+    // SAFETY: False is immortal or kept alive by the interpreter; the caller gets a new
+    // reference (the limited API of 3.9 has no `Py_NewRef`).
+    unsafe {
+        let value = ffi::Py_False();
+        ffi::Py_IncRef(value);
+        value
+    }
 }
 
 #[test]
