@@ -32,14 +32,7 @@ impl<'a> TensorView<'a> {
     /// The first element as a typed pointer, after the checks every typed access needs:
     /// host-readable device, matching data type, alignment. Dangling for an empty tensor.
     pub(crate) fn first_element<T: Element>(&self) -> Result<NonNull<T>> {
-        // A whole-byte type of `T`'s size: V7 and V8 speak of such types only (constant for a
-        // given `T`, so the check costs nothing for the crate's own element types).
-        if T::DTYPE.size_in_bytes() != Some(size_of::<T>()) {
-            return Err(Error::ElementSize {
-                dtype: T::DTYPE,
-                size: size_of::<T>(),
-            });
-        }
+        check_element_size::<T>()?;
         let device = self.device();
         if !device.is_host_readable() {
             return Err(Error::NotHostReadable { device });
@@ -195,6 +188,21 @@ impl ManagedTensor {
         // SAFETY: `&mut self` gives exclusive access for the borrow, and no other handle can
         // reach the memory (`view_for_writing`).
         unsafe { ElementsMut::new(view) }
+    }
+}
+
+/// Checks that `T::DTYPE` is a whole-byte type of `size_of::<T>()` bytes, which V7 and V8 (and
+/// a device view's length) speak of: an `Element` implemented for a sub-byte type would have
+/// its elements counted one per `T` over packed memory. Constant for a given `T`, so it costs
+/// nothing for the crate's own element types.
+pub(crate) fn check_element_size<T: Element>() -> Result<()> {
+    if T::DTYPE.size_in_bytes() == Some(size_of::<T>()) {
+        Ok(())
+    } else {
+        Err(Error::ElementSize {
+            dtype: T::DTYPE,
+            size: size_of::<T>(),
+        })
     }
 }
 

@@ -120,3 +120,30 @@ fn typed_access_refuses_element_types_of_sub_byte_data_types() {
     assert_eq!(view.elements::<PaddedInt4>().unwrap_err(), refused);
     assert_eq!(packed.as_mut_slice::<PaddedInt4>().unwrap_err(), refused);
 }
+
+/// The same rule for cudarc views, whose length counts one `T` per element.
+#[cfg(feature = "cudarc")]
+#[test]
+fn cudarc_views_refuse_element_types_of_sub_byte_data_types() {
+    let cuda = Device::new(DeviceType::CUDA, 0);
+    // SAFETY: a CUDA descriptor at an address nothing here dereferences (refused first); the
+    // owner `()` keeps nothing alive, and needs not.
+    let tensor = unsafe {
+        Export::from_raw_parts(
+            (),
+            std::ptr::without_provenance_mut(0x1000),
+            DataType::int(4),
+            cuda,
+            &[256],
+        )
+    }
+    .into_versioned()
+    .expect("a CUDA descriptor exports");
+    assert_eq!(
+        dlbridge::cuda::cuda_slice_parts::<PaddedInt4>(&tensor.view(), 0).unwrap_err(),
+        Error::ElementSize {
+            dtype: DataType::int(4),
+            size: 1
+        }
+    );
+}

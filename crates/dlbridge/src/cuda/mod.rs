@@ -69,6 +69,7 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr};
 
 use crate::device::{Device, DeviceType};
 use crate::element::Element;
+use crate::elements::check_element_size;
 use crate::error::{Error, Result};
 use crate::export::Export;
 use crate::managed::ManagedTensor;
@@ -109,6 +110,7 @@ pub fn cuda_slice_parts<T: Element>(view: &TensorView<'_>, ordinal: usize) -> Re
             actual: view.dtype(),
         });
     }
+    check_element_size::<T>()?;
     let elements = view.num_elements();
     if !view.is_c_contiguous() {
         return Err(Error::NotContiguous {
