@@ -293,7 +293,7 @@ pub fn from_capsule(object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
 /// `&mut [T]` of it (a kernel writes through a `TensorArgMut`, whose aliasing registry sees
 /// every argument).
 #[inline(always)]
-pub(crate) fn shared_unless_copied(tensor: &mut ManagedTensor) {
+fn shared_unless_copied(tensor: &mut ManagedTensor) {
     if !tensor.flags().is_copied() {
         tensor.mark_shared();
     }

@@ -459,12 +459,21 @@ impl ManagedTensor {
     /// ([`Error::SharedMemory`]), the producer allows writes, and no two indices reach the
     /// same element. The caller holds `&mut self`, so nothing else borrows the tensor.
     pub(crate) fn view_for_writing(&mut self) -> Result<TensorView<'_>> {
-        if !self.exclusive {
-            return Err(Error::SharedMemory);
-        }
+        self.check_exclusive()?;
         let view = self.view();
         view.check_writable()?;
         Ok(view)
+    }
+
+    /// The part of [`ManagedTensor::view_for_writing`] that only the handle knows: refused
+    /// unless this handle is exclusive ([`Error::SharedMemory`]). For accesses whose view
+    /// checks writability itself (`TensorView::as_array_mut_unchecked`).
+    pub(crate) fn check_exclusive(&self) -> Result<()> {
+        if self.exclusive {
+            Ok(())
+        } else {
+            Err(Error::SharedMemory)
+        }
     }
 
     /// The device stream (a `cudaStream_t` / `hipStream_t` as an integer; CUDA's legacy

@@ -354,10 +354,11 @@ impl ManagedTensor {
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     pub fn as_array_mut<T: Element>(&mut self) -> Result<ArrayViewMutD<'_, T>> {
-        let view = self.view_for_writing()?;
+        // Writability and overlaps are checked by `as_array_mut_unchecked` itself.
+        self.check_exclusive()?;
         // SAFETY: `&mut self` gives the view exclusive access to the tensor's elements, which
-        // no other handle can reach (`view_for_writing`).
-        unsafe { view.as_array_mut_unchecked() }
+        // no other handle can reach (`check_exclusive`).
+        unsafe { self.view().as_array_mut_unchecked() }
     }
 
     /// Exports an owned `ndarray` array as a versioned, writable managed tensor, without
