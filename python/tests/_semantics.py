@@ -23,7 +23,8 @@ must be of the reference's exception class. Documented departures:
 - stricter: a refusal (`BufferError`) where the reference exports wrong data
   (`STRICTER`: PyTorch's views with a lazy negation bit);
 - a typed argument reads a tensor autograd tracks as `x.detach()` (the reference refuses
-  `x`); a writable one refuses it while grad mode is on (`TypeError`).
+  `x`); a writable one refuses it while grad mode is on (`TypeError`), and refuses an
+  inference tensor outside inference mode, as PyTorch's in-place operations do.
 
 `python _semantics.py FRAMEWORK` checks every kind of one framework and prints the
 mismatches as JSON: the tests run it in a process of its own with
@@ -44,7 +45,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: Kinds the reference exports with wrong values and dlbridge refuses, with a word of the
 #: refusal's message.
-STRICTER = {("torch", "neg_view"): "negation bit"}
+STRICTER = {
+    ("torch", name): "negation bit"
+    for name in (
+        "neg_view",
+        "neg_view_contiguous",
+        "neg_view_scalar",
+        "neg_view_detached",
+        "neg_view_as_strided",
+        "neg_view_complex",
+        "neg_view_int64",
+    )
+}
 
 
 def _framework_of(obj) -> str:
@@ -71,6 +83,16 @@ def grad_enabled(obj) -> bool:
     import paddle
 
     return paddle.is_grad_enabled()
+
+
+def inference_write_refused(obj) -> bool:
+    """Whether PyTorch's in-place operations refuse to write `obj` now: an inference tensor
+    outside inference mode."""
+    if _framework_of(obj) != "torch":
+        return False
+    import torch
+
+    return obj.is_inference() and not torch.is_inference_mode_enabled()
 
 
 def untracked(obj):
@@ -267,7 +289,7 @@ def check_kind(kind) -> tuple[list[str], dict[str, str]]:
     if seen is not None:
         paths["TensorArg"] = seen.path
     write_expected = read_reference
-    if tracked(x) and grad_enabled(x):
+    if (tracked(x) and grad_enabled(x)) or inference_write_refused(x):
         write_expected = "TypeError"
     seen = _judge(
         problems,

@@ -6,7 +6,9 @@
 - a writable typed argument refuses it while grad mode is on (leaf or not), writes it under
   `torch.no_grad()` as an optimizer step does, and after a call that took a mutable view
   of any PyTorch tensor, bumps that tensor's version counter as PyTorch's in-place
-  operations do: `backward()` then raises for a tensor it saved, exactly as after `mul_`.
+  operations do: `backward()` then raises for a tensor it saved, exactly as after `mul_`;
+- a writable typed argument refuses an inference tensor outside inference mode, as PyTorch's
+  in-place operations do (test_inplace_rules.py compares every rule with `add_`).
 PaddlePaddle's equivalents are in interop/test_paddle.py.
 """
 
@@ -113,10 +115,17 @@ def test_version_counters_move_only_for_mutable_access():
     assert tensor._version == 2
 
 
-def test_inference_tensors_are_written_without_a_version_counter():
+def test_inference_tensors_are_written_in_inference_mode_only():
     with torch.inference_mode():
         tensor = torch.zeros(3)
-    K.fill(tensor, 3.0)
+    with pytest.raises(TypeError) as refused:
+        K.fill(tensor, 3.0)
+    assert "inference tensor" in str(refused.value)
+    assert "torch.inference_mode()" in str(refused.value)
+    assert tensor.tolist() == [0.0] * 3
+    with torch.inference_mode():
+        # No version counter to bump: written as PyTorch's own add_ writes it there.
+        K.fill(tensor, 3.0)
     assert tensor.tolist() == [3.0] * 3
 
 

@@ -159,6 +159,13 @@ def test_required_kinds_present():
         "quantized_qint8",
         "conj_view",
         "neg_view",
+        "neg_view_contiguous",
+        "neg_view_scalar",
+        "neg_view_detached",
+        "neg_view_as_strided",
+        "neg_view_complex",
+        "neg_view_int64",
+        "conj_neg_view",
         "nested_strided",
         "nested_jagged",
         "meta",
@@ -310,6 +317,25 @@ def test_torch_requires_grad_is_refused(name):
 def test_torch_unexportable_is_refused(name):
     result = reference(_make(TORCH[name]))
     assert isinstance(result, Refused) and result.exception == "BufferError", result
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "neg_view",
+        "neg_view_contiguous",
+        "neg_view_scalar",
+        "neg_view_detached",
+        "neg_view_as_strided",
+        "neg_view_complex",
+        "neg_view_int64",
+    ],
+)
+def test_torch_kinds_with_the_negation_bit_carry_it(name):
+    """Each kind that stands for the negation bit has it: the differential tests rely on these
+    being the lazy views they are named for (a later torch that resolves one would turn the
+    kind into an ordinary tensor and the test into one that cannot fail)."""
+    assert _make(TORCH[name]).is_neg()
 
 
 def test_torch_neg_view_documented_behaviour():

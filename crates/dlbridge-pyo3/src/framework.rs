@@ -40,18 +40,9 @@ use dlbridge::{DataType, DataTypeCode, TensorView};
 /// The autograd of a framework: how a tensor says that autograd tracks it, whether grad mode
 /// is on, and how an in-place write is reported.
 struct Autograd {
-    /// The descriptor of the attribute that says whether a tensor is tracked (`requires_grad`,
-    /// `stop_gradient`), taken from the class that defines it, so that no lookup searches the
-    /// type on each call.
-    tracked_attribute: Py<PyAny>,
-    /// The descriptor's C getter and its closure, called directly for instances of the type
-    /// the descriptor belongs to (its `d_type`, the third member), which the getter reads its
-    /// object as; any other object goes through the descriptor protocol, whose own check
-    /// refuses it. (The rules are found for subclasses of `sys.modules["torch"].Tensor`, which
-    /// Python code can replace with a class whose `requires_grad` is another type's getter.)
-    /// `None` where the descriptor is not a getset descriptor, or its layout is not readable
-    /// (the limited API).
-    tracked_getter: Option<(ffi::getter, SendPointer, SendPointer)>,
+    /// The attribute that says whether a tensor is tracked (`requires_grad`,
+    /// `stop_gradient`).
+    tracked: InstanceAttribute,
     /// The attribute's value for a tracked tensor (`requires_grad` True, `stop_gradient`
     /// False).
     tracked_when: bool,
@@ -59,6 +50,81 @@ struct Autograd {
     grad_enabled: Py<PyAny>,
     /// How a write is reported.
     bump: VersionBump,
+}
+
+/// A C attribute of a framework's tensor class, read without a lookup on each call.
+struct InstanceAttribute {
+    /// The descriptor, taken from the class that defines it, so that no lookup searches the
+    /// type on each call.
+    descriptor: Py<PyAny>,
+    /// The descriptor's C getter and its closure, called directly for instances of the type
+    /// the descriptor belongs to (its `d_type`, the third member), which the getter reads its
+    /// object as; any other object goes through the descriptor protocol, whose own check
+    /// refuses it. (The rules are found for subclasses of `sys.modules["torch"].Tensor`, which
+    /// Python code can replace with a class whose `requires_grad` is another type's getter.)
+    /// `None` where the descriptor is not a getset descriptor, or its layout is not readable
+    /// (the limited API).
+    getter: Option<(ffi::getter, SendPointer, SendPointer)>,
+}
+
+impl InstanceAttribute {
+    /// The attribute `name` of the tensor class `kind`.
+    fn new(kind: &Bound<'_, PyType>, name: &str) -> PyResult<Self> {
+        let descriptor = descriptor_in_mro(kind, name)?;
+        let getter = getter_of(descriptor.bind(kind.py()));
+        Ok(InstanceAttribute { descriptor, getter })
+    }
+
+    /// The attribute's value on `object`.
+    #[inline]
+    fn read<'py>(&self, object: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = object.py();
+        // SAFETY: a live object and the descriptor's live type (the descriptor, held here,
+        // holds it), the GIL held; only the types are read.
+        let direct = self.getter.filter(|(_, _, owner)| unsafe {
+            ffi::PyObject_TypeCheck(object.as_ptr(), owner.0.cast()) != 0
+        });
+        match direct {
+            // SAFETY: the getset's own getter and closure, with an instance of the type the
+            // descriptor belongs to (just checked), the GIL held; the result is a new
+            // reference, owned here, or NULL with an exception set.
+            Some((get, closure, _)) => unsafe {
+                Bound::from_owned_ptr_or_err(py, get(object.as_ptr(), closure.0))
+            },
+            // The descriptor protocol, where its getter cannot be read (the limited API) or
+            // the object is not of its type (refused there, with the descriptor's TypeError).
+            None => self
+                .descriptor
+                .bind(py)
+                .call_method1(intern!(py, "__get__"), (object,)),
+        }
+    }
+}
+
+/// PyTorch's inference tensors (made under `torch.inference_mode()`), which its in-place
+/// operations refuse to write outside inference mode.
+struct InferenceTensors {
+    /// `torch.Tensor._version`, which an inference tensor (which has no version counter)
+    /// raises for: a getter call where `is_inference()` would cost a method call that
+    /// releases the GIL.
+    version: InstanceAttribute,
+    /// `torch.Tensor.is_inference`, which confirms what a raising `_version` suggests.
+    is_inference: Py<PyAny>,
+    /// `torch.is_inference_mode_enabled`.
+    mode_enabled: Py<PyAny>,
+}
+
+impl InferenceTensors {
+    /// Whether `object` is an inference tensor written outside inference mode.
+    fn written_outside_inference_mode(&self, object: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let py = object.py();
+        if self.version.read(object).is_ok() {
+            return Ok(false);
+        }
+        drop(PyErr::take(py));
+        Ok(truth(&call(py, &self.is_inference, &[object.as_ptr()])?)?
+            && !truth(&call(py, &self.mode_enabled, &[])?)?)
+    }
 }
 
 /// A C pointer held for the life of the process (a getset's closure, the type it belongs to).
@@ -132,6 +198,8 @@ pub(crate) struct FrameworkRules {
     /// Only floating-point and complex tensors can be tracked (PyTorch).
     only_inexact_tracked: bool,
     autograd: Autograd,
+    /// PyTorch's inference tensors.
+    inference: Option<InferenceTensors>,
     /// PyTorch's lazy views.
     pub(crate) lazy_bits: Option<LazyBits>,
     /// PyTorch: the one `__torch_function__` of tensors whose `__dlpack__` answers as the
@@ -227,27 +295,15 @@ impl LazyBits {
     /// type's `is_conj()` / `is_neg()` cost about 85 ns each (PyTorch releases the GIL in
     /// them), so they are asked only where the bit can be set:
     ///
-    /// - the conjugation bit only on complex tensors;
-    /// - the negation bit on complex and floating-point tensors; on floating-point ones only
-    ///   when the layout is not C-contiguous or has at most one element. PyTorch's public
-    ///   views give a real tensor the negation bit only as the imaginary part of a conjugated
-    ///   complex tensor (`x.conj().imag`), which steps by two through the complex storage and
-    ///   so is never C-contiguous with two or more elements, whatever view is taken of it
-    ///   next; copies (`contiguous()`, `clone()`) resolve the bit. Only `as_strided` on such a
-    ///   view and the private `torch._neg_view` escape this, and are not checked.
-    ///
-    /// Integer and boolean tensors need no check at all.
+    /// - the conjugation bit only on complex tensors (PyTorch sets it on no other);
+    /// - the negation bit on every tensor, whatever its data type and layout: no layout gives
+    ///   it away (`x._neg_view()` is C-contiguous, and `detach()` keeps the bit on a tensor
+    ///   that is no view), and the private `_neg_view()` sets it on integer and boolean
+    ///   tensors too.
     fn may_be_lazy(exported: Option<&TensorView<'_>>) -> (bool, bool) {
         let code = exported.map(|tensor| tensor.dtype().code);
         let complex = code.is_none_or(|code| code == DataTypeCode::COMPLEX);
-        let float = code.is_some_and(|code| {
-            matches!(code, DataTypeCode::FLOAT | DataTypeCode::BFLOAT) || (7..=17).contains(&code.0)
-        });
-        let neg = complex
-            || (float
-                && exported
-                    .is_some_and(|tensor| tensor.num_elements() <= 1 || !tensor.is_c_contiguous()));
-        (complex, neg)
+        (complex, true)
     }
 }
 
@@ -255,27 +311,7 @@ impl FrameworkRules {
     /// Whether autograd tracks `object`.
     #[inline]
     pub(crate) fn is_tracked(&self, object: &Bound<'_, PyAny>) -> PyResult<bool> {
-        let py = object.py();
-        // SAFETY: a live object and the descriptor's live type (the descriptor, held by the
-        // rules, holds it), the GIL held; only the types are read.
-        let direct = self.autograd.tracked_getter.filter(|(_, _, owner)| unsafe {
-            ffi::PyObject_TypeCheck(object.as_ptr(), owner.0.cast()) != 0
-        });
-        let value = match direct {
-            // SAFETY: the getset's own getter and closure, with an instance of the type the
-            // descriptor belongs to (just checked), the GIL held; the result is a new
-            // reference, owned here, or NULL with an exception set.
-            Some((get, closure, _)) => unsafe {
-                Bound::from_owned_ptr_or_err(py, get(object.as_ptr(), closure.0))?
-            },
-            // The descriptor protocol, where its getter cannot be read (the limited API) or
-            // the object is not of its type (refused there, with the descriptor's TypeError).
-            None => self
-                .autograd
-                .tracked_attribute
-                .bind(py)
-                .call_method1(intern!(py, "__get__"), (object,))?,
-        };
+        let value = self.autograd.tracked.read(object)?;
         Ok(truth(&value)? == self.autograd.tracked_when)
     }
 
@@ -319,8 +355,25 @@ impl FrameworkRules {
         Ok(())
     }
 
-    /// A `TensorArgMut`'s refusal: a tracked tensor while grad mode is on (`TypeError`).
+    /// A `TensorArgMut`'s refusals (`TypeError`), each where the framework's own in-place
+    /// operations refuse too, in its words: an inference tensor outside inference mode
+    /// (PyTorch); a tracked tensor while grad mode is on (PyTorch refuses a leaf, a view of
+    /// one, a view made under no_grad or inference mode, an output of a multi-output view
+    /// or custom Function; it records the operation for the other tracked tensors, which a
+    /// Rust kernel cannot do, so these are refused too).
     pub(crate) fn check_writable(&self, object: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Some(inference) = &self.inference {
+            if inference.written_outside_inference_mode(object)? {
+                return Err(PyTypeError::new_err(format!(
+                    "cannot write in place into an inference tensor (made under \
+                     torch.inference_mode()) outside inference mode: {} own in-place \
+                     operations refuse it too (\"Inplace update to inference tensor outside \
+                     InferenceMode is not allowed\"); run the kernel under \
+                     torch.inference_mode(), or pass x.clone() to write a normal tensor",
+                    self.possessive()
+                )));
+            }
+        }
         if self.is_tracked(object)? && self.grad_enabled(object.py())? {
             return Err(PyTypeError::new_err(format!(
                 "cannot write in place into a {} that {} while grad mode is on: autograd \
@@ -330,6 +383,14 @@ impl FrameworkRules {
             )));
         }
         Ok(())
+    }
+
+    /// "PyTorch's", for messages that quote the framework.
+    fn possessive(&self) -> &'static str {
+        match self.class_name {
+            "torch.Tensor" => "PyTorch's",
+            _ => "PaddlePaddle's",
+        }
     }
 
     /// `object` outside autograd: `object.detach()` for a tracked tensor (the same memory),
@@ -413,9 +474,6 @@ fn class_attribute(kind: &Bound<'_, PyType>, name: &str) -> PyResult<Py<PyAny>> 
 }
 
 fn torch_rules(torch: &Bound<'_, PyAny>, tensor: &Bound<'_, PyType>) -> PyResult<FrameworkRules> {
-    // The getset descriptor, from the class that defines it (`torch._C.TensorBase`).
-    let tracked_attribute = descriptor_in_mro(tensor, "requires_grad")?;
-    let tracked_getter = getter_of(tracked_attribute.bind(torch.py()));
     let torch_c = torch.getattr("_C")?;
     let default = tensor.getattr("__torch_function__")?.getattr("__func__")?;
     Ok(FrameworkRules {
@@ -423,12 +481,17 @@ fn torch_rules(torch: &Bound<'_, PyAny>, tensor: &Bound<'_, PyType>) -> PyResult
         tracked_words: "requires grad",
         only_inexact_tracked: true,
         autograd: Autograd {
-            tracked_attribute,
-            tracked_getter,
+            // The getset descriptor, from the class that defines it (`torch._C.TensorBase`).
+            tracked: InstanceAttribute::new(tensor, "requires_grad")?,
             tracked_when: true,
             grad_enabled: torch.getattr("is_grad_enabled")?.unbind(),
             bump: VersionBump::TupleOfTensors(torch_c.getattr("_increment_version")?.unbind()),
         },
+        inference: Some(InferenceTensors {
+            version: InstanceAttribute::new(tensor, "_version")?,
+            is_inference: class_attribute(tensor, "is_inference")?,
+            mode_enabled: torch.getattr("is_inference_mode_enabled")?.unbind(),
+        }),
         lazy_bits: Some(LazyBits {
             is_conj: class_attribute(tensor, "is_conj")?,
             is_neg: class_attribute(tensor, "is_neg")?,
@@ -441,19 +504,17 @@ fn torch_rules(torch: &Bound<'_, PyAny>, tensor: &Bound<'_, PyType>) -> PyResult
 }
 
 fn paddle_rules(paddle: &Bound<'_, PyAny>, tensor: &Bound<'_, PyType>) -> PyResult<FrameworkRules> {
-    let tracked_attribute = descriptor_in_mro(tensor, "stop_gradient")?;
-    let tracked_getter = getter_of(tracked_attribute.bind(paddle.py()));
     Ok(FrameworkRules {
         class_name: "paddle.Tensor",
         tracked_words: "does not stop gradient (stop_gradient=False)",
         only_inexact_tracked: false,
         autograd: Autograd {
-            tracked_attribute,
-            tracked_getter,
+            tracked: InstanceAttribute::new(tensor, "stop_gradient")?,
             tracked_when: false,
             grad_enabled: paddle.getattr("is_grad_enabled")?.unbind(),
             bump: VersionBump::Method(class_attribute(tensor, "_bump_inplace_version")?),
         },
+        inference: None,
         lazy_bits: None,
         torch_function: None,
     })

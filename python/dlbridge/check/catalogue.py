@@ -18,7 +18,9 @@ all on CPU):
 - torch `neg_view` (`torch.tensor([1+2j, 3j]).conj().imag`, `is_neg()` True, values
   [-2, -3]) is exported WITHOUT error and without its negative bit: the capsule describes
   the memory [2, 3] (float32, stride 2 into the complex storage). A consumer silently gets
-  the wrong sign. The conjugate bit, by contrast, is refused (BufferError).
+  the wrong sign. So are the C-contiguous negated views (`x._neg_view()`, of one element
+  or many, real or complex, and after `detach()` or `as_strided`), which no layout gives
+  away. The conjugate bit, by contrast, is refused (BufferError).
 - torch strided `nested_tensor` raises RuntimeError ("Internal error: NestedTensorImpl
   doesn't support sizes"), not BufferError; jagged nested, sparse COO/CSR raise BufferError
   ("layout other than torch.strided").
@@ -223,6 +225,50 @@ def _torch_kinds() -> list:
             "neg_view",
             lambda: torch.tensor([1 + 2j, 3j]).conj().imag,
             "imag of a conj view: is_neg() True, values [-2, -3]; exported WITHOUT the sign",
+        ),
+        (
+            "neg_view_contiguous",
+            lambda: torch.tensor([[1.0, 2.0, 3.0]])._neg_view(),
+            "_neg_view() of a float tensor: C-contiguous, is_neg() True, values [-1, -2, -3]; "
+            "exported WITHOUT the sign",
+        ),
+        (
+            "neg_view_scalar",
+            lambda: torch.tensor([4.0])._neg_view(),
+            "_neg_view() of one element: is_neg() True, value -4; exported WITHOUT the sign",
+        ),
+        (
+            "neg_view_detached",
+            lambda: torch.tensor([1.0, 2.0])._neg_view().detach(),
+            "detach() keeps the negation bit (and is not a view): values [-1, -2]; exported "
+            "WITHOUT the sign",
+        ),
+        (
+            "neg_view_as_strided",
+            lambda: torch.tensor([1 + 2j, 3j]).conj().imag.as_strided((2,), (1,)),
+            "as_strided over the imag of a conj view: contiguous, is_neg() True; exported "
+            "WITHOUT the sign",
+        ),
+        (
+            "neg_view_complex",
+            lambda: torch.tensor([1 + 2j, 3j])._neg_view(),
+            "_neg_view() of a complex tensor: is_neg() True; exported WITHOUT the sign",
+        ),
+        (
+            "neg_view_int64",
+            lambda: torch.tensor([1, 2, 3])._neg_view(),
+            "_neg_view() of an int64 tensor: is_neg() True (the private API sets the bit on "
+            "integers too), values [-1, -2, -3]; exported WITHOUT the sign",
+        ),
+        (
+            "conj_neg_view",
+            lambda: torch.tensor([1 + 2j, 3j]).conj()._neg_view(),
+            "both lazy bits on one complex tensor: refused (BufferError, the conjugate bit)",
+        ),
+        (
+            "conj_view_contiguous_real_part",
+            lambda: torch.tensor([1 + 2j, 3j]).conj().real,
+            "real part of a conj view: no lazy bit (the real part is not negated)",
         ),
         (
             "nested_strided",
