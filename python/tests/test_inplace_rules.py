@@ -84,6 +84,10 @@ def _custom_function_output():
     return Identity.apply(torch.zeros(3, requires_grad=True).clone())
 
 
+def _unbind_output_detached():
+    return torch.zeros(3, 2, requires_grad=True).clone().unbind()[0].detach()
+
+
 CASES = {
     "plain": lambda: torch.zeros(3),
     "leaf_requires_grad": lambda: torch.zeros(3, requires_grad=True),
@@ -100,9 +104,7 @@ CASES = {
     "inference_mode_view_of_tracked": _view_made_in_inference_mode_of_a_tracked_tensor,
     "inference_mode_view_of_normal": _view_made_in_inference_mode_of_a_normal_tensor,
     "unbind_output": lambda: torch.zeros(3, 2, requires_grad=True).clone().unbind()[0],
-    "unbind_output_detached": lambda: (
-        torch.zeros(3, 2, requires_grad=True).clone().unbind()[0].detach()
-    ),
+    "unbind_output_detached": _unbind_output_detached,
     "unbind_output_untracked": lambda: torch.zeros(3, 2).unbind()[0],
     "custom_function_output": _custom_function_output,
     "inference_tensor": _inference_tensor,
