@@ -121,3 +121,81 @@ def test_other_frameworks_are_unchanged():
     tensor = kernels.zeros_like_framework(dlbridge.zeros([1]), "int16", [3])
     assert type(tensor) is dlbridge.Tensor
     assert tensor.shape == (3,)
+
+
+# --- A result never changes data type, shape or values on the way out (issue 28) ---------
+
+
+def test_jax_without_64_bit_types_is_refused_with_both_fixes():
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    assert not jax.config.jax_enable_x64  # JAX's default
+    pixels = jnp.asarray(np.arange(12, dtype=np.uint8))
+    with pytest.raises(TypeError) as refused:
+        kernels.byte_histogram(pixels)
+    message = str(refused.value)
+    assert "int64" in message and "int32" in message
+    assert 'jax.config.update("jax_enable_x64", True)' in message
+    assert "narrower data type" in message
+    with pytest.raises(TypeError, match="float64"):
+        kernels.zeros_like_framework(pixels, "float64", [3])
+    # Types JAX keeps come back as they are.
+    kept = kernels.zeros_like_framework(pixels, "float32", [2, 3])
+    assert kept.dtype == jnp.float32 and kept.shape == (2, 3)
+
+
+def test_jax_with_64_bit_types_keeps_int64():
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    jax.config.update("jax_enable_x64", True)
+    try:
+        pixels = jnp.asarray(np.array([[1, 1], [2, 255]], dtype=np.uint8))
+        counts = kernels.byte_histogram(pixels)
+        assert counts.dtype == jnp.int64
+        assert counts[1] == 2 and counts[2] == 1 and counts[255] == 1 and int(counts.sum()) == 4
+        big = kernels.halves(jnp.asarray(np.array([2.0**60 + 2.0, 1 / 3])))
+        assert big.dtype == jnp.float64
+        assert np.asarray(big).tolist() == [2.0**59 + 1.0, 1 / 6]
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda data: memoryview(bytes(data)),
+        lambda data: bytes(data),
+        lambda data: bytearray(data),
+        lambda data: __import__("array").array("B", data),
+        lambda data: memoryview(bytearray(data)).cast("B", (2, 3)),
+    ],
+    ids=["memoryview", "bytes", "bytearray", "array.array", "memoryview-2d"],
+)
+def test_a_buffer_protocol_input_gets_a_memoryview(make):
+    data = [1, 1, 2, 255, 0, 1]
+    counts = kernels.byte_histogram(make(data))
+    assert isinstance(counts, memoryview)
+    assert counts.format == "q" and counts.shape == (256,) and counts.itemsize == 8
+    assert not counts.readonly
+    assert counts[1] == 3 and counts[2] == 1 and counts[255] == 1 and counts[0] == 1
+    # Zero-copy over the result's memory, which the view keeps alive.
+    as_array = np.asarray(counts)
+    del counts
+    gc.collect()
+    assert as_array[1] == 3
+    # And a memoryview result goes on as an input.
+    assert kernels.total(np.frombuffer(memoryview(bytes(8)), dtype=np.float32)) == 0.0
+
+
+def test_a_memoryview_result_has_the_shape_and_format_of_the_tensor():
+    for dtype, fmt in [("float32", "f"), ("int16", "h"), ("bool", "?"), ("bfloat16", "H")]:
+        result = kernels.zeros_like_framework(memoryview(b"x"), dtype, [2, 3])
+        assert isinstance(result, memoryview)
+        assert (result.format, result.shape) == (fmt, (2, 3))
+
+
+def test_an_object_without_from_dlpack_or_buffer_is_refused_by_type():
+    with pytest.raises(TypeError) as refused:
+        kernels.zeros_like_framework(object(), "float32", [2])
+    message = str(refused.value)
+    assert "object" in message and "buffer protocol" in message

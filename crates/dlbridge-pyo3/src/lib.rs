@@ -299,6 +299,8 @@ pub use exchange::{exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EX
 pub use host::formats::buffer_format;
 pub use ndarray;
 pub use owner::PyObjectOwner;
+#[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
+pub use produce::buffer::{get_buffer, get_byte_buffer, release_buffer};
 pub use produce::class::TensorClass;
 pub use produce::exchange_table::{exchange_api_exports, publish_exchange_api};
 pub use produce::methods::{export_capsule, publish_dlpack_methods, ExportRequest};

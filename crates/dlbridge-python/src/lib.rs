@@ -15,7 +15,6 @@
 //! The pure-Python parts, the type stubs and the tests live under `python/`.
 
 mod minifloat;
-mod buffer;
 mod pickling;
 mod tensor;
 mod creation;

@@ -32,8 +32,6 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyMemoryView, PyTuple};
 
-use crate::buffer;
-
 /// The reconstructor's name in `dlbridge._dlbridge`, which pickles refer to.
 const RECONSTRUCTOR: &str = "_tensor_from_pickle";
 
@@ -55,12 +53,14 @@ impl TensorBytes {
         let this = slf.get();
         // SAFETY: `view` is NULL or a valid Py_buffer to fill (CPython's contract for
         // getbuffer), and `slf` holds the tensor, which keeps its memory alive.
-        unsafe { buffer::get_byte_buffer(&this.tensor, this.read_only, slf.as_any(), view, flags) }
+        unsafe {
+            dlbridge_pyo3::get_byte_buffer(&this.tensor, this.read_only, slf.as_any(), view, flags)
+        }
     }
 
     unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
         // SAFETY: CPython releases each buffer that `__getbuffer__` filled once, here.
-        unsafe { buffer::release_buffer(view) }
+        unsafe { dlbridge_pyo3::release_buffer(view) }
     }
 }
 

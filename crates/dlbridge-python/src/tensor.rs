@@ -1,5 +1,5 @@
 //! The `dlbridge.Tensor` class: a `ManagedTensor` shared with Python, its read-only
-//! properties, `copy`, the buffer-protocol slots (whose layout lives in `buffer.rs`) and
+//! properties, `copy`, the buffer-protocol slots (whose layout is dlbridge-pyo3's `get_buffer`) and
 //! pickling (`pickling.rs`).
 //! `publish_dlpack` (dlbridge-pyo3) gives it `__dlpack__` and the C exchange API.
 
@@ -12,7 +12,6 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::buffer;
 use crate::pickling;
 
 /// A tensor held by dlbridge: imported from any DLPack producer (zero-copy, keeping the
@@ -167,11 +166,11 @@ impl Tensor {
     ) -> PyResult<()> {
         // SAFETY: `view` is NULL or a valid Py_buffer to fill (CPython's contract for
         // getbuffer), and `slf`, the Tensor that holds `inner`, keeps its memory alive.
-        unsafe { buffer::get_buffer(&slf.get().inner, slf.as_any(), view, flags) }
+        unsafe { dlbridge_pyo3::get_buffer(&slf.get().inner, slf.as_any(), view, flags) }
     }
 
     unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
         // SAFETY: CPython releases each buffer that `__getbuffer__` filled once, here.
-        unsafe { buffer::release_buffer(view) }
+        unsafe { dlbridge_pyo3::release_buffer(view) }
     }
 }

@@ -48,6 +48,8 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     testing.add_function(wrap_pyfunction!(release_on_new_thread, &testing)?)?;
     testing.add_function(wrap_pyfunction!(zeros_like_framework, &testing)?)?;
     testing.add_function(wrap_pyfunction!(import_return_like, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(byte_histogram, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(halves, &testing)?)?;
     Ok(testing)
 }
 
@@ -77,6 +79,27 @@ fn import_return_like<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let tensor = import(x, &ImportOptions::default())?;
     return_like(py, tensor, like)
+}
+
+/// The counts of each byte value in `x` (any number of dimensions), as 256 int64 counts in
+/// the framework of `x`: a result of another data type than its input.
+#[pyfunction]
+fn byte_histogram<'py>(
+    py: Python<'py>,
+    x: TensorArg<'_, u8, IxDyn>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut counts = vec![0i64; 256];
+    for &value in x.view() {
+        counts[usize::from(value)] += 1;
+    }
+    x.return_like(py, (counts, [256]))
+}
+
+/// `x / 2` for a float64 vector, in the framework of `x`.
+#[pyfunction]
+fn halves<'py>(py: Python<'py>, x: TensorArg<'_, f64, Ix1>) -> PyResult<Bound<'py, PyAny>> {
+    let halved = x.view().mapv(|value| value / 2.0);
+    x.return_like(py, halved)
 }
 
 /// `out[...] = x * factor`, with the GIL released while it runs.

@@ -5,11 +5,16 @@
 //!   published on it share; this module's [`publish_dlpack`] publishes everything at once;
 //! - [`methods`]: `__dlpack__` and `__dlpack_device__`, by the rules of [`export_capsule`];
 //! - [`exchange_table`]: DLPack 1.3's C exchange API and dlbridge's writability hook;
-//! - [`returning`]: results handed to the caller's framework ([`return_like`]).
+//! - [`returning`]: results handed to the caller's framework ([`return_like`]);
+//! - `buffer`: the buffer protocol served over a tensor
+//!   ([`get_buffer`](crate::get_buffer)), for classes of one's own and for results returned
+//!   like buffer-protocol inputs.
 //!
 //! The produce side never imports the consume side ([`crate::consume`], [`crate::args`]):
 //! a producer's answers do not depend on how dlbridge reads other producers.
 
+#[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
+pub(crate) mod buffer;
 pub(crate) mod class;
 pub(crate) mod exchange_table;
 pub(crate) mod methods;

@@ -1,6 +1,6 @@
 //! Returning Rust-owned tensors to Python as the caller's framework's own objects.
 
-use dlbridge::{Element, Export, ManagedTensor};
+use dlbridge::{DataType, Device, Element, Export, ManagedTensor};
 use ndarray::{Array, Dimension};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
@@ -8,8 +8,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use crate::capsule::into_capsule;
+use crate::consume::ImportOptions;
 use crate::dispatch::type_info;
-use crate::errors::to_py_err;
+use crate::errors::{to_py_err, type_name};
 use crate::host::numpy;
 
 /// A one-shot DLPack producer around an owned tensor: what framework `from_dlpack` functions
@@ -226,14 +227,6 @@ pub fn return_like<'py>(
             return Ok(unsafe { Bound::from_owned_ptr(py, out.cast()) });
         }
     }
-    let device = tensor.view().device();
-    let producer = Py::new(
-        py,
-        TensorProducer {
-            tensor: Some(tensor),
-            device: (device.device_type.0, device.device_id),
-        },
-    )?;
     let module_name: String = like
         .get_type()
         .getattr(intern!(py, "__module__"))?
@@ -254,10 +247,143 @@ pub fn return_like<'py>(
         }
     }
     let Some(from_dlpack) = from_dlpack else {
+        if has_buffer_protocol(like) {
+            return buffer_result(py, tensor);
+        }
         return Err(PyTypeError::new_err(format!(
-            "cannot return a tensor like an object of module {module_name}: {root} has no \
-             from_dlpack"
+            "cannot return a tensor like an object of type {}: module {root} has no \
+             from_dlpack, and the object does not have the buffer protocol",
+            type_name(like)
         )));
     };
-    from_dlpack.call1((producer,))
+    let sent = Described::of(&tensor);
+    let device = sent.device;
+    let producer = Py::new(
+        py,
+        TensorProducer {
+            tensor: Some(tensor),
+            device: (device.device_type.0, device.device_id),
+        },
+    )?;
+    let result = from_dlpack.call1((producer,))?;
+    sent.check_kept(&result, root)?;
+    Ok(result)
+}
+
+/// What a result was, before a framework's `from_dlpack` made its object of it.
+struct Described {
+    dtype: DataType,
+    shape: Vec<i64>,
+    device: Device,
+}
+
+impl Described {
+    fn of(tensor: &ManagedTensor) -> Self {
+        let view = tensor.view();
+        Described {
+            dtype: view.dtype(),
+            shape: view.shape().to_vec(),
+            device: view.device(),
+        }
+    }
+
+    /// Refuses (`TypeError`) a framework's object that does not hold what the tensor
+    /// described: another data type (JAX without 64-bit types narrows int64 to int32, whose
+    /// values wrap, and float64 to float32) or another shape. Read back through DLPack, so
+    /// that any framework is checked alike; a framework that copied holds the values it was
+    /// handed where the data type and shape are kept.
+    fn check_kept(&self, result: &Bound<'_, PyAny>, root: &str) -> PyResult<()> {
+        let held = match crate::consume::from_dlpack(result, &ImportOptions::default()) {
+            Ok(held) => held,
+            // Not readable back (a framework that exports no DLPack): nothing to compare.
+            Err(_) => return Ok(()),
+        };
+        let view = held.view();
+        if view.dtype() == self.dtype && view.shape() == self.shape.as_slice() {
+            return Ok(());
+        }
+        let fixes = if root == "jax" && self.dtype.bits == 64 {
+            format!(
+                "call jax.config.update(\"jax_enable_x64\", True) first (JAX keeps 64-bit \
+                 types only then), or return a narrower data type than {}",
+                self.dtype
+            )
+        } else {
+            format!("return a data type that {root} keeps")
+        };
+        Err(PyTypeError::new_err(format!(
+            "{root}.from_dlpack changed the result: the kernel returned {} of shape {:?}, and \
+             {root} made {} of shape {:?} of it; dlbridge does not hand out values converted \
+             behind the kernel's back: {fixes}",
+            self.dtype,
+            self.shape,
+            view.dtype(),
+            view.shape(),
+        )))
+    }
+}
+
+/// Whether `object` has the buffer protocol.
+fn has_buffer_protocol(object: &Bound<'_, PyAny>) -> bool {
+    #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
+    {
+        // SAFETY: a live object, the GIL held; reads its type's slots only.
+        unsafe { pyo3::ffi::PyObject_CheckBuffer(object.as_ptr()) != 0 }
+    }
+    #[cfg(not(any(Py_3_11, not(Py_LIMITED_API))))]
+    {
+        let _ = object;
+        false
+    }
+}
+
+/// A result returned like a buffer-protocol input (`memoryview`, `bytes`, `bytearray`,
+/// `array.array`, ...): a `memoryview` over the tensor's memory, zero-copy, in its shape and
+/// format ([`buffer_format`](crate::buffer_format)), writable.
+fn buffer_result<'py>(py: Python<'py>, tensor: ManagedTensor) -> PyResult<Bound<'py, PyAny>> {
+    #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
+    {
+        let owner = Bound::new(py, TensorBuffer { tensor })?;
+        // SAFETY: a live object with the buffer protocol, the GIL held; a new reference or
+        // NULL with an exception set.
+        unsafe {
+            Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyMemoryView_FromObject(owner.as_ptr()))
+        }
+    }
+    #[cfg(not(any(Py_3_11, not(Py_LIMITED_API))))]
+    {
+        let _ = (py, tensor);
+        Err(PyTypeError::new_err(
+            "returning a tensor like a buffer-protocol object needs the buffer protocol of \
+             the stable ABI, which Python 3.11 has first",
+        ))
+    }
+}
+
+/// The owner of a memoryview that [`return_like`] hands back for a buffer-protocol input:
+/// serves the tensor's memory ([`get_buffer`](crate::get_buffer)) and frees it with the last
+/// view.
+#[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
+#[pyclass(module = "dlbridge_pyo3", name = "TensorBuffer", frozen)]
+struct TensorBuffer {
+    tensor: ManagedTensor,
+}
+
+#[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
+#[pymethods]
+impl TensorBuffer {
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: std::ffi::c_int,
+    ) -> PyResult<()> {
+        // SAFETY: CPython's contract for getbuffer (a Py_buffer to fill, or NULL); `slf` owns
+        // the tensor, whose memory the buffer describes.
+        unsafe { super::buffer::get_buffer(&slf.get().tensor, slf.as_any(), view, flags) }
+    }
+
+    unsafe fn __releasebuffer__(&self, view: *mut pyo3::ffi::Py_buffer) {
+        // SAFETY: CPython releases each buffer that `__getbuffer__` filled once, here.
+        unsafe { super::buffer::release_buffer(view) }
+    }
 }

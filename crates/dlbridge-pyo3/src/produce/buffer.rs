@@ -1,24 +1,77 @@
-//! The buffer protocol of `dlbridge.Tensor`: which tensors it serves, the `Py_buffer` layout
-//! (format, shape and byte strides) owned from `__getbuffer__` to `__releasebuffer__`; and
-//! the plain bytes of any tensor, which pickling hands out. The
-//! format of a dtype comes from dlbridge-pyo3's one table ([`buffer_format`]).
+//! The buffer protocol served over a tensor, for a class of one's own (`dlbridge.Tensor`,
+//! the memoryviews [`return_like`](crate::return_like) hands back for buffer inputs): which
+//! tensors it serves, the `Py_buffer` layout (format, shape and byte strides) owned from
+//! `__getbuffer__` to `__releasebuffer__`; and the plain bytes of any tensor, which pickling
+//! hands out. The format of a dtype comes from the one table ([`buffer_format`]).
+//!
+//! Buffers are served where PyO3 has `__getbuffer__`: the full API, or the limited API
+//! (abi3) of Python 3.11 and later.
 
 use std::ffi::{c_int, c_void, CString};
 
 use dlbridge::ManagedTensor;
-use dlbridge_pyo3::buffer_format;
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
+use crate::host::formats::buffer_format;
+
 /// Fills `view` with a buffer over `tensor` (`__getbuffer__`): host-readable tensors whose
-/// dtype has a `struct` format, in the layout that `flags` asks for.
+/// dtype has a `struct` format ([`buffer_format`]: bfloat16 and float8 as unsigned integers
+/// of their width), in the layout that `flags` asks for; writable unless the tensor is
+/// read-only. A request the tensor cannot serve is a `BufferError` naming why (device
+/// memory, a data type without a format, a read-only tensor asked for writing, a layout
+/// other than the contiguity asked for).
+///
+/// A class of one's own serves its tensor with it, and releases with [`release_buffer`]:
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{get_buffer, release_buffer};
+/// use pyo3::ffi;
+/// use pyo3::prelude::*;
+/// use std::ffi::c_int;
+///
+/// #[pyclass(frozen)]
+/// struct Pixels {
+///     tensor: ManagedTensor,
+/// }
+///
+/// #[pymethods]
+/// impl Pixels {
+///     unsafe fn __getbuffer__(
+///         slf: Bound<'_, Self>,
+///         view: *mut ffi::Py_buffer,
+///         flags: c_int,
+///     ) -> PyResult<()> {
+///         // SAFETY: CPython hands a Py_buffer to fill; `slf` owns the tensor.
+///         unsafe { get_buffer(&slf.get().tensor, slf.as_any(), view, flags) }
+///     }
+///
+///     unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
+///         // SAFETY: a buffer `__getbuffer__` filled, released once.
+///         unsafe { release_buffer(view) }
+///     }
+/// }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let tensor = Export::new(vec![1u16, 2, 3, 4, 5, 6], &[2, 3]).into_versioned()
+///         .map_err(to_py_err)?;
+///     let pixels = Bound::new(py, Pixels { tensor })?;
+///     let view = py.import("builtins")?.getattr("memoryview")?.call1((pixels,))?;
+///     assert_eq!(view.getattr("format")?.extract::<String>()?, "H");
+///     assert_eq!(view.getattr("shape")?.extract::<Vec<usize>>()?, [2, 3]);
+///     assert_eq!(view.call_method0("tolist")?.extract::<Vec<Vec<u16>>>()?[1], [4, 5, 6]);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 ///
 /// # Safety
 ///
 /// `view` must be NULL or a valid `Py_buffer` to fill, and `owner` must keep the memory of
-/// `tensor` alive.
-pub(crate) unsafe fn get_buffer(
+/// `tensor` alive (the object whose `__getbuffer__` this is, which holds the tensor).
+pub unsafe fn get_buffer(
     tensor: &ManagedTensor,
     owner: &Bound<'_, PyAny>,
     view: *mut ffi::Py_buffer,
@@ -31,12 +84,13 @@ pub(crate) unsafe fn get_buffer(
 /// Fills `view` with the bytes of a C-contiguous host tensor of any dtype (sub-byte, bfloat16
 /// and float8 included, which have no `struct` format): one dimension of unsigned bytes
 /// (format "B"), `compact_byte_size` long, writable unless `read_only`. What pickling hands
-/// to `pickle.PickleBuffer`.
+/// to `pickle.PickleBuffer`; released with [`release_buffer`]. A class of one's own uses it as
+/// [`get_buffer`]'s example does.
 ///
 /// # Safety
 ///
 /// As [`get_buffer`].
-pub(crate) unsafe fn get_byte_buffer(
+pub unsafe fn get_byte_buffer(
     tensor: &ManagedTensor,
     read_only: bool,
     owner: &Bound<'_, PyAny>,
@@ -68,12 +122,13 @@ unsafe fn serve(
     Ok(())
 }
 
-/// Frees the layout that `get_buffer` handed to `view` (`__releasebuffer__`).
+/// Frees the layout that [`get_buffer`] or [`get_byte_buffer`] handed to `view`
+/// (`__releasebuffer__`; see [`get_buffer`]'s example).
 ///
 /// # Safety
 ///
-/// `view` must be a buffer filled by `get_buffer`, released once.
-pub(crate) unsafe fn release_buffer(view: *mut ffi::Py_buffer) {
+/// `view` must be a buffer filled by [`get_buffer`] or [`get_byte_buffer`], released once.
+pub unsafe fn release_buffer(view: *mut ffi::Py_buffer) {
     // SAFETY: `internal` was set by `get_buffer` to a leaked `BufferLayout`, released once,
     // here.
     unsafe { drop(Box::from_raw((*view).internal.cast::<BufferLayout>())) };
