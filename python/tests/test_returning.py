@@ -2,7 +2,8 @@
 directly over the tensor's memory with NumPy's C API (no `numpy.from_dlpack`), zero-copy,
 kept alive by the array's base, read-only where the tensor is; data types NumPy has no number
 for go the `numpy.from_dlpack` way, as before; other frameworks through their exchange table
-or `from_dlpack`."""
+or `from_dlpack`, whose result is checked to hold the data type and shape returned (JAX
+without 64-bit types is refused); a buffer-protocol input gets a `memoryview`."""
 
 from __future__ import annotations
 
@@ -164,8 +165,8 @@ def test_jax_with_64_bit_types_keeps_int64():
     "make",
     [
         lambda data: memoryview(bytes(data)),
-        lambda data: bytes(data),
-        lambda data: bytearray(data),
+        bytes,
+        bytearray,
         lambda data: __import__("array").array("B", data),
         lambda data: memoryview(bytearray(data)).cast("B", (2, 3)),
     ],
