@@ -5,10 +5,11 @@ checked against the framework's own matmul. Run by `make tour`.
 
 Every tensor goes framework -> `dlbridge.from_dlpack` -> `tvm.runtime.from_dlpack` -> the
 compiled function, so the data pointer TVM computes on is the framework's own (checked).
-NumPy and PyTorch: the result is written into the caller's output tensor. JAX arrays (and
-MXNet's legacy capsules, which dlbridge holds read-only) cannot be written: their output is a
-tensor dlbridge allocates (64-byte aligned), which TVM writes and which the framework then
-takes over zero-copy.
+NumPy, PyTorch and MXNet: the result is written into the caller's output tensor (MXNet's
+hands it out with `to_dlpack_for_write`, a legacy capsule that dlbridge imports writable only
+because the caller vouches for it: `from_dlpack(..., legacy_writable=True)`). JAX arrays
+cannot be written: their output is a tensor dlbridge allocates (64-byte aligned), which TVM
+writes and which JAX then takes over zero-copy.
 
 TVM's `from_dlpack` requires 64-byte aligned data (and contiguity): PyTorch, JAX, MXNet and
 dlbridge allocate so, NumPy only to 16 bytes, so the NumPy arrays here are allocated at a
@@ -239,7 +240,7 @@ def mxnet_leg(library: str, python: str, seed: int = 0) -> Leg:
         result["framework"],
         result["dtype"],
         tuple(result["shape"]),
-        "allocated by dlbridge, handed to MXNet",
+        "MXNet's own (to_dlpack_for_write, vouched)",
         result["zero_copy"],
         result["max_abs_error"],
         "mx.nd.dot",

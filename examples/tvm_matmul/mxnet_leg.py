@@ -4,12 +4,16 @@ NumPy 1.23.5: scripts/mxnet-env.sh):
     python mxnet_leg.py LIBRARY SEED
 
 loads the compiled matmul that demo.py exported (LIBRARY, a shared library) with
-`tvm.runtime.load_module` and runs it on MXNet NDArrays through dlbridge. MXNet speaks DLPack
-only through legacy capsules (`mx.nd.to_dlpack_for_read`), which dlbridge holds read-only:
-the inputs go in that way, and the output is a tensor dlbridge allocates, written by TVM and
-handed to MXNet zero-copy (`mx.nd.from_dlpack` of its capsule). Prints one JSON line: the
-framework, dtype, shape, whether every data address was the same on each side, and the
-largest difference from `mx.nd.dot`.
+`tvm.runtime.load_module` and runs it on MXNet NDArrays through dlbridge, as MXNet's DLPack
+support was made for: MXNet speaks DLPack only through legacy capsules, which cannot say
+whether their memory may be written, so it hands out two kinds. The inputs go in as
+`mx.nd.to_dlpack_for_read(x)` (dlbridge holds legacy capsules read-only), and the output is
+MXNet's own array, handed out with `mx.nd.to_dlpack_for_write(z)` and imported with
+`dlbridge.from_dlpack(..., legacy_writable=True)`: the caller's promise, which MXNet's
+`for_write` makes true, that the memory may be written. TVM writes it through dlbridge and
+MXNet reads the result in `z` itself. Prints one JSON line: the framework, dtype, shape,
+whether every data address was the same on each side, and the largest difference from
+`mx.nd.dot`.
 """
 
 from __future__ import annotations
@@ -45,11 +49,11 @@ def main(library: str, seed: int) -> None:
     mx.random.seed(seed)
     x = mx.nd.random.normal(shape=(N, N), dtype=DTYPE)
     y = mx.nd.random.normal(shape=(N, N), dtype=DTYPE)
-    out = dlbridge.empty((N, N), DTYPE)
+    z = mx.nd.zeros((N, N), dtype=DTYPE)
+    out = dlbridge.from_dlpack(mx.nd.to_dlpack_for_write(z), legacy_writable=True)
     call = matmul_through_dlbridge(
         fmm, mx.nd.to_dlpack_for_read(x), mx.nd.to_dlpack_for_read(y), out
     )
-    z = mx.nd.from_dlpack(out.__dlpack__())
     zero_copy = call.zero_copy([mxnet_address(x), mxnet_address(y), mxnet_address(z)])
     error = check_close(z.asnumpy(), mx.nd.dot(x, y).asnumpy())
     print(

@@ -93,7 +93,13 @@ def from_dlpack(
     device: _Device | None = None,
     copy: bool | None = None,
     stream: int | None = None,
-) -> Tensor: ...
+    legacy_writable: bool = False,
+) -> Tensor:
+    """Imports any DLPack producer or capsule, zero-copy where it can. `legacy_writable=True`
+    is the caller's promise that the producer allows writes to the memory of a legacy
+    capsule (which cannot say so itself, and is read-only in dlbridge otherwise), as MXNet's
+    `to_dlpack_for_write` does; versioned tensors keep what their flags say."""
+
 def empty(shape: _Shape, dtype: str = "float32") -> Tensor: ...
 def zeros(shape: _Shape, dtype: str = "float32") -> Tensor: ...
 def arange(n: int, dtype: str = "int64") -> Tensor: ...
@@ -104,9 +110,11 @@ def explain(
     device: _Device | None = None,
     copy: bool | None = None,
     stream: int | None = None,
+    legacy_writable: bool = False,
 ) -> dict[str, Any]:
     """What dlbridge does with `x`: `type`; `import`, what `from_dlpack(x, device=device,
     copy=copy, stream=stream)` does (done for real, released at once): `path`, `negotiation`,
     `copied`, `copied_by`, `version`, `dtype`, `shape`, `strides`, `device`, `read_only`,
-    `ready_stream`; `argument` and `writable_argument`, how a kernel's typed arguments read it.
+    `ready_stream`, `writability` (why it is writable or read-only); `argument` and
+    `writable_argument`, how a kernel's typed arguments read it.
     Each entry is `{"refused": "ExceptionType: message"}` where that step raises."""

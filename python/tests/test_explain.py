@@ -121,10 +121,36 @@ def test_a_numpy_array_is_imported_from_its_struct():
         "device": (1, 0),
         "read_only": False,
         "ready_stream": None,
+        "writability": "writable: a versioned tensor without the READ_ONLY flag",
     }
     assert agrees_with_from_dlpack(x) == explained
     x.flags.writeable = False
-    assert agrees_with_from_dlpack(x)["read_only"]
+    read_only = agrees_with_from_dlpack(x)
+    assert read_only["read_only"]
+    assert read_only["writability"] == (
+        "read-only: the NumPy array is not writeable (its flags.writeable is False)"
+    )
+
+
+def test_writability_says_why_and_legacy_writable_is_the_callers_promise():
+    x = np.zeros(3, dtype=np.float32)
+    legacy = dlbridge.explain(x.__dlpack__())["import"]
+    assert legacy["read_only"] and "legacy capsule" in legacy["writability"]
+    vouched = dlbridge.explain(x.__dlpack__(), legacy_writable=True)["import"]
+    assert not vouched["read_only"]
+    assert vouched["writability"] == "writable: vouched for by the caller (legacy_writable=True)"
+    # Versioned tensors keep what their flags say, vouched for or not.
+    x.flags.writeable = False
+    flagged = dlbridge.explain(x.__dlpack__(max_version=(1, 3)), legacy_writable=True)["import"]
+    assert flagged["read_only"]
+    assert flagged["writability"] == "read-only: builtins.PyCapsule set the READ_ONLY flag"
+    assert dlbridge.from_dlpack(x, legacy_writable=True).readonly
+    # And from_dlpack does what explain says.
+    y = np.zeros(2, dtype=np.float32)
+    assert dlbridge.from_dlpack(y.__dlpack__()).readonly
+    vouched_tensor = dlbridge.from_dlpack(y.__dlpack__(), legacy_writable=True)
+    np.asarray(memoryview(vouched_tensor))[1] = 4.0
+    assert y.tolist() == [0.0, 4.0]
 
 
 def test_numpy_copies_when_asked_and_says_so():

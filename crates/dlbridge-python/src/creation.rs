@@ -21,13 +21,20 @@ use crate::tensor::Tensor;
 /// default, or a `cudaStream_t`). As the protocol has it, a handle is trusted, not checked:
 /// it must be a live stream of the tensor's device, kept alive as long as the tensor (or a
 /// re-export of it) is used; an int that is not one is undefined behaviour in the driver.
+///
+/// `legacy_writable=True` is the caller's promise that the producer allows writes to the
+/// memory of a legacy capsule (`dltensor`, which has no flags to say so, and which dlbridge
+/// holds read-only otherwise): MXNet's `to_dlpack_for_write(x)` is made for this. It changes
+/// nothing for a versioned tensor, whose flags say what the producer allows (one flagged
+/// READ_ONLY stays read-only), and is never the default.
 #[pyfunction]
-#[pyo3(signature = (x, /, *, device=None, copy=None, stream=None))]
+#[pyo3(signature = (x, /, *, device=None, copy=None, stream=None, legacy_writable=false))]
 pub(crate) fn from_dlpack(
     x: &Bound<'_, PyAny>,
     device: Option<&Bound<'_, PyAny>>,
     copy: Option<bool>,
     stream: Option<i64>,
+    legacy_writable: bool,
 ) -> PyResult<Tensor> {
     // What `import_options` does, written out: through it (inlined, its result moved out of a
     // `PyResult`) the call took 14 instructions more.
@@ -44,7 +51,19 @@ pub(crate) fn from_dlpack(
         // PyTorch's own `__dlpack__(stream=...)`).
         options = options.with_stream(unsafe { ConsumerStream::from_dlpack_value(stream) }?);
     }
-    Ok(Tensor::new(import(x, &options)?))
+    let mut tensor = import(x, &options)?;
+    if legacy_writable {
+        vouch_legacy_writable(&mut tensor);
+    }
+    Ok(Tensor::new(tensor))
+}
+
+/// `legacy_writable=True`: a legacy tensor becomes writable, by the caller's promise.
+pub(crate) fn vouch_legacy_writable(tensor: &mut ManagedTensor) {
+    // SAFETY: the caller of `from_dlpack(..., legacy_writable=True)` (or of `explain` with
+    // it) promises that the producer allows writes to the memory of a legacy capsule, as
+    // the keyword's documentation says; a versioned tensor is not changed (its flags stand).
+    unsafe { tensor.assume_legacy_writable() };
 }
 
 /// `from_dlpack`'s keywords, as `explain` takes them, as the import's options.

@@ -2,12 +2,14 @@
 //! arguments read it, for a user who wants to know why a tensor was accepted, refused,
 //! read-only or copied, and which path it took.
 
-use dlbridge::{DataType, Device};
-use dlbridge_pyo3::{explain_argument, from_dlpack_explained, ArgumentReport, ImportReport};
+use dlbridge::{DataType, Device, ManagedTensor};
+use dlbridge_pyo3::{
+    explain_argument, from_dlpack_explained, ArgumentReport, ImportPath, ImportReport,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::creation::import_options;
+use crate::creation::{import_options, vouch_legacy_writable};
 
 /// What dlbridge does with `x`: a dict with the object's `type` and three entries, each either
 /// what is seen (below) or why it is refused (`refused`: the exception's type and message, as
@@ -26,30 +28,40 @@ use crate::creation::import_options;
 ///   `"dlbridge"`: made here, for `copy=True` or as a host copy of device memory); `version`:
 ///   the DLPack version the tensor arrived with (`None` for a legacy one); `dtype`, `shape`,
 ///   `strides` in elements, `device`, `read_only`, and `ready_stream`: the device stream the
-///   data is ready on (None for host memory, or where unknown).
+///   data is ready on (None for host memory, or where unknown); `writability`: why the
+///   tensor is writable or read-only (the READ_ONLY flag, a legacy capsule, the caller's
+///   `legacy_writable=True`, which `explain` takes as `from_dlpack` does).
 /// - `argument` and `writable_argument`: how a Rust kernel's typed arguments (dlbridge-pyo3's
 ///   `TensorArg`, and `TensorArgMut` for writing) read `x`: `path` (`"exchange"`,
 ///   `"exchange-export"`, `"numpy"`, `"buffer"` or `"dlpack"`), `dtype`, `shape`, `strides`,
 ///   `device`, `read_only`, and `copied`: always False, arguments are views of the caller's
 ///   memory. Nothing is claimed or copied. `device` and `copy` do not apply to arguments.
 #[pyfunction]
-#[pyo3(signature = (x, /, *, device=None, copy=None, stream=None))]
+#[pyo3(signature = (x, /, *, device=None, copy=None, stream=None, legacy_writable=false))]
 pub(crate) fn explain<'py>(
     x: &Bound<'py, PyAny>,
     device: Option<&Bound<'py, PyAny>>,
     copy: Option<bool>,
     stream: Option<i64>,
+    legacy_writable: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let py = x.py();
     let options = import_options(device, copy, stream)?;
-    // First: a capsule can be consumed once, and this entry is the one that is about it.
-    let imported = from_dlpack_explained(x, &options).map(|(tensor, report)| {
-        drop(tensor);
-        report
-    });
     let kind = x.get_type();
+    let producer = format!("{}.{}", kind.module()?, kind.qualname()?);
+    // First: a capsule can be consumed once, and this entry is the one that is about it.
+    let imported = from_dlpack_explained(x, &options).map(|(mut tensor, mut report)| {
+        let vouched = legacy_writable && !tensor.is_versioned() && tensor.view().is_read_only();
+        if vouched {
+            vouch_legacy_writable(&mut tensor);
+            report.read_only = tensor.view().is_read_only();
+        }
+        let writability = writability_reason(&tensor, report.path, vouched, &producer);
+        drop(tensor);
+        (report, writability)
+    });
     let explained = PyDict::new(py);
-    explained.set_item("type", format!("{}.{}", kind.module()?, kind.qualname()?))?;
+    explained.set_item("type", producer)?;
     explained.set_item("import", import_described(py, imported)?)?;
     explained.set_item("argument", described(py, explain_argument(x, false))?)?;
     explained.set_item(
@@ -62,9 +74,9 @@ pub(crate) fn explain<'py>(
 /// An import's report as a dict, or its refusal.
 fn import_described<'py>(
     py: Python<'py>,
-    report: PyResult<ImportReport>,
+    report: PyResult<(ImportReport, String)>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let report = match report {
+    let (report, writability) = match report {
         Ok(report) => report,
         Err(error) => return refusal(py, error),
     };
@@ -87,9 +99,34 @@ fn import_described<'py>(
         report.read_only,
     )?;
     dict.set_item("ready_stream", report.ready_stream)?;
+    dict.set_item("writability", writability)?;
     Ok(dict)
 }
 
+/// Why an imported tensor is writable or read-only, in the words of `explain`'s
+/// `writability` entry; `producer` names the object's type.
+fn writability_reason(
+    tensor: &ManagedTensor,
+    path: ImportPath,
+    vouched: bool,
+    producer: &str,
+) -> String {
+    let view = tensor.view();
+    let numpy = producer == "numpy.ndarray";
+    match (tensor.is_versioned(), view.is_read_only(), vouched) {
+        (_, true, _) if numpy || path == ImportPath::NumpyStruct => {
+            "read-only: the NumPy array is not writeable (its flags.writeable is False)".into()
+        }
+        (_, false, true) => "writable: vouched for by the caller (legacy_writable=True)".into(),
+        (true, false, _) => "writable: a versioned tensor without the READ_ONLY flag".into(),
+        (true, true, _) => format!("read-only: {producer} set the READ_ONLY flag"),
+        (false, false, _) => "writable: a legacy tensor dlbridge made or was vouched for".into(),
+        (false, true, _) => format!(
+            "read-only: it came from {producer} in a legacy capsule, which cannot say whether \
+             the producer allows writes (pass legacy_writable=True to vouch that it does)"
+        ),
+    }
+}
 /// One argument's report as a dict, or its refusal.
 fn described<'py>(
     py: Python<'py>,

@@ -229,8 +229,10 @@ def _torch_kinds() -> list:
         (
             "neg_view_contiguous",
             lambda: torch.tensor([[1.0, 2.0, 3.0]])._neg_view(),
-            "_neg_view() of a float tensor: C-contiguous, is_neg() True, values [-1, -2, -3]; "
-            "exported WITHOUT the sign",
+            (
+                "_neg_view() of a float tensor: C-contiguous, is_neg() True, values [-1, -2, -3]; "
+                "exported WITHOUT the sign"
+            ),
         ),
         (
             "neg_view_scalar",
@@ -240,14 +242,18 @@ def _torch_kinds() -> list:
         (
             "neg_view_detached",
             lambda: torch.tensor([1.0, 2.0])._neg_view().detach(),
-            "detach() keeps the negation bit (and is not a view): values [-1, -2]; exported "
-            "WITHOUT the sign",
+            (
+                "detach() keeps the negation bit (and is not a view): values [-1, -2]; exported "
+                "WITHOUT the sign"
+            ),
         ),
         (
             "neg_view_as_strided",
             lambda: torch.tensor([1 + 2j, 3j]).conj().imag.as_strided((2,), (1,)),
-            "as_strided over the imag of a conj view: contiguous, is_neg() True; exported "
-            "WITHOUT the sign",
+            (
+                "as_strided over the imag of a conj view: contiguous, is_neg() True; exported "
+                "WITHOUT the sign"
+            ),
         ),
         (
             "neg_view_complex",
@@ -257,8 +263,10 @@ def _torch_kinds() -> list:
         (
             "neg_view_int64",
             lambda: torch.tensor([1, 2, 3])._neg_view(),
-            "_neg_view() of an int64 tensor: is_neg() True (the private API sets the bit on "
-            "integers too), values [-1, -2, -3]; exported WITHOUT the sign",
+            (
+                "_neg_view() of an int64 tensor: is_neg() True (the private API sets the bit on "
+                "integers too), values [-1, -2, -3]; exported WITHOUT the sign"
+            ),
         ),
         (
             "conj_neg_view",

@@ -1,6 +1,7 @@
 """Consumer checks: a framework's `from_dlpack` fed by producers built here with ctypes
 (`fake_producers`), each sending one thing the standard allows or requires a consumer to
-handle, with the producer's deleter counted; `from_dlpack(x, copy=True)` against producers
+handle, with the producer's deleter counted; 64-bit dtypes that must not come back narrowed;
+`from_dlpack(x, copy=True)` against producers
 that copy, refuse to and cannot be asked; then every tensor a real producer's `__dlpack__`
 refuses.
 
@@ -220,6 +221,78 @@ def byte_offset(framework: Framework):
         values[2:8].reshape(2, 3),
         "byte_offset 8",
     )
+
+
+# ---- dtypes kept: no narrowing ----------------------------------------------------------------
+#
+# A conforming producer (`NegotiatingProducer`) sends one tensor of each 64-bit dtype whose
+# values no narrower type holds, and float32 as a control. The result must have the dtype the
+# capsule describes and its values bit for bit, or the import must raise. JAX, in its default
+# configuration (jax_enable_x64 off), imports int64 as int32 (2**40 + 3 becomes 3), uint64 as
+# uint32, float64 as float32 (1e300 becomes inf, 1/3 loses 29 bits) and complex128 as
+# complex64, without a word.
+
+#: The tensors fed, by dtype (DLPack's names, which are NumPy's here).
+WIDE_VALUES = {
+    "int64": np.array([2**40 + 3, -(2**40) - 5, 7], np.int64),
+    "uint64": np.array([2**63 + 5, 2**40 + 3, 1], np.uint64),
+    "float64": np.array([1 / 3, 1e300, -2.5], np.float64),
+    "complex128": np.array([1 / 3 + 1e300j, -1e300 + 0.1j, 2], np.complex128),
+    "float32": np.array([1 / 3, 3e38, -2.5], np.float32),  # the control: nothing to narrow
+}
+
+#: How to keep the dtypes, by the framework's top-level module, where the framework narrows
+#: because of its configuration.
+NARROWING_FIXES = {
+    "jax": "JAX narrows 64-bit dtypes while jax_enable_x64 is off, its default: "
+    'jax.config.update("jax_enable_x64", True) (or JAX_ENABLE_X64=1) before any JAX array '
+    "is made keeps them",
+}
+
+
+def _wide_case(framework: Framework, dtype: str):
+    """(verdict, detail) of importing `WIDE_VALUES[dtype]`: a verdict is "kept", "refused",
+    "narrowed" (another dtype), "wrong" (the dtype, but other values or shape) or "unread"
+    (imported, but not read back)."""
+    sent = WIDE_VALUES[dtype]
+    producer = NegotiatingProducer(
+        lambda v: make_managed(sent.shape, dtype, versioned=v, values=sent.tobytes())
+    )
+    lost_before = len(LOST_EXCEPTIONS)
+    try:
+        result = framework.consume(producer)
+    except Exception as error:  # noqa: BLE001 - every exception is a refusal here
+        return "refused", f"{dtype} ({_describe(_refusal(error, lost_before))[:80]})"
+    try:
+        array = np.array(framework.to_numpy(result), copy=True)
+    except Exception as error:  # noqa: BLE001
+        why = f"{type(error).__name__}: {error}"[:120]
+        return "unread", f"{dtype} imported, then not read back: {why}"
+    finally:
+        del result, producer
+    if array.dtype != sent.dtype:
+        return "narrowed" if array.dtype.itemsize < sent.itemsize else "wrong", (
+            f"{dtype} sent, {array.dtype} received ({sent.tolist()} read as {array.tolist()})"
+        )
+    if array.shape != sent.shape or array.tobytes() != sent.tobytes():
+        return "wrong", f"{dtype} kept, but {sent.tolist()} read as {array.tolist()}"
+    return "kept", dtype
+
+
+def keeps_dtype_and_values(framework: Framework):
+    cases = {dtype: _wide_case(framework, dtype) for dtype in WIDE_VALUES}
+    gc.collect()
+    problems = [detail for verdict, detail in cases.values() if verdict not in ("kept", "refused")]
+    if problems:
+        fix = NARROWING_FIXES.get(framework.module.split(".")[0])
+        narrowed = any(verdict == "narrowed" for verdict, _ in cases.values())
+        return FAIL, "; ".join(problems) + (f" ({fix})" if fix and narrowed else "")
+    kept = [detail for verdict, detail in cases.values() if verdict == "kept"]
+    refused = [detail for verdict, detail in cases.values() if verdict == "refused"]
+    parts = [f"kept {', '.join(kept)} with their values"] if kept else []
+    if refused:
+        parts.append(f"refused {'; '.join(refused)}")
+    return PASS, "; ".join(parts)
 
 
 def read_only(framework: Framework):
@@ -611,6 +684,7 @@ CHECKS = {
     "consumer.negative-strides": negative_strides,
     "consumer.zero-size-null-data": zero_size_null_data,
     "consumer.byte-offset": byte_offset,
+    "consumer.keeps-dtype-and-values": keeps_dtype_and_values,
     "consumer.read-only": read_only,
     "consumer.legacy-read-only": legacy_read_only,
     "consumer.legacy-re-export": legacy_re_export,

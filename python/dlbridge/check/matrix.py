@@ -31,6 +31,9 @@ DTYPES = ["float32", "float64", "float16", "int8", "int32", "int64", "uint8", "b
 LAYOUTS = ["contiguous", "transposed", "strided", "zero-size"]
 #: The one case of a user's factory: its tensor as made.
 FACTORY_CASE = "factory-tensor"
+#: The consumer rule a case whose result has another dtype breaks (JAX without
+#: jax_enable_x64 reads int64 as int32): `dlbridge check` of the consumer says more.
+DTYPE_RULE = "consumer.keeps-dtype-and-values"
 OUTCOMES = (PASS, FAIL, UNSUPPORTED, UNCHECKED)
 
 
@@ -84,11 +87,23 @@ def run_case(producer: Framework, consumer: Framework, dtype: str, layout: str) 
             "outcome": FAIL,
             "detail": f"read {array.dtype}{array.shape} {array.ravel()[:6].tolist()}, "
             f"expected {expected.dtype}{expected.shape} "
-            f"{expected.ravel()[:6].tolist()}",
+            f"{expected.ravel()[:6].tolist()}{_dtype_note(array.dtype, expected.dtype)}",
         }
     if array.dtype != expected.dtype:
-        return {"outcome": FAIL, "detail": f"dtype {array.dtype}, expected {expected.dtype}"}
+        return {
+            "outcome": FAIL,
+            "detail": f"dtype {array.dtype}, expected {expected.dtype}"
+            f"{_dtype_note(array.dtype, expected.dtype)}",
+        }
     return {"outcome": PASS, "detail": "", "zero_copy": _zero_copy(producer, x, consumer, result)}
+
+
+def _dtype_note(received, sent) -> str:
+    """Where a result's dtype is not the one sent, the consumer rule that this breaks."""
+    if received == sent:
+        return ""
+    kind = "narrowed" if np.dtype(received).itemsize < np.dtype(sent).itemsize else "changed"
+    return f" ({kind}: {DTYPE_RULE})"
 
 
 def _zero_copy(producer: Framework, x, consumer: Framework, result):
@@ -146,7 +161,7 @@ def run_factory_case(producer: Framework, consumer: Framework) -> dict:
         return {
             "outcome": FAIL,
             "detail": f"read {array.dtype}{array.shape}, the producer holds "
-            f"{expected.dtype}{expected.shape}",
+            f"{expected.dtype}{expected.shape}{_dtype_note(array.dtype, expected.dtype)}",
         }
     if np.ascontiguousarray(array).tobytes() != expected.tobytes():
         return {

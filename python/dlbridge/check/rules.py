@@ -12,6 +12,13 @@ raises. So a consumer that returns memory shared with x for copy=True breaks a M
 conforms; importing without copy and copying itself, as it must for an old producer that
 cannot be asked, gives the caller what was asked for and is the SHOULD
 (`consumer.copy-true-refused`).
+
+Dtypes on the consumer side: `dlpack.h`'s DLTensor.dtype says what the bytes are, and the
+standard's `from_dlpack` returns "an array containing the data in x". A consumer that cannot
+hold a dtype must refuse it (raise); one that imports int64 as int32 (values wrapped modulo
+2**32) or float64 as float32 hands out other data without a word, which breaks a MUST
+(`consumer.keeps-dtype-and-values`): JAX does, in its default configuration
+(jax_enable_x64 off).
 """
 
 from __future__ import annotations
@@ -314,6 +321,14 @@ _RULES = [
         "a tensor without elements may have NULL data",
     ),
     Rule("consumer.byte-offset", MUST, "protocol 1", "byte_offset is added to data"),
+    Rule(
+        "consumer.keeps-dtype-and-values",
+        MUST,
+        "protocol 1, header",
+        "the result keeps the dtype the capsule describes (DLTensor.dtype) and its values, or "
+        "the import is refused (raises): never a narrower type (int64 as int32, float64 as "
+        "float32), as the array API's from_dlpack returns an array containing the data in x",
+    ),
     Rule(
         "consumer.read-only",
         MUST,

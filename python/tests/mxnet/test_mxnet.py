@@ -91,6 +91,57 @@ def test_mxnet_to_dlbridge_zero_copy(dtype, kind):
     assert contents(t) == x.asnumpy().tobytes()
 
 
+@pytest.mark.parametrize("dtype", [d for d in MXNET_DTYPES if d != "bool"])
+def test_a_write_capsule_vouched_for_is_written_through_dlbridge(dtype):
+    """MXNet's `to_dlpack_for_write` hands its memory out to be written; the caller says so
+    with `legacy_writable=True`, and what dlbridge writes, MXNet reads in its own array."""
+    x = mxnet_array(dtype)
+    t = dlbridge.from_dlpack(mx.nd.to_dlpack_for_write(x), legacy_writable=True)
+    assert t.data_ptr == data_address(x) and not t.readonly and t.version is None
+    # Re-exported versioned without READ_ONLY: other consumers may write it too.
+    assert read_capsule(t.__dlpack__(max_version=(1, 3)))["flags"] == 0
+    written = np.asarray(memoryview(t))
+    written[...] = np.full((2, 3), 7, dtype=dtype)
+    assert x.asnumpy().tolist() == np.full((2, 3), 7, dtype=dtype).tolist()
+
+
+def test_a_vouched_write_capsule_is_a_writable_kernel_argument():
+    from _kernels import kernels
+
+    x = mx.nd.zeros((2, 3), dtype="float32")
+    out = dlbridge.from_dlpack(mx.nd.to_dlpack_for_write(x), legacy_writable=True)
+    kernels.fill(out, 2.5)
+    assert x.asnumpy().tolist() == [[2.5] * 3] * 2
+    # Unvouched, the same capsule is read-only, to kernels too.
+    held = dlbridge.from_dlpack(mx.nd.to_dlpack_for_write(x))
+    assert held.readonly
+    with pytest.raises(TypeError, match="read-only"):
+        kernels.fill(held, 1.0)
+    with pytest.raises(ValueError, match="read-only"):
+        np.asarray(memoryview(held))[0, 0] = 1.0
+    assert x.asnumpy().tolist() == [[2.5] * 3] * 2
+
+
+def test_explain_says_who_vouched():
+    x = mxnet_array("float32")
+    vouched = dlbridge.explain(mx.nd.to_dlpack_for_write(x), legacy_writable=True)["import"]
+    assert not vouched["read_only"]
+    assert "vouched for by the caller (legacy_writable=True)" in vouched["writability"]
+    plain = dlbridge.explain(mx.nd.to_dlpack_for_read(x))["import"]
+    assert plain["read_only"] and "legacy capsule" in plain["writability"]
+    assert "legacy_writable=True" in plain["writability"]
+
+
+def test_a_vouched_tensor_goes_back_to_mxnet_writable_both_ways():
+    x = mxnet_array("int32")
+    t = dlbridge.from_dlpack(mx.nd.to_dlpack_for_write(x), legacy_writable=True)
+    back = mx.nd.from_dlpack(t.__dlpack__())
+    assert data_address(back) == data_address(x)
+    back[:] = 5
+    mx.nd.waitall()
+    assert x.asnumpy().tolist() == [[5] * 3] * 2
+
+
 def test_mxnet_views_and_scalars():
     x = mx.nd.array(np.arange(12, dtype=np.float32).reshape(3, 4))
     row = dlbridge.from_dlpack(mx.nd.to_dlpack_for_read(x[1]))
