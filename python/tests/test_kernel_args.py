@@ -64,7 +64,8 @@ def test_any_layout_reads_any_strides():
             lambda: K.add_one(np.frombuffer(bytes(16), dtype=np.float64)),
             (
                 "expected a writable float64 tensor with 1 dimension in host memory, "
-                "got float64 shape (2,) strides (1,) on CPU:0 (read-only)"
+                "got float64 shape (2,) strides (1,) on CPU:0 (read-only: the NumPy array's "
+                "flags.writeable is False"
             ),
         ),
         (lambda: K.total("not a tensor"), "is not a DLPack producer"),
@@ -147,7 +148,7 @@ def test_buffer_protocol_exporters_are_tensor_arguments():
     K.add_one(values)
     K.add_one(memoryview(values))
     assert values.tolist() == [3.0, 4.0]
-    with pytest.raises(TypeError, match=r"\(read-only\)"):
+    with pytest.raises(TypeError, match=r"\(read-only: "):
         K.add_one(memoryview(bytes(16)).cast("d"))
     assert K.total(np.arange(6, dtype=np.float32)[::2]) == 6.0
     assert K.total(np.arange(6, dtype=np.float32).reshape(2, 3).T) == 15.0
@@ -158,7 +159,7 @@ def test_buffer_protocol_exporters_are_tensor_arguments():
 def test_numpy_read_only_and_foreign_byte_order():
     ro = np.ones(3)
     ro.flags.writeable = False
-    with pytest.raises(TypeError, match=r"\(read-only\)"):
+    with pytest.raises(TypeError, match=r"\(read-only: "):
         K.add_one(ro)
     big_endian = np.arange(3, dtype=">f4")
     # Not native: the buffer path declines, and NumPy's own DLPack export refuses it.
@@ -227,7 +228,7 @@ def test_read_only_dlbridge_tensors_are_not_written_through_the_exchange_table()
     array.flags.writeable = False
     tensor = dlbridge.from_dlpack(array)
     assert K.inspect_argument(tensor, True)["path"] == "exchange"
-    with pytest.raises(TypeError, match=r"\(read-only\)"):
+    with pytest.raises(TypeError, match=r"\(read-only: "):
         K.add_one(tensor)
     assert array.tolist() == [0.0, 1.0, 2.0]
     writable = dlbridge.from_dlpack(np.arange(3.0))
@@ -313,3 +314,12 @@ def test_optional_and_tuple_arguments():
     assert K.dot_of_pair((x, torch.from_numpy(x))) == 5.0
     with pytest.raises(ValueError, match="expected tuple of length 2"):
         K.dot_of_pair((x,))
+
+
+def test_a_range_of_dimensions_is_a_constraint():
+    """`DimsBetween<2, 3>`: a matrix or a batch of matrices, nothing else."""
+    assert K.matrix_sums(np.ones((2, 3))) == [6.0]
+    assert K.matrix_sums(np.ones((4, 2, 3))) == [6.0] * 4
+    for refused in (np.ones(3), np.ones((1, 1, 1, 1)), np.float64(1.0)):
+        with pytest.raises(TypeError, match="with 2 to 3 dimensions"):
+            K.matrix_sums(refused)

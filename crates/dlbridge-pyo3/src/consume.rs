@@ -514,7 +514,8 @@ fn import<T: Trace>(
     }
     let Some(dlpack) = object.getattr_opt(intern!(py, "__dlpack__"))? else {
         return Err(PyTypeError::new_err(format!(
-            "an object of type {} is not a DLPack producer (it has no __dlpack__ method)",
+            "an object of type {} is not a DLPack producer (it has no __dlpack__ method): pass \
+             an array or tensor (NumPy, PyTorch, JAX, CuPy, ...), np.asarray(x) for a list",
             type_name(object)
         )));
     };

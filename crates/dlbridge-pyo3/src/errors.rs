@@ -132,9 +132,89 @@ pub fn to_py_err(error: dlbridge::Error) -> PyErr {
 
 /// The exception for a core error met while reading a typed tensor argument (a descriptor
 /// that fails validation, a view that cannot be made): `TypeError`, as for an argument of the
-/// wrong data type or layout.
+/// wrong data type or layout. What a kernel's caller can meet with a tensor of their own is
+/// said in their terms (shapes, strides in elements, data type names, "broadcast",
+/// "misaligned", the copy that works); a descriptor that fails validation is the producer's
+/// bug, and is said in DLPack's terms, which its authors read.
 pub(crate) fn argument_error(error: dlbridge::Error) -> PyErr {
-    PyTypeError::new_err(error.to_string())
+    PyTypeError::new_err(argument_message(&error))
+}
+
+/// [`argument_error`]'s message.
+pub(crate) fn argument_message(error: &dlbridge::Error) -> String {
+    use dlbridge::Error;
+    const COPY: &str = "pass a copy (NumPy: x.copy(); PyTorch: x.clone(); JAX arrays are never \
+                        written)";
+    match error {
+        Error::OverlappingLayout { shape, strides } => {
+            let broadcast = shape
+                .iter()
+                .zip(strides)
+                .position(|(&extent, &stride)| stride == 0 && extent > 1);
+            match broadcast {
+                Some(dimension) => format!(
+                    "cannot write into a broadcast tensor: dimension {dimension} has stride 0, \
+                     so its {} indices are one element in memory (shape {}, strides {} in \
+                     elements); {COPY}",
+                    shape[dimension],
+                    tuple(shape),
+                    tuple(strides)
+                ),
+                None => format!(
+                    "cannot write into a tensor whose elements overlap in memory: two indices \
+                     reach the same element (shape {}, strides {} in elements); {COPY}",
+                    tuple(shape),
+                    tuple(strides)
+                ),
+            }
+        }
+        Error::Misaligned { address, align } => format!(
+            "misaligned: the data address {address:#x} is {} bytes past a {align}-byte \
+             boundary, which its element type needs (a view that starts inside an element, \
+             such as np.frombuffer(data, offset=1)); pass a copy, which is aligned",
+            address % align
+        ),
+        Error::NotContiguous {
+            order,
+            shape,
+            strides,
+        } => format!(
+            "the tensor is not {order}-contiguous: shape {}, strides {} in elements; pass a \
+             contiguous copy (np.ascontiguousarray(x), x.contiguous())",
+            tuple(shape),
+            tuple(strides)
+        ),
+        Error::DataTypeMismatch { requested, actual } => {
+            format!("expected {requested} elements, got {actual}")
+        }
+        Error::DimensionalityMismatch { expected, actual } => {
+            format!("expected a tensor with {expected} dimensions, got {actual}")
+        }
+        Error::InvalidBool { offset, value } => format!(
+            "a bool tensor holds the byte {value:#04x} at element {offset}, which is neither \
+             False (0) nor True (1)"
+        ),
+        Error::NotHostReadable { device } => format!(
+            "the tensor is in {device} memory, which the CPU cannot read; pass a tensor in host \
+             memory (PyTorch: x.cpu(); CuPy: x.get())"
+        ),
+        _ => format!("the tensor's DLPack descriptor is invalid: {error}"),
+    }
+}
+
+/// A tuple of ints as Python prints it: `(3,)`, `(2, 3)`.
+pub(crate) fn tuple(values: &[i64]) -> String {
+    match values {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            values
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// `repr(object)` for an error message ("?" when repr itself fails).

@@ -9,9 +9,9 @@
 //!
 //! - **`from_dlpack`** refuses, with `BufferError` as `__dlpack__` does, a tensor that autograd
 //!   tracks (PyTorch `requires_grad`, PaddlePaddle `stop_gradient=False`) and a PyTorch view
-//!   with the conjugation bit. A view with the negation bit is refused too, which is stricter
-//!   than PyTorch: its `__dlpack__` exports the memory as it is, so that the consumer reads the
-//!   values negated (silently wrong data).
+//!   with the conjugation bit. A view with the negation bit is refused too, whatever its
+//!   layout and data type, which is stricter than PyTorch: its `__dlpack__` exports the memory
+//!   as it is, so that the consumer reads the values negated (silently wrong data).
 //! - **Read-only typed arguments** (`TensorArg`) read a tracked tensor as `x.detach()` does:
 //!   the same memory, outside the graph. Lazy views are refused as by `from_dlpack`.
 //! - **Writable typed arguments** (`TensorArgMut`) never write into memory that autograd
@@ -22,6 +22,8 @@
 //!   own in-place operations do there. And after every call, each PyTorch or PaddlePaddle
 //!   tensor passed as `TensorArgMut` has its version counter bumped, as the frameworks'
 //!   in-place operations do, so that `backward()` raises if a tensor it saved was written.
+//!   PyTorch's inference tensors are refused outside `torch.inference_mode()`, as its
+//!   in-place operations refuse them.
 //!   This costs one call into the framework per written tensor (about 100 ns for PyTorch, see
 //!   BENCHMARKS.md) and is not made for any other argument.
 //!

@@ -112,7 +112,7 @@
 //! #     let dot: f64 = run(c"k.dot(__import__('array').array('d', [1, 2]), __import__('array').array('d', [3, 4]))")?.extract()?;
 //! #     assert_eq!(dot, 11.0);
 //! #     let refused = run(c"k.scale(memoryview(bytes(16)).cast('f', (2, 2)), 2.0)").unwrap_err();
-//! #     assert!(refused.to_string().contains("expected a writable float32 tensor with 2 dimensions in host memory, got float32 shape (2, 2) strides (2, 1) on CPU:0 (read-only)"), "{refused}");
+//! #     assert!(refused.to_string().contains("expected a writable float32 tensor with 2 dimensions in host memory, got float32 shape (2, 2) strides (2, 1) on CPU:0 (read-only: its buffer is read-only"), "{refused}");
 //! #     Ok(())
 //! # }).unwrap();
 //! ```
@@ -127,8 +127,9 @@
 //! `bool`, `half::f16`, `num_complex::Complex<f64>`, ...), `D` the number of dimensions
 //! ([`Dimensionality`]: ndarray's `Ix1`..`Ix6`, or `IxDyn`, the default, for any), `C` the
 //! constraints ([`Constraints`]): nothing (`()`, the default), a layout ([`CContiguous`],
-//! [`FContiguous`]), a shape declared with [`shape!`], or both as a tuple in either order,
-//! `(Rgb, CContiguous)`. Aliases spell the common cases: [`TensorArg1`]..[`TensorArg4`],
+//! [`FContiguous`]), a shape declared with [`shape!`] or a range of numbers of dimensions
+//! ([`DimsBetween<2, 3>`](DimsBetween), for `IxDyn`), or a layout with one of those as a
+//! tuple in either order, `(Rgb, CContiguous)`. Aliases spell the common cases: [`TensorArg1`]..[`TensorArg4`],
 //! [`TensorArgMut1`]..[`TensorArgMut4`], [`ContiguousArg`], [`ContiguousArgMut`]. A
 //! parameter in the wrong place is a compile error that says which slot takes what.
 //!
@@ -139,6 +140,8 @@
 //! | the right kind with other extents than its `shape!` | `ValueError` | `ValueError` |
 //! | read-only memory (a read-only NumPy array, `bytes`, a legacy DLPack capsule, which JAX and TensorFlow export, since it cannot say its memory may be written) | read | `TypeError` naming why |
 //! | a layout in which two indices reach one element (a broadcast view) | read | `TypeError` |
+//! | a PyTorch view with a lazy conjugation or negation bit | `BufferError` | `BufferError` |
+//! | a PyTorch inference tensor outside `torch.inference_mode()` | read | `TypeError`, as PyTorch's in-place operations refuse it |
 //! | memory that another tensor argument in use also reaches (this call or another thread's, in any extension module) | read, if no argument writes it | `ValueError` |
 //! | a tensor autograd tracks (PyTorch `requires_grad`, PaddlePaddle `stop_gradient=False`) | read as `detach()` reads it | `TypeError` while grad mode is on; written under `torch.no_grad()`, with the version counter bumped |
 //!
@@ -209,7 +212,10 @@
 //! |---|---|
 //! | `TypeError` | an argument of the wrong kind (element type, dimensions, layout, device, read-only for writing, not a tensor); the message says what was expected and what came, e.g. `expected a float32 C-contiguous tensor with 2 dimensions in host memory, got float64 shape (3, 4) strides (1, 3) on CPU:0`, and PyO3 adds the note `while processing 'x'` |
 //! | `ValueError` | an argument of the right kind with the wrong extents; a written argument whose memory another argument reaches |
-//! | `BufferError` | a tensor its producer will not export (a PyTorch view with a lazy conjugation bit, a sparse tensor), or a result that cannot be exported |
+//! | `BufferError` | a tensor its producer will not export (a PyTorch view with a lazy conjugation or negation bit, a sparse tensor), or a result that cannot be exported |
+//!
+//! Every message a kernel's caller can meet, as the test kernels raise it, is in the
+//! repository's `docs/kernel-messages.md`.
 //!
 //! ## Threads and aliasing
 //!
@@ -278,7 +284,7 @@ pub use args::borrow::{explain_argument, ArgumentPath, ArgumentReport};
 pub use args::borrow::{inspect_argument, ArgumentInspection};
 pub use args::constraints::{
     AnyDevice, AnyLayout, CContiguous, Constraints, Contiguous, Cuda, DeviceConstraint,
-    Dimensionality, FContiguous, HostMemory, Layout, LayoutWith, Rocm,
+    Dimensionality, DimsBetween, FContiguous, HostMemory, Layout, LayoutWith, Rocm,
 };
 pub use args::device_arg::{CudaArg, CudaArgMut, DeviceTensorArg, DeviceTensorArgMut};
 pub use args::tensor_arg::{

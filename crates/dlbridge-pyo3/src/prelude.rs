@@ -18,20 +18,52 @@
 //! ```
 //!
 //! It holds the typed arguments and their constraints ([`TensorArg`], [`TensorArgMut`],
-//! [`shape!`](crate::shape), the layouts), what returns and imports tensors
+//! [`shape!`](crate::shape), [`DimsBetween`], the layouts), what returns and imports tensors
 //! ([`return_like`], [`from_dlpack`], [`ImportOptions`], [`to_py_err`]), what makes a class of
 //! one's own a producer ([`publish_dlpack`], [`TensorClass`], [`PyObjectOwner`]), the core's
 //! tensor types ([`ManagedTensor`], [`Export`], [`TensorView`], [`DataType`], [`Device`],
-//! [`Element`], [`Writability`]), and ndarray: its prelude (`Array2`, `ArrayView2`, `Ix2`,
+//! [`Element`], [`Writability`]), the element types of other crates with those crates
+//! themselves (`half` with [`f16`] and [`bf16`], `num_complex` with [`Complex`],
+//! [`Complex32`], [`Complex64`]), at the versions dlbridge's elements are implemented for, and
+//! ndarray: its prelude (`Array2`, `ArrayView2`, `Ix2`,
 //! `IxDyn`, `s!`, ...) and the crate itself as `ndarray`, at the version dlbridge-pyo3 is built
 //! with, so that an extension needs no `ndarray` dependency of its own (a second one, of
-//! another version, would give "multiple versions of crate ndarray" errors). PyO3's own
+//! another version, would give "multiple versions of crate ndarray" errors; the same holds for
+//! `half` and `num_complex`). PyO3's own
 //! prelude is imported beside it, from the extension's `pyo3` dependency.
+//!
+//! The element types of other crates come with the prelude, at dlbridge's versions.
+//!
+//! ```
+//! use dlbridge_pyo3::prelude::*;
+//! use pyo3::prelude::*;
+//!
+//! /// The squared magnitudes of a complex128 vector.
+//! #[pyfunction]
+//! fn norms(x: TensorArg<'_, Complex<f64>, Ix1>) -> Vec<f64> {
+//!     x.view().iter().map(|z| z.norm_sqr()).collect()
+//! }
+//!
+//! /// The sum of a bfloat16 vector, in float32.
+//! #[pyfunction]
+//! fn bf16_total(x: TensorArg<'_, bf16, Ix1>) -> f32 {
+//!     x.view().iter().map(|value| value.to_f32()).sum()
+//! }
+//! # Python::initialize();
+//! Python::attach(|py| -> PyResult<()> {
+//!     let _ = wrap_pyfunction!(norms, py)?;
+//!     assert_eq!(Complex64::new(0.0, 2.0).norm_sqr(), 4.0);
+//!     assert_eq!(half::f16::from_f32(1.5).to_f32(), 1.5);
+//!     let _ = wrap_pyfunction!(bf16_total, py)?;
+//!     Ok(())
+//! })
+//! # .unwrap();
+//! ```
 
 pub use crate::args::borrow::{explain_argument, ArgumentPath};
 pub use crate::args::constraints::{
     AnyDevice, AnyLayout, CContiguous, Constraints, Contiguous, Cuda, DeviceConstraint,
-    Dimensionality, FContiguous, HostMemory, Layout, Rocm,
+    Dimensionality, DimsBetween, FContiguous, HostMemory, Layout, Rocm,
 };
 pub use crate::args::device_arg::{CudaArg, CudaArgMut, DeviceTensorArg, DeviceTensorArgMut};
 pub use crate::args::tensor_arg::{
@@ -46,6 +78,9 @@ pub use crate::produce::publish_dlpack;
 pub use crate::produce::returning::{return_like, IntoTensor};
 pub use crate::shape;
 pub use crate::work_stream::{WorkStream, WorkStreamSource};
+pub use dlbridge::half::{self, bf16, f16};
+pub use dlbridge::num_complex::{self, Complex, Complex32, Complex64};
 pub use dlbridge::{DataType, Device, Element, Export, ManagedTensor, TensorView, Writability};
 pub use ndarray;
 pub use ndarray::prelude::*;
+

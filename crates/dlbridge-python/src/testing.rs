@@ -8,6 +8,7 @@
 use dlbridge::{DataType, ManagedTensor};
 use dlbridge_pyo3::{
     from_dlpack as import, return_like, shape, to_py_err, AnyDevice, CContiguous, ContiguousArgMut,
+    DimsBetween,
     CudaArg, CudaArgMut, DeviceTensorArg, ImportOptions, Rocm, TensorArg, TensorArg1, TensorArgMut,
     TensorArgMut1, WorkStream,
 };
@@ -50,6 +51,7 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     testing.add_function(wrap_pyfunction!(import_return_like, &testing)?)?;
     testing.add_function(wrap_pyfunction!(byte_histogram, &testing)?)?;
     testing.add_function(wrap_pyfunction!(halves, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(matrix_sums, &testing)?)?;
     Ok(testing)
 }
 
@@ -100,6 +102,17 @@ fn byte_histogram<'py>(
 fn halves<'py>(py: Python<'py>, x: TensorArg<'_, f64, Ix1>) -> PyResult<Bound<'py, PyAny>> {
     let halved = x.view().mapv(|value| value / 2.0);
     x.return_like(py, halved)
+}
+
+/// The sum of each matrix of `x`: one matrix (2 dimensions) or a batch of them (3).
+#[pyfunction]
+fn matrix_sums(x: TensorArg<'_, f64, IxDyn, DimsBetween<2, 3>>) -> Vec<f64> {
+    let view = x.view();
+    if view.ndim() == 2 {
+        vec![view.sum()]
+    } else {
+        view.outer_iter().map(|matrix| matrix.sum()).collect()
+    }
 }
 
 /// `out[...] = x * factor`, with the GIL released while it runs.

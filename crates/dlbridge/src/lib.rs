@@ -236,6 +236,14 @@ pub use managed::{ManagedTensor, RawManagedTensor};
 pub use version::Version;
 pub use view::TensorView;
 
+/// The `half` crate, at the version whose `f16` and `bf16` are [`Element`]s here: use it
+/// through this path (`dlbridge::half::bf16`) rather than a dependency of one's own, whose
+/// version could differ (its types would then be other types, and not elements).
+pub use half;
+/// The `num-complex` crate, at the version whose `Complex<f32>` and `Complex<f64>` are
+/// [`Element`]s here (`dlbridge::num_complex::Complex`), as for [`half`].
+pub use num_complex;
+
 /// The crate's README (its crates.io page), whose examples are compiled and run as doc tests.
 /// The repository's README shows the same quick start: `tests/readme_quick_start.rs` keeps
 /// the two equal.

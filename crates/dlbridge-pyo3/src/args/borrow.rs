@@ -108,6 +108,22 @@ impl std::fmt::Display for ArgumentPath {
     }
 }
 
+/// How an argument's memory was reached: whether it may be written, and the path that says
+/// so (which names the reason when it may not: NumPy's writeable flag, a read-only buffer,
+/// the READ_ONLY flag, a legacy capsule).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Access {
+    pub(crate) writability: Writability,
+    pub(crate) path: ArgumentPath,
+}
+
+impl Access {
+    #[inline(always)]
+    pub(crate) fn new(writability: Writability, path: ArgumentPath) -> Self {
+        Access { writability, path }
+    }
+}
+
 /// Borrows or imports the tensor behind `object`, and runs `make` on its validated view while
 /// the descriptor is alive, with whether it is read-only. In order:
 ///
@@ -132,7 +148,7 @@ pub(crate) fn extract_with<R>(
     info: &TypeInfo,
     writable: bool,
     import_stream: Option<&ImportStream<'_>>,
-    make: impl Fn(&TensorView<'_>, Writability) -> PyResult<R>,
+    make: impl Fn(&TensorView<'_>, Access) -> PyResult<R>,
 ) -> PyResult<(Source, R)> {
     if writable {
         if let Some(rules) = info.framework {
@@ -149,12 +165,17 @@ pub(crate) fn extract_with<R>(
             }
         }
     } else if info.numpy_array {
+        let make = |view: &TensorView<'_>, writability| {
+            make(view, Access::new(writability, ArgumentPath::NumpyStruct))
+        };
         // SAFETY: the type is exactly `numpy.ndarray`; the caller holds the array for the
         // call, and the view is used only inside `make`.
-        if let Some(made) = unsafe { numpy::with_array_view(object, &make) }? {
+        if let Some(made) = unsafe { numpy::with_array_view(object, make) }? {
             return Ok((Source::NumpyStruct, made));
         }
-    } else if let Some((buffer, made)) = with_buffer_view(object, &make)? {
+    } else if let Some((buffer, made)) = with_buffer_view(object, |view, writability| {
+        make(view, Access::new(writability, ArgumentPath::BufferProtocol))
+    })? {
         return Ok((Source::Buffer(buffer), made));
     }
     let source = match info.framework {
@@ -168,7 +189,7 @@ pub(crate) fn extract_with<R>(
     let tensor = from_dlpack(&source, &ImportOptions::default().with_stream(stream))?;
     let made = {
         let view = tensor.view();
-        make(&view, view.writability())?
+        make(&view, Access::new(view.writability(), ArgumentPath::Dlpack))?
     };
     Ok((Source::owned(tensor, false), made))
 }
@@ -187,7 +208,7 @@ fn extract_from_table<R>(
     info: &TypeInfo,
     object: &Bound<'_, PyAny>,
     writable: bool,
-    make: &impl Fn(&TensorView<'_>, Writability) -> PyResult<R>,
+    make: &impl Fn(&TensorView<'_>, Access) -> PyResult<R>,
 ) -> PyResult<Option<(Source, R)>> {
     let known_writability =
         !writable || !matches!(info.borrowed_writability, BorrowedWritability::Unknown);
@@ -211,7 +232,10 @@ fn extract_from_table<R>(
             if !api.is_faithful(object, Some(&view))? {
                 return Ok(None);
             }
-            make(&view, view.writability())?
+            make(
+                &view,
+                Access::new(view.writability(), ArgumentPath::ExchangeExport),
+            )?
         };
         return Ok(Some((Source::owned(tensor, true), made)));
     };
@@ -230,7 +254,8 @@ fn extract_from_table<R>(
         // the object's type itself: `ask`'s contract).
         BorrowedWritability::Hook(hook) => unsafe { writability_hook::ask(hook, object) }?,
     };
-    Ok(Some((Source::ExchangeTable, make(&view, writability)?)))
+    let access = Access::new(writability, ArgumentPath::ExchangeTable);
+    Ok(Some((Source::ExchangeTable, make(&view, access)?)))
 }
 
 /// What a typed argument sees of a Python object ([`explain_argument`]): the path it took,
@@ -285,14 +310,14 @@ fn inspect_with<E>(
 ) -> PyResult<(ArgumentReport, E)> {
     let info = type_info(object)?;
     let (source, (mut report, extra)) =
-        extract_with(object, info, writable, None, |view, writability| {
+        extract_with(object, info, writable, None, |view, access| {
             let report = ArgumentReport {
                 path: ArgumentPath::Dlpack,
                 dtype: view.dtype(),
                 device: view.device(),
                 shape: view.shape().to_vec(),
                 strides: view.strides().to_vec(),
-                read_only: !writability.allows_writes(),
+                read_only: !access.writability.allows_writes(),
             };
             Ok((report, more(view)?))
         })?;

@@ -7,6 +7,9 @@
 use std::fmt::Write as _;
 
 use dlbridge::{Device, DeviceType, Element, TensorView, Writability};
+
+use super::borrow::{Access, ArgumentPath};
+use crate::errors::tuple;
 use ndarray::{Dimension, Ix0, Ix1, Ix2, Ix3, Ix4, Ix5, Ix6, IxDyn};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -220,6 +223,9 @@ pub trait Constraints: 'static {
     type Layout: Layout;
     /// The required extents, one per dimension (`None` for a free one); `None` for no shape.
     const EXTENTS: Option<&'static [Option<usize>]>;
+    /// The range of numbers of dimensions allowed, both ends included ([`DimsBetween`]);
+    /// `None` for any.
+    const NDIM_RANGE: Option<(usize, usize)> = None;
 }
 
 impl Constraints for () {
@@ -256,6 +262,7 @@ where
 {
     type Layout = <A::Layout as LayoutWith<B::Layout>>::Both;
     const EXTENTS: Option<&'static [Option<usize>]> = one_shape(A::EXTENTS, B::EXTENTS);
+    const NDIM_RANGE: Option<(usize, usize)> = one_range(A::NDIM_RANGE, B::NDIM_RANGE);
 }
 
 impl<A: Constraints, B: Constraints, C: Constraints> Constraints for (A, B, C)
@@ -265,6 +272,95 @@ where
 {
     type Layout = <((A, B), C) as Constraints>::Layout;
     const EXTENTS: Option<&'static [Option<usize>]> = <((A, B), C) as Constraints>::EXTENTS;
+    const NDIM_RANGE: Option<(usize, usize)> = <((A, B), C) as Constraints>::NDIM_RANGE;
+}
+
+/// The one range of numbers of dimensions among two constraints' (a compile-time error when
+/// both have one).
+const fn one_range(
+    first: Option<(usize, usize)>,
+    second: Option<(usize, usize)>,
+) -> Option<(usize, usize)> {
+    match (first, second) {
+        (Some(_), Some(_)) => {
+            panic!("a typed argument's constraints hold two DimsBetween: give one")
+        }
+        (Some(range), None) | (None, Some(range)) => Some(range),
+        (None, None) => None,
+    }
+}
+
+/// Requires between `MIN` and `MAX` dimensions, both included, of an `IxDyn` argument: a
+/// kernel that takes "a matrix or a batch of matrices" says so in its type, and a tensor of
+/// another number of dimensions is refused at extraction with a `TypeError` that says
+/// "with 2 to 3 dimensions". Give it alone or in a tuple with a layout
+/// (`(DimsBetween<2, 3>, CContiguous)`); not with a [`shape!`](crate::shape), which fixes
+/// the number of dimensions itself. `MIN` above `MAX`, or a fixed number of dimensions
+/// (`Ix1`..`Ix6`) outside the range, fails to build.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// /// The sum of each matrix of `x`: one matrix, or a batch of them.
+/// #[pyfunction]
+/// fn matrix_sums(x: TensorArg<'_, f64, IxDyn, DimsBetween<2, 3>>) -> Vec<f64> {
+///     let view = x.view();
+///     if view.ndim() == 2 {
+///         vec![view.sum()]
+///     } else {
+///         view.outer_iter().map(|matrix| matrix.sum()).collect()
+///     }
+/// }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let matrix_sums = wrap_pyfunction!(matrix_sums, py)?;
+///     let ones = |shape: &str| {
+///         let code = format!("memoryview(__import__('struct').pack('24d', *[1.0] * 24)).cast('B').cast('d', {shape})");
+///         py.eval(&std::ffi::CString::new(code).unwrap(), None, None)
+///     };
+///     let batch = ones("(2, 3, 4)")?;
+///     assert_eq!(matrix_sums.call1((batch,))?.extract::<Vec<f64>>()?, [12.0, 12.0]);
+///     let vector = ones("(24,)")?;
+///     let refused = matrix_sums.call1((vector,)).unwrap_err().to_string();
+///     assert!(refused.contains("with 2 to 3 dimensions"), "{refused}");
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
+///
+/// A fixed number of dimensions outside the range fails to build (`cargo build`):
+///
+/// ```compile_fail
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// Python::initialize();
+/// Python::attach(|py| {
+///     let vector = py.eval(c"bytearray(4)", None, None).unwrap();
+///     // One dimension cannot be between 2 and 3.
+///     let _ = vector.extract::<TensorArg<'_, u8, Ix1, DimsBetween<2, 3>>>();
+/// });
+/// ```
+///
+/// and so does an empty range:
+///
+/// ```compile_fail
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// Python::initialize();
+/// Python::attach(|py| {
+///     let vector = py.eval(c"bytearray(4)", None, None).unwrap();
+///     let _ = vector.extract::<TensorArg<'_, u8, IxDyn, DimsBetween<3, 2>>>();
+/// });
+/// ```
+pub struct DimsBetween<const MIN: usize, const MAX: usize>;
+
+impl<const MIN: usize, const MAX: usize> Constraints for DimsBetween<MIN, MAX> {
+    type Layout = AnyLayout;
+    const EXTENTS: Option<&'static [Option<usize>]> = None;
+    const NDIM_RANGE: Option<(usize, usize)> = Some((MIN, MAX));
 }
 
 /// Declares a shape for typed arguments, a [`Constraints`]: `_` for a free extent, an
@@ -326,12 +422,28 @@ struct Agreement<D, C>(std::marker::PhantomData<(D, C)>);
 impl<D: Dimension, C: Constraints> Agreement<D, C> {
     /// Evaluated where an argument type is used: a compile-time error for a shape whose number
     /// of extents differs from the dimension type's.
-    const HOLDS: () = match (D::NDIM, C::EXTENTS) {
-        (Some(ndim), Some(extents)) if ndim != extents.len() => panic!(
-            "a typed argument's shape (shape!) has a different number of extents than its \
-             dimension type (Ix1..Ix6) has dimensions"
-        ),
-        _ => (),
+    const HOLDS: () = {
+        match (D::NDIM, C::EXTENTS) {
+            (Some(ndim), Some(extents)) if ndim != extents.len() => panic!(
+                "a typed argument's shape (shape!) has a different number of extents than its \
+                 dimension type (Ix1..Ix6) has dimensions"
+            ),
+            _ => (),
+        }
+        match (C::NDIM_RANGE, D::NDIM, C::EXTENTS) {
+            (Some((min, max)), _, _) if min > max => {
+                panic!("DimsBetween<MIN, MAX> with MIN above MAX allows no tensor")
+            }
+            (Some((min, max)), Some(ndim), _) if ndim < min || ndim > max => panic!(
+                "a typed argument's fixed number of dimensions (Ix1..Ix6) is outside its \
+                 DimsBetween range"
+            ),
+            (Some(_), _, Some(_)) => panic!(
+                "a typed argument has both a shape (shape!) and a DimsBetween: the shape fixes \
+                 the number of dimensions, give one"
+            ),
+            _ => (),
+        }
     };
 }
 
@@ -444,32 +556,21 @@ pub(crate) fn expectation_at<T: Element, D: Dimension, C: Constraints>(
             " with {ndim} dimension{}",
             if ndim == 1 { "" } else { "s" }
         );
+    } else if let Some((min, max)) = C::NDIM_RANGE {
+        let _ = write!(text, " with {min} to {max} dimensions");
     }
     text.push(' ');
     text.push_str(placement.name);
     text
 }
 
-/// What was received, in words: "float64 shape (3, 4) strides (1, 3) on CPU:0".
-fn received(view: &TensorView<'_>, writability: Writability) -> String {
-    let tuple = |values: &[i64]| match values {
-        [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            values
-                .iter()
-                .map(i64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let read_only = match writability {
-        Writability::Unknown => {
-            " (read-only: it came in a legacy DLPack capsule, which cannot say whether its \
-             memory may be written; JAX and TensorFlow export only those)"
-        }
-        Writability::ReadOnly => " (read-only)",
-        Writability::Writable => "",
+/// What was received, in words: "float64 shape (3, 4) strides (1, 3) on CPU:0", with why it
+/// is read-only where being read-only is what the argument refuses (`refused_for_writing`).
+fn received(view: &TensorView<'_>, access: Access, refused_for_writing: bool) -> String {
+    let read_only = if refused_for_writing {
+        format!(" (read-only: {})", read_only_reason(access))
+    } else {
+        String::new()
     };
     format!(
         "{} shape {} strides {} on {}{read_only}",
@@ -480,28 +581,59 @@ fn received(view: &TensorView<'_>, writability: Writability) -> String {
     )
 }
 
+/// Why memory reached by `access` may not be written, in the words of the object the user
+/// passed.
+pub(crate) fn read_only_reason(access: Access) -> &'static str {
+    match (access.writability, access.path) {
+        (Writability::Unknown, _) => {
+            "it came in a legacy DLPack capsule, which cannot say whether its memory may be \
+             written; JAX, TensorFlow and MXNet export only those (an MXNet array from \
+             to_dlpack_for_write may be written: pass dlbridge.from_dlpack(capsule, \
+             legacy_writable=True))"
+        }
+        (_, ArgumentPath::NumpyStruct) => {
+            "the NumPy array's flags.writeable is False (as for np.broadcast_to and arrays over \
+             read-only memory)"
+        }
+        (_, ArgumentPath::BufferProtocol) => {
+            "its buffer is read-only (JAX arrays are immutable; so are bytes, read-only \
+             memoryviews and mmaps, and memory an object store shares read-only)"
+        }
+        (_, ArgumentPath::ExchangeTable) => {
+            "its class marks it read-only (as dlbridge.Tensor.readonly says of a tensor over \
+             read-only memory)"
+        }
+        (_, ArgumentPath::ExchangeExport | ArgumentPath::Dlpack) => {
+            "its producer flagged it READ_ONLY (a NumPy array that is not writeable, memory \
+             shared read-only)"
+        }
+    }
+}
+
 /// Checks a descriptor against an argument type's expectations.
 pub(crate) fn check<T: Element, D: Dimension, C: Constraints>(
     view: &TensorView<'_>,
     writable: bool,
-    writability: Writability,
+    access: Access,
 ) -> PyResult<()> {
-    check_at::<T, D, C>(view, writable, writability, HOST_MEMORY)
+    check_at::<T, D, C>(view, writable, access, HOST_MEMORY)
 }
 
 /// [`check`] for an argument whose memory must be at `placement`.
 pub(crate) fn check_at<T: Element, D: Dimension, C: Constraints>(
     view: &TensorView<'_>,
     writable: bool,
-    writability: Writability,
+    access: Access,
     placement: Placement,
 ) -> PyResult<()> {
     let () = Agreement::<D, C>::HOLDS;
+    let refused_for_writing = writable && !access.writability.allows_writes();
     let fits = view.dtype() == T::DTYPE
         && D::NDIM.is_none_or(|ndim| ndim == view.ndim())
+        && C::NDIM_RANGE.is_none_or(|(min, max)| (min..=max).contains(&view.ndim()))
         && C::Layout::accepts(view)
         && (placement.accepts)(view.device())
-        && (!writable || writability.allows_writes());
+        && !refused_for_writing;
     let shape_fits = C::EXTENTS.is_none_or(|extents| {
         extents.len() == view.ndim()
             && extents
@@ -515,7 +647,7 @@ pub(crate) fn check_at<T: Element, D: Dimension, C: Constraints>(
     let message = format!(
         "expected {}, got {}",
         expectation_at::<T, D, C>(writable, placement),
-        received(view, writability)
+        received(view, access, refused_for_writing)
     );
     // The right kind of tensor with the wrong extents is a bad value, anything else a bad type.
     Err(if fits {

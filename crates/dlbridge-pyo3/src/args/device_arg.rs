@@ -232,7 +232,7 @@ fn extract_device<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constra
         object,
         writable,
         Some(&import_stream),
-        |view, writability| check_at::<T, D, C>(view, writable, writability, placement::<P>()),
+        |view, access| check_at::<T, D, C>(view, writable, access, placement::<P>()),
         |view| {
             let stream = match found.get() {
                 Some(stream) if stream.device() == view.device() => stream,

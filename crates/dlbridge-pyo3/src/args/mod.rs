@@ -8,17 +8,18 @@
 //! }
 //! ```
 //!
-//! - [`constraints`]: what an argument's type requires (dimensions, layout, extents, in any
-//!   combination) and the check;
 //! - [`claims`]: the aliasing registry, so that no memory is written through one argument
 //!   while another reaches it;
-//! - [`borrow`]: the one order of sources a descriptor is borrowed from;
+//! - [`borrow`]: the one order of sources a descriptor is borrowed from, and how each says
+//!   whether its memory may be written;
+//! - [`constraints`]: what an argument's type requires (dimensions, layout, extents, in any
+//!   combination) and the check, whose message names why memory is read-only;
 //! - [`tensor_arg`]: the argument types themselves, built from the three above;
 //! - [`device_arg`]: the argument types in device memory (a device constraint, the device
 //!   pointer, the stream to launch on), built on `tensor_arg`'s extraction.
 
-pub(crate) mod constraints;
 pub(crate) mod claims;
 pub(crate) mod borrow;
+pub(crate) mod constraints;
 pub(crate) mod tensor_arg;
 pub(crate) mod device_arg;

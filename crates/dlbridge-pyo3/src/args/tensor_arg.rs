@@ -5,11 +5,11 @@
 
 use std::marker::PhantomData;
 
-use dlbridge::{Element, TensorView, Writability};
+use dlbridge::{Element, TensorView};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, Ix1, Ix2, Ix3, Ix4, IxDyn};
 use pyo3::prelude::*;
 
-use super::borrow::{extract_with, ArgumentPath, ImportStream, Source};
+use super::borrow::{extract_with, Access, ArgumentPath, ImportStream, Source};
 use super::claims::Claim;
 use super::constraints::{check, CContiguous, Constraints, Contiguous, Dimensionality};
 use crate::dispatch::type_info;
@@ -476,7 +476,7 @@ pub(crate) fn extract_argument<V>(
     object: &Borrowed<'_, '_, PyAny>,
     writable: bool,
     import_stream: Option<&ImportStream<'_>>,
-    check: impl Fn(&TensorView<'_>, Writability) -> PyResult<()>,
+    check: impl Fn(&TensorView<'_>, Access) -> PyResult<()>,
     make: impl Fn(&TensorView<'_>) -> PyResult<V>,
 ) -> PyResult<(Held, V, Option<&'static FrameworkRules>)> {
     let info = type_info(object)?;
@@ -485,8 +485,8 @@ pub(crate) fn extract_argument<V>(
         info,
         writable,
         import_stream,
-        |view, writability| {
-            check(view, writability)?;
+        |view, access| {
+            check(view, access)?;
             let claim = Claim::new(object.py(), view, writable)?;
             Ok((claim, make(view)?))
         },
@@ -513,7 +513,7 @@ impl<'a, 'py, T: Element, D: Dimensionality, C: Constraints> FromPyObject<'a, 'p
             &object,
             false,
             None,
-            |view, writability| check::<T, D, C>(view, false, writability),
+            |view, access| check::<T, D, C>(view, false, access),
             |view| {
                 let array = view.as_array_dim::<T, D>().map_err(argument_error)?;
                 // SAFETY: the view reads elements that live as long as the returned value:
@@ -545,7 +545,7 @@ impl<'a, 'py, T: Element, D: Dimensionality, C: Constraints> FromPyObject<'a, 'p
             &object,
             true,
             None,
-            |view, writability| check::<T, D, C>(view, true, writability),
+            |view, access| check::<T, D, C>(view, true, access),
             |view| {
                 // SAFETY: the argument is the caller's tensor, not read-only, lent to this
                 // call for writing (as any in-place kernel argument); the claim made before

@@ -10,7 +10,7 @@ use pyo3::types::PyCapsule;
 use crate::capsule::into_capsule;
 use crate::consume::ImportOptions;
 use crate::dispatch::type_info;
-use crate::errors::{to_py_err, type_name};
+use crate::errors::{to_py_err, tuple, type_name};
 use crate::host::numpy;
 
 /// A one-shot DLPack producer around an owned tensor: what framework `from_dlpack` functions
@@ -312,13 +312,13 @@ impl Described {
             format!("return a data type that {root} keeps")
         };
         Err(PyTypeError::new_err(format!(
-            "{root}.from_dlpack changed the result: the kernel returned {} of shape {:?}, and \
-             {root} made {} of shape {:?} of it; dlbridge does not hand out values converted \
+            "{root}.from_dlpack changed the result: the kernel returned {} of shape {}, and \
+             {root} made {} of shape {} of it; dlbridge does not hand out values converted \
              behind the kernel's back: {fixes}",
             self.dtype,
-            self.shape,
+            tuple(&self.shape),
             view.dtype(),
-            view.shape(),
+            tuple(view.shape()),
         )))
     }
 }
