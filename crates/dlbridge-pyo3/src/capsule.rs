@@ -340,12 +340,11 @@ fn consume(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTensor> {
     };
     // SAFETY: the capsule owns a live tensor; on success ownership passes to us and the
     // capsule is renamed below, on failure it stays with the capsule.
-    let mut tensor =
-        unsafe { ManagedTensor::try_from_raw(raw) }.map_err(|(error, _)| {
-            PyBufferError::new_err(format!(
-                "the capsule holds an invalid DLPack tensor (a bug of its producer): {error}"
-            ))
-        })?;
+    let mut tensor = unsafe { ManagedTensor::try_from_raw(raw) }.map_err(|(error, _)| {
+        PyBufferError::new_err(format!(
+            "the capsule holds an invalid DLPack tensor (a bug of its producer): {error}"
+        ))
+    })?;
     // SAFETY: a live capsule; the new name is a static C string.
     if unsafe { ffi::PyCapsule_SetName(ptr, used_name.as_ptr()) } != 0 {
         // Not marked consumed: the capsule keeps the tensor (its destructor still frees it).

@@ -83,4 +83,3 @@ pub use dlbridge::num_complex::{self, Complex, Complex32, Complex64};
 pub use dlbridge::{DataType, Device, Element, Export, ManagedTensor, TensorView, Writability};
 pub use ndarray;
 pub use ndarray::prelude::*;
-

@@ -8,9 +8,8 @@
 use dlbridge::{DataType, ManagedTensor};
 use dlbridge_pyo3::{
     from_dlpack as import, return_like, shape, to_py_err, AnyDevice, CContiguous, ContiguousArgMut,
-    DimsBetween,
-    CudaArg, CudaArgMut, DeviceTensorArg, ImportOptions, Rocm, TensorArg, TensorArg1, TensorArgMut,
-    TensorArgMut1, WorkStream,
+    CudaArg, CudaArgMut, DeviceTensorArg, DimsBetween, ImportOptions, Rocm, TensorArg, TensorArg1,
+    TensorArgMut, TensorArgMut1, WorkStream,
 };
 use ndarray::{Ix1, Ix2, Ix3, IxDyn};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};

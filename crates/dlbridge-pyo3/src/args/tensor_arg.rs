@@ -480,17 +480,12 @@ pub(crate) fn extract_argument<V>(
     make: impl Fn(&TensorView<'_>) -> PyResult<V>,
 ) -> PyResult<(Held, V, Option<&'static FrameworkRules>)> {
     let info = type_info(object)?;
-    let (source, (claim, view)) = extract_with(
-        object,
-        info,
-        writable,
-        import_stream,
-        |view, access| {
+    let (source, (claim, view)) =
+        extract_with(object, info, writable, import_stream, |view, access| {
             check(view, access)?;
             let claim = Claim::new(object.py(), view, writable)?;
             Ok((claim, make(view)?))
-        },
-    )?;
+        })?;
     let held = Held {
         _claim: claim,
         source,
