@@ -183,7 +183,15 @@ impl<O: Send + 'static> IntoTensor for Export<'_, O> {
 /// - when `like`'s type publishes DLPack 1.3's C exchange API (PyTorch, PaddlePaddle,
 ///   dlbridge), through its `managed_tensor_to_py_object_no_sync`;
 /// - otherwise through the `from_dlpack` of `like`'s top-level module (`numpy.from_dlpack`,
-///   `jax.numpy.from_dlpack`, ...), handed a one-shot [`TensorProducer`].
+///   `jax.numpy.from_dlpack`, ...), handed a one-shot [`TensorProducer`]; what the framework
+///   made is read back, and a result of another data type or shape is a `TypeError` (JAX
+///   without 64-bit types makes int32 of int64 and float32 of float64: the message names
+///   `jax.config.update("jax_enable_x64", True)` and a narrower result as the fixes);
+/// - for an object with no such module function but with the buffer protocol (`memoryview`,
+///   `bytes`, `bytearray`, `array.array`), a writable `memoryview` over the result, in its
+///   shape and format ([`buffer_format`](crate::buffer_format)), which keeps the tensor alive
+///   (the full API, or the limited API of Python 3.11 and later);
+/// - anything else is a `TypeError`.
 ///
 /// The result shares the tensor's memory; the tensor's deleter runs when the framework frees
 /// its object. Typed arguments have it as a method: `x.return_like(py, result)`.
