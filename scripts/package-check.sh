@@ -30,6 +30,14 @@ for crate in dlbridge dlbridge-pyo3; do
         { echo "package-check: crates/$crate/LICENSE differs from LICENSE" >&2; exit 1; }
 done
 
+# The dry run verifies dlbridge-pyo3 against the packaged core through a local registry,
+# which cargo extracts into its registry's src folder under the version, and reuses when an
+# extraction of that version is there: one left by an earlier run of an older checkout (the
+# version does not change between commits) would be built instead of this one.
+# Its build of that extraction is reused the same way (a registry crate's fingerprint is its
+# version), so the core's fingerprints go too: the core is then built again, which is quick.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"dlbridge-$version"
+rm -rf "$target_dir"/debug/.fingerprint/dlbridge-[0-9a-f]*
 "${cargo[@]}" publish --dry-run --allow-dirty --quiet -p dlbridge -p dlbridge-pyo3
 
 core=$target_dir/package/dlbridge-$version
