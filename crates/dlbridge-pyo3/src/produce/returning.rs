@@ -7,8 +7,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use crate::capsule::into_capsule;
-use crate::consume::ImportOptions;
+use crate::capsule::{from_capsule, into_capsule};
 use crate::dispatch::type_info;
 use crate::errors::{to_py_err, tuple, type_name};
 use crate::host::numpy;
@@ -297,11 +296,16 @@ impl Described {
 
     /// Refuses (`TypeError`) a framework's object that does not hold what the tensor
     /// described: another data type (JAX without 64-bit types narrows int64 to int32, whose
-    /// values wrap, and float64 to float32) or another shape. Read back through DLPack, so
-    /// that any framework is checked alike; a framework that copied holds the values it was
+    /// values wrap, and float64 to float32) or another shape. Read back through the object's
+    /// `__dlpack__`, so that any framework is checked alike; a framework that copied holds the values it was
     /// handed where the data type and shape are kept.
     fn check_kept(&self, result: &Bound<'_, PyAny>, root: &str) -> PyResult<()> {
-        let held = match crate::consume::from_dlpack(result, &ImportOptions::default()) {
+        // The framework's own export of what it made, taken from its capsule and released at
+        // once (the produce side reads no producer the consume side's way).
+        let exported = result
+            .call_method0(intern!(result.py(), "__dlpack__"))
+            .and_then(|capsule| from_capsule(&capsule));
+        let held = match exported {
             Ok(held) => held,
             // Not readable back (a framework that exports no DLPack): nothing to compare.
             Err(_) => return Ok(()),
