@@ -23,7 +23,7 @@
 //! one's own a producer ([`publish_dlpack`], [`TensorClass`], [`PyObjectOwner`]), the core's
 //! tensor types ([`ManagedTensor`], [`Export`], [`TensorView`], [`DataType`], [`Device`],
 //! [`Element`], [`Writability`]), the element types of other crates with those crates
-//! themselves (`half` with [`f16`] and [`bf16`], `num_complex` with [`Complex`],
+//! themselves (`half` with [`f16`](struct@f16) and [`bf16`], `num_complex` with [`Complex`],
 //! [`Complex32`], [`Complex64`]), at the versions dlbridge's elements are implemented for, and
 //! ndarray: its prelude (`Array2`, `ArrayView2`, `Ix2`,
 //! `IxDyn`, `s!`, ...) and the crate itself as `ndarray`, at the version dlbridge-pyo3 is built
