@@ -89,3 +89,17 @@ def test_a_cycle_in_a_python_package_is_reported(layers, tmp_path):
 
 def test_the_project_follows_its_rules(layers, capsys):
     assert layers.main() == 0, capsys.readouterr().out
+
+
+def test_every_test_file_is_in_a_run_of_the_runner():
+    """scripts/python-tests.sh names the files of each run: a test file it does not name is
+    never run by `make test`."""
+    import pathlib
+    import re
+
+    tests = pathlib.Path(__file__).resolve().parent
+    runner = (tests.parent.parent / "scripts" / "python-tests.sh").read_text()
+    named = set(re.findall(r"test_[A-Za-z0-9_]+\.py", runner))
+    # interop/ files are found by the runner's glob, one run each.
+    missing = sorted(path.name for path in tests.glob("test_*.py") if path.name not in named)
+    assert missing == [], f"not in any run of scripts/python-tests.sh: {missing}"

@@ -3,7 +3,8 @@ directly over the tensor's memory with NumPy's C API (no `numpy.from_dlpack`), z
 kept alive by the array's base, read-only where the tensor is; data types NumPy has no number
 for go the `numpy.from_dlpack` way, as before; other frameworks through their exchange table
 or `from_dlpack`, whose result is checked to hold the data type and shape returned (JAX
-without 64-bit types is refused); a buffer-protocol input gets a `memoryview`."""
+without 64-bit types is refused: interop/test_jax.py); a buffer-protocol input gets a
+`memoryview`."""
 
 from __future__ import annotations
 
@@ -125,40 +126,6 @@ def test_other_frameworks_are_unchanged():
 
 
 # --- A result never changes data type, shape or values on the way out (issue 28) ---------
-
-
-def test_jax_without_64_bit_types_is_refused_with_both_fixes():
-    jax = pytest.importorskip("jax")
-    jnp = pytest.importorskip("jax.numpy")
-    assert not jax.config.jax_enable_x64  # JAX's default
-    pixels = jnp.asarray(np.arange(12, dtype=np.uint8))
-    with pytest.raises(TypeError) as refused:
-        kernels.byte_histogram(pixels)
-    message = str(refused.value)
-    assert "int64" in message and "int32" in message
-    assert 'jax.config.update("jax_enable_x64", True)' in message
-    assert "narrower data type" in message
-    with pytest.raises(TypeError, match="float64"):
-        kernels.zeros_like_framework(pixels, "float64", [3])
-    # Types JAX keeps come back as they are.
-    kept = kernels.zeros_like_framework(pixels, "float32", [2, 3])
-    assert kept.dtype == jnp.float32 and kept.shape == (2, 3)
-
-
-def test_jax_with_64_bit_types_keeps_int64():
-    jax = pytest.importorskip("jax")
-    jnp = pytest.importorskip("jax.numpy")
-    jax.config.update("jax_enable_x64", True)
-    try:
-        pixels = jnp.asarray(np.array([[1, 1], [2, 255]], dtype=np.uint8))
-        counts = kernels.byte_histogram(pixels)
-        assert counts.dtype == jnp.int64
-        assert counts[1] == 2 and counts[2] == 1 and counts[255] == 1 and int(counts.sum()) == 4
-        big = kernels.halves(jnp.asarray(np.array([2.0**60 + 2.0, 1 / 3])))
-        assert big.dtype == jnp.float64
-        assert np.asarray(big).tolist() == [2.0**59 + 1.0, 1 / 6]
-    finally:
-        jax.config.update("jax_enable_x64", False)
 
 
 @pytest.mark.parametrize(

@@ -299,3 +299,40 @@ def test_explain_says_a_jax_import_is_a_read_only_legacy_tensor():
     assert dlbridge.from_dlpack(jnp.arange(3.0)).readonly
     copied = dlbridge.explain(jnp.arange(3.0), copy=True)["import"]
     assert copied["copied"] and not copied["read_only"]
+
+
+# --- return_like never changes the data type (issue 28) ------------------------------------
+
+
+def test_return_like_refuses_what_jax_without_x64_would_narrow():
+    """JAX's default (64-bit types off) would make int32 of an int64 result, float32 of a
+    float64 one: refused, naming both fixes. The module turned x64 on; off here, then on."""
+    from _kernels import kernels
+
+    jax.config.update("jax_enable_x64", False)
+    try:
+        pixels = jnp.asarray(np.arange(12, dtype=np.uint8))
+        with pytest.raises(TypeError) as refused:
+            kernels.byte_histogram(pixels)
+        message = str(refused.value)
+        assert "int64" in message and "int32" in message
+        assert 'jax.config.update("jax_enable_x64", True)' in message
+        assert "narrower data type" in message
+        with pytest.raises(TypeError, match="float64"):
+            kernels.zeros_like_framework(pixels, "float64", [3])
+        kept = kernels.zeros_like_framework(pixels, "float32", [2, 3])
+        assert kept.dtype == jnp.float32 and kept.shape == (2, 3)
+    finally:
+        jax.config.update("jax_enable_x64", True)
+
+
+def test_return_like_with_x64_keeps_int64_and_float64_values():
+    from _kernels import kernels
+
+    pixels = jnp.asarray(np.array([[1, 1], [2, 255]], dtype=np.uint8))
+    counts = kernels.byte_histogram(pixels)
+    assert counts.dtype == jnp.int64
+    assert counts[1] == 2 and counts[2] == 1 and counts[255] == 1 and int(counts.sum()) == 4
+    halved = kernels.halves(jnp.asarray(np.array([2.0**60 + 2.0, 1 / 3])))
+    assert halved.dtype == jnp.float64
+    assert np.asarray(halved).tolist() == [2.0**59 + 1.0, 1 / 6]
