@@ -45,18 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 #: Kinds the reference exports with wrong values and dlbridge refuses, with a word of the
 #: refusal's message.
-STRICTER = {
-    ("torch", name): "negation bit"
-    for name in (
-        "neg_view",
-        "neg_view_contiguous",
-        "neg_view_scalar",
-        "neg_view_detached",
-        "neg_view_as_strided",
-        "neg_view_complex",
-        "neg_view_int64",
-    )
-}
+STRICTER = {("torch", name): "negation bit" for name in catalogue.TORCH_NEGATED_KINDS}
 
 
 def _framework_of(obj) -> str:

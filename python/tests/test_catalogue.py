@@ -26,7 +26,7 @@ from dlbridge.check.abi import (
     kDLFloat4_e2m1fn,
 )
 from dlbridge.check.capsules import Exported, Refused, normalized_strides, reference
-from dlbridge.check.catalogue import Kind
+from dlbridge.check.catalogue import TORCH_NEGATED_KINDS, Kind
 from dlbridge.check.fake_producers import (
     AlwaysTypeErrorProducer,
     FixedCapsuleProducer,
@@ -158,13 +158,7 @@ def test_required_kinds_present():
         "sparse_csr",
         "quantized_qint8",
         "conj_view",
-        "neg_view",
-        "neg_view_contiguous",
-        "neg_view_scalar",
-        "neg_view_detached",
-        "neg_view_as_strided",
-        "neg_view_complex",
-        "neg_view_int64",
+        *TORCH_NEGATED_KINDS,
         "conj_neg_view",
         "nested_strided",
         "nested_jagged",
@@ -319,18 +313,7 @@ def test_torch_unexportable_is_refused(name):
     assert isinstance(result, Refused) and result.exception == "BufferError", result
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "neg_view",
-        "neg_view_contiguous",
-        "neg_view_scalar",
-        "neg_view_detached",
-        "neg_view_as_strided",
-        "neg_view_complex",
-        "neg_view_int64",
-    ],
-)
+@pytest.mark.parametrize("name", TORCH_NEGATED_KINDS)
 def test_torch_kinds_with_the_negation_bit_carry_it(name):
     """Each kind that stands for the negation bit has it: the differential tests rely on these
     being the lazy views they are named for (a later torch that resolves one would turn the

@@ -75,6 +75,18 @@ NUMPY_DTYPES = (
 
 FRAMEWORKS = ("torch", "numpy", "jax", "tensorflow", "paddle", "pyarrow", "dlbridge")
 
+#: PyTorch's kinds with the negation bit set (and no conjugation bit): exported by its
+#: `__dlpack__` and its exchange table with the values' signs lost, refused by dlbridge.
+TORCH_NEGATED_KINDS = (
+    "neg_view",
+    "neg_view_contiguous",
+    "neg_view_scalar",
+    "neg_view_detached",
+    "neg_view_as_strided",
+    "neg_view_complex",
+    "neg_view_int64",
+)
+
 
 @dataclass(frozen=True)
 class Kind:
