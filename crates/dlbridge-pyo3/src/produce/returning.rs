@@ -297,8 +297,8 @@ impl Described {
     /// Refuses (`TypeError`) a framework's object that does not hold what the tensor
     /// described: another data type (JAX without 64-bit types narrows int64 to int32, whose
     /// values wrap, and float64 to float32) or another shape. Read back through the object's
-    /// `__dlpack__`, so that any framework is checked alike; a framework that copied holds the values it was
-    /// handed where the data type and shape are kept.
+    /// `__dlpack__`, so that any framework is checked alike; a framework that copied holds the
+    /// values it was handed where the data type and shape are kept.
     fn check_kept(&self, result: &Bound<'_, PyAny>, root: &str) -> PyResult<()> {
         // The framework's own export of what it made, taken from its capsule and released at
         // once (the produce side reads no producer the consume side's way).
