@@ -146,13 +146,14 @@ def test_a_buffer_protocol_input_gets_a_memoryview(make):
     assert counts.format == "q" and counts.shape == (256,) and counts.itemsize == 8
     assert not counts.readonly
     assert counts[1] == 3 and counts[2] == 1 and counts[255] == 1 and counts[0] == 1
-    # Zero-copy over the result's memory, which the view keeps alive.
+    # A memoryview result goes on as an input: its 2,048 bytes, counted again.
+    recounted = kernels.byte_histogram(counts.cast("B"))
+    assert isinstance(recounted, memoryview) and sum(recounted.tolist()) == 256 * 8
+    # The view keeps the result's memory alive.
     as_array = np.asarray(counts)
     del counts
     gc.collect()
     assert as_array[1] == 3
-    # And a memoryview result goes on as an input.
-    assert kernels.total(np.frombuffer(memoryview(bytes(8)), dtype=np.float32)) == 0.0
 
 
 def test_a_memoryview_result_has_the_shape_and_format_of_the_tensor():

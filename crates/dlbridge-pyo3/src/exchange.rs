@@ -191,9 +191,10 @@ impl ExchangeApi {
     }
 
     /// [`ExchangeApi::exports_faithfully`] for an object whose exported descriptor is known
-    /// (`None`: unknown, every bit is asked): the descriptor's data type and layout tell
-    /// which bits can be set at all, which spares most calls (the `is_conj()` / `is_neg()`
-    /// methods cost about 85 ns each).
+    /// (`None`: unknown, every bit is asked): the descriptor's data type tells whether the
+    /// conjugation bit can be set at all, which spares that call for all but complex tensors
+    /// (the `is_conj()` / `is_neg()` methods cost about 85 ns each; the negation bit is asked
+    /// of every tensor).
     pub fn is_faithful(
         &self,
         object: &Bound<'_, PyAny>,

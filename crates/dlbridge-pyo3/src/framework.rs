@@ -269,21 +269,20 @@ impl LazyBits {
     /// The refusal of a lazy view of `object`, if it is one: `BufferError`, as PyTorch's
     /// `__dlpack__` refuses the conjugation bit (and, stricter, the negation bit it ignores).
     /// `exported` is what the exchange table made of the object, when it was asked: its data
-    /// type and layout spare the calls (see [`LazyBits::may_be_lazy`]).
+    /// data type spares the conjugation question (see [`LazyBits::may_be_conjugated`]).
     pub(crate) fn refusal(
         &self,
         object: &Bound<'_, PyAny>,
         exported: Option<&TensorView<'_>>,
     ) -> PyResult<Option<PyErr>> {
-        let (conj, neg) = Self::may_be_lazy(exported);
-        if conj && Self::ask(&self.is_conj, object)? {
+        if Self::may_be_conjugated(exported) && Self::ask(&self.is_conj, object)? {
             return Ok(Some(PyBufferError::new_err(
                 "a torch.Tensor with the conjugation bit set cannot be exported through DLPack \
                  (its memory holds the unconjugated values; torch.Tensor.__dlpack__ refuses it \
                  too): pass x.resolve_conj()",
             )));
         }
-        if neg && Self::ask(&self.is_neg, object)? {
+        if Self::ask(&self.is_neg, object)? {
             return Ok(Some(PyBufferError::new_err(
                 "a torch.Tensor with the negation bit set cannot be exported through DLPack (its \
                  memory holds the values negated, which torch.Tensor.__dlpack__ would hand out \
@@ -293,19 +292,15 @@ impl LazyBits {
         Ok(None)
     }
 
-    /// Which bits can be set on a tensor whose export is known (`None`: unknown, both). The
-    /// type's `is_conj()` / `is_neg()` cost about 85 ns each (PyTorch releases the GIL in
-    /// them), so they are asked only where the bit can be set:
-    ///
-    /// - the conjugation bit only on complex tensors (PyTorch sets it on no other);
-    /// - the negation bit on every tensor, whatever its data type and layout: no layout gives
-    ///   it away (`x._neg_view()` is C-contiguous, and `detach()` keeps the bit on a tensor
-    ///   that is no view), and the private `_neg_view()` sets it on integer and boolean
-    ///   tensors too.
-    fn may_be_lazy(exported: Option<&TensorView<'_>>) -> (bool, bool) {
-        let code = exported.map(|tensor| tensor.dtype().code);
-        let complex = code.is_none_or(|code| code == DataTypeCode::COMPLEX);
-        (complex, true)
+    /// Whether the conjugation bit can be set on a tensor whose export is known (`None`:
+    /// unknown, it can): only on complex tensors, PyTorch sets it on no other. The type's
+    /// `is_conj()` / `is_neg()` cost about 85 ns each (PyTorch releases the GIL in them).
+    /// The negation bit is asked of every tensor, whatever its data type and layout: no layout
+    /// gives it away (`x._neg_view()` is C-contiguous, and `detach()` keeps the bit on a tensor
+    /// that is no view), and the private `_neg_view()` sets it on integer and boolean tensors
+    /// too.
+    fn may_be_conjugated(exported: Option<&TensorView<'_>>) -> bool {
+        exported.is_none_or(|tensor| tensor.dtype().code == DataTypeCode::COMPLEX)
     }
 }
 
@@ -366,14 +361,13 @@ impl FrameworkRules {
     pub(crate) fn check_writable(&self, object: &Bound<'_, PyAny>) -> PyResult<()> {
         if let Some(inference) = &self.inference {
             if inference.written_outside_inference_mode(object)? {
-                return Err(PyTypeError::new_err(format!(
+                return Err(PyTypeError::new_err(
                     "cannot write in place into an inference tensor (made under \
-                     torch.inference_mode()) outside inference mode: {} own in-place \
+                     torch.inference_mode()) outside inference mode: PyTorch's own in-place \
                      operations refuse it too (\"Inplace update to inference tensor outside \
                      InferenceMode is not allowed\"); run the kernel under \
                      torch.inference_mode(), or pass x.clone() to write a normal tensor",
-                    self.possessive()
-                )));
+                ));
             }
         }
         if self.is_tracked(object)? && self.grad_enabled(object.py())? {
@@ -385,14 +379,6 @@ impl FrameworkRules {
             )));
         }
         Ok(())
-    }
-
-    /// "PyTorch's", for messages that quote the framework.
-    fn possessive(&self) -> &'static str {
-        match self.class_name {
-            "torch.Tensor" => "PyTorch's",
-            _ => "PaddlePaddle's",
-        }
     }
 
     /// `object` outside autograd: `object.detach()` for a tracked tensor (the same memory),
