@@ -7,6 +7,13 @@ CARGO ?= cargo
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 
+## The core crate's features: ndarray and cudarc, and the bridges to the Rust libraries users
+## hold tensors in (one folder each in crates/dlbridge/src). All of them are built and tested
+## together, in one cargo invocation, so that their dependencies compile once.
+BRIDGES := nalgebra faer image burn candle arrow
+comma := ,
+CORE_FEATURES := $(subst $(eval) ,$(comma),$(addprefix dlbridge/,ndarray cudarc $(BRIDGES)))
+
 ## The main job: the Rust tour (export, import, validate, print), a NumPy -> dlbridge ->
 ## PyTorch round trip through the Python package, the example kernels on NumPy, PyTorch and
 ## JAX, TVM's compiled matmul through dlbridge on NumPy, PyTorch, JAX and MXNet tensors (MXNet
@@ -130,7 +137,7 @@ stubtest: python-build
 ## pyproject.toml's [tool.ruff]) for the Python code.
 PYTHON_SOURCES := python benches scripts examples
 DOC_FEATURE_SETS := dlbridge: dlbridge:ndarray dlbridge:cudarc dlbridge:ndarray,cudarc \
-	dlbridge-pyo3: dlbridge-pyo3:cuda
+	dlbridge:$(subst $(eval) ,$(comma),$(BRIDGES)) dlbridge-pyo3: dlbridge-pyo3:cuda
 lint: venv
 	$(CARGO) fmt --all -- --check
 	python3 scripts/module-layers.py
@@ -155,7 +162,7 @@ free-threaded-check:
 ## Every feature of the workspace but dlbridge-python's `abi3`, which would switch PyO3 (and
 ## so every crate of the build) to the limited API: the default build is the one tested and
 ## linted here, the abi3 builds by scripts/abi3-check.sh.
-WORKSPACE_FEATURES := --features dlbridge/ndarray,dlbridge/cudarc,dlbridge-pyo3/cuda,dlbridge-python/testing
+WORKSPACE_FEATURES := --features $(CORE_FEATURES),dlbridge-pyo3/cuda,dlbridge-python/testing
 
 ## Unit, integration and doc tests; the limited-API (abi3) builds (scripts/abi3-check.sh:
 ## dlbridge-pyo3's tests and clippy under pyo3/abi3-py39, `cargo check` of the extension
@@ -171,8 +178,12 @@ package-check:
 	CARGO="$(CARGO)" bash scripts/package-check.sh
 
 ## The unsafe core under Miri (skipped with a note where the nightly Miri component is missing),
-## on this machine's target and on 32-bit i686 (Miri builds that target's std itself: the core's
-## layouts and arithmetic on 4-byte pointers, without an installed i686 toolchain).
+## every feature (the library bridges run their dependencies' code under Miri too: nalgebra,
+## faer, image, burn-std, candle, arrow) with strict provenance, then again with Tree Borrows
+## (no rebuild), and the core with ndarray and cudarc on 32-bit i686 (Miri builds that target's
+## std itself: the core's layouts and arithmetic on 4-byte pointers, without an installed i686
+## toolchain; the bridges are left out there, as rebuilding their dependencies for a second
+## target costs minutes and their code has no pointer-width arithmetic of its own).
 miri:
 	@$(CARGO) +nightly miri --version >/dev/null 2>&1 || \
 		rustup component add --toolchain nightly miri >/dev/null 2>&1 || true
@@ -181,7 +192,8 @@ miri:
 		MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-tree-borrows" \
 			$(CARGO) +nightly miri test -p dlbridge --all-features && \
 		MIRIFLAGS="-Zmiri-strict-provenance" \
-			$(CARGO) +nightly miri test -p dlbridge --all-features --target i686-unknown-linux-gnu; \
+			$(CARGO) +nightly miri test -p dlbridge --features ndarray,cudarc \
+			--target i686-unknown-linux-gnu; \
 	else \
 		echo "miri: not installed (rustup +nightly component add miri); skipped"; \
 	fi
@@ -190,14 +202,17 @@ miri:
 ## core and of dlbridge-pyo3 (the latter embed Python, with PYTHONMALLOC=malloc so that the
 ## interpreter's objects are tracked and scanned as well), then the Python exchange tests
 ## against an ASan-built extension (scripts/sanitize-python.sh, with a canary that proves the
-## instrumentation works). Skipped with a note where the nightly toolchain is missing.
+## instrumentation works). The library bridges are left out (their unsafe code runs under Miri,
+## and building their dependencies with the sanitizer costs minutes). Skipped with a note where
+## the nightly toolchain is missing.
 SANITIZE_TRIPLE := x86_64-unknown-linux-gnu
 sanitize: venv
 	@if $(CARGO) +nightly --version >/dev/null 2>&1 && [ "$$(uname -m)" = x86_64 ]; then \
 		PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=1 \
 		RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
 		CARGO_TARGET_DIR=target/sanitize/tests \
-			$(CARGO) +nightly test -p dlbridge -p dlbridge-pyo3 --all-features \
+			$(CARGO) +nightly test -p dlbridge -p dlbridge-pyo3 \
+			--features dlbridge/ndarray,dlbridge/cudarc,dlbridge-pyo3/cuda \
 			--target $(SANITIZE_TRIPLE) --lib --tests && \
 		PYTHON=$(PYTHON) bash scripts/sanitize-python.sh; \
 	else \

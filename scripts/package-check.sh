@@ -11,8 +11,10 @@
 #    `make rust-test` do (PyO3 finds `python3`, or PYO3_PYTHON); its dependency on dlbridge is
 #    patched to the unpacked dlbridge package, which is not on crates.io.
 # 4. the MSRV (`rust-version` of the workspace): `cargo +<msrv> check` of both crates, every
-#    target and feature but dlbridge's `cudarc` and dlbridge-pyo3's `cuda`, which needs it
-#    (Rust 1.88), into target/msrv; the toolchain is installed with rustup when it is
+#    target, with the features whose dependencies build with it (`ndarray`, `faer`): not
+#    `cudarc` (and dlbridge-pyo3's `cuda`, which needs it: Rust 1.88), nor the library bridges
+#    whose crates ask for more (README: nalgebra 1.89, image and arrow 1.88, burn 1.95), into
+#    target/msrv; the toolchain is installed with rustup when it is
 #    missing (minimal profile), and the step is skipped with a note where that fails.
 #
 # `--allow-dirty` packages the working tree as it is, so the check also works before a commit.
@@ -49,11 +51,12 @@ echo "package-check: dlbridge and dlbridge-pyo3 $version package, build and pass
 msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
 if cargo "+$msrv" --version >/dev/null 2>&1 ||
     rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then
-    # Every feature but `cudarc` (and dlbridge-pyo3's `cuda`, which turns it on): cudarc 0.19
-    # needs libloading 0.9, which needs Rust 1.88 (the features' own minimum, in the README).
+    # Not `cudarc` (and dlbridge-pyo3's `cuda`, which turns it on): cudarc 0.19 needs
+    # libloading 0.9, which needs Rust 1.88; nor the bridges whose libraries need more (the
+    # features' own minimums are in the README).
     CARGO_TARGET_DIR=$target_dir/msrv cargo "+$msrv" check --quiet --all-targets \
-        --features dlbridge/ndarray -p dlbridge -p dlbridge-pyo3
-    echo "package-check: dlbridge and dlbridge-pyo3 build with Rust $msrv (the MSRV; cudarc: 1.88)"
+        --features dlbridge/ndarray,dlbridge/faer -p dlbridge -p dlbridge-pyo3
+    echo "package-check: dlbridge and dlbridge-pyo3 build with Rust $msrv (the MSRV, with ndarray and faer; cudarc: 1.88)"
 else
     echo "package-check: the Rust $msrv toolchain (the MSRV) could not be installed; its check skipped"
 fi

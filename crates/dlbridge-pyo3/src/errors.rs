@@ -198,6 +198,8 @@ pub(crate) fn argument_message(error: &dlbridge::Error) -> String {
             "the tensor is in {device} memory, which the CPU cannot read; pass a tensor in host \
              memory (PyTorch: x.cpu(); CuPy: x.get())"
         ),
+        // A library bridge's refusal names the library, what was asked and the layout or type.
+        Error::Unrepresentable { .. } => error.to_string(),
         _ => format!("the tensor's DLPack descriptor is invalid: {error}"),
     }
 }

@@ -366,6 +366,17 @@ impl<'a, T: Element> Elements<'a, T> {
         self.first.as_ptr()
     }
 
+    /// [`Elements::as_ptr`] as a `NonNull`, for the library bridges.
+    #[cfg(any(
+        feature = "nalgebra",
+        feature = "faer",
+        feature = "image",
+        feature = "arrow"
+    ))]
+    pub(crate) fn first(&self) -> NonNull<T> {
+        self.first
+    }
+
     /// The element at `index` (one entry per dimension), or `None` when out of bounds.
     pub fn get(&self, index: &[usize]) -> Option<&'a T> {
         let offset = offset_of(self.shape, self.strides, index)?;

@@ -273,6 +273,17 @@ pub enum Error {
         /// The tensor's data type.
         dtype: DataType,
     },
+    /// A library bridge (the features `nalgebra`, `faer`, `image`, `arrow`) was asked for a
+    /// value that the other library cannot express: a layout it has no strides for, a data
+    /// type it lacks, an Arrow array with nulls.
+    Unrepresentable {
+        /// The library, as its crate is named (`"nalgebra"`, `"arrow"`).
+        library: &'static str,
+        /// What was asked for (`"a nalgebra matrix view"`).
+        asked: &'static str,
+        /// What was given, and why the library cannot express it.
+        given: String,
+    },
 }
 
 /// The crate's result type.
@@ -504,6 +515,11 @@ impl fmt::Display for Error {
                  DLManagedTensorVersioned (packed or padded)",
                 dtype_fields(dtype)
             ),
+            Error::Unrepresentable {
+                library,
+                asked,
+                given,
+            } => write!(f, "{library} cannot express {asked} of {given}"),
             Error::ReadOnlyLegacyExport => f.write_str(
                 "a read-only tensor cannot be exported as a legacy DLManagedTensor, which has \
                  no flags to say so; export it as DLManagedTensorVersioned",

@@ -90,6 +90,32 @@
 //! # Ok::<(), dlbridge::Error>(())
 //! ```
 //!
+//! ## Hand a tensor to Rust's tensor libraries
+//!
+//! Each library is a feature, its bridge a set of methods on [`TensorView`] and
+//! [`ManagedTensor`] named after it: `nalgebra` (`as_nalgebra_matrix`, `from_nalgebra_matrix`),
+//! `faer` (`as_faer_mat`, `from_faer_mat`), `image` (`as_image_buffer`, `from_image_buffer`),
+//! `burn` (`into_burn_data`, `from_burn_data`), `candle` (`to_candle_tensor`,
+//! `from_candle_tensor`) and `arrow` (`into_arrow_array`, `into_fixed_shape_tensor`,
+//! `from_arrow_array`, `from_fixed_shape_tensor`). Every one of them is zero-copy where the
+//! library can hold or lend foreign memory, and its module documentation says where it cannot,
+//! with its data type table; what a library cannot express is an [`Error::Unrepresentable`]
+//! naming it.
+//!
+//! ```
+//! # #[cfg(feature = "faer")]
+//! # {
+//! use dlbridge::Export;
+//!
+//! // A row-major 2x2 tensor seen by faer, without a copy.
+//! let tensor = Export::new(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2]).into_versioned()?;
+//! let view = tensor.view();
+//! let matrix = view.as_faer_mat::<f64>()?;
+//! assert_eq!(matrix[(1, 0)], 3.0);
+//! # }
+//! # Ok::<(), dlbridge::Error>(())
+//! ```
+//!
 //! ## Handle errors
 //!
 //! Every refusal is an [`Error`] naming the field and the value
@@ -182,6 +208,8 @@
 //!   `from_dlpack` requires; [`ManagedTensor::share_versioned`] re-exports a tensor without a
 //!   copy;
 //! - with the `ndarray` feature, zero-copy conversion to and from `ndarray` arrays;
+//! - with the `nalgebra`, `faer`, `image`, `burn`, `candle` and `arrow` features, the bridges
+//!   to those libraries (above);
 //! - with the `cudarc` feature, the `cuda` module: cudarc device buffers exported as CUDA
 //!   tensors whose deleter frees them, and CUDA tensors seen as cudarc views that never free
 //!   what they see.
@@ -216,6 +244,21 @@ mod elements;
 mod export;
 #[cfg(feature = "ndarray")]
 mod ndarray;
+// The bridges to the Rust libraries users hold tensors in, one folder each, in the order of the
+// layout they speak: nalgebra and faer (matrices), image (pixels), burn and candle (row-major
+// tensors), arrow (columns).
+#[cfg(feature = "nalgebra")]
+mod nalgebra;
+#[cfg(feature = "faer")]
+mod faer;
+#[cfg(feature = "image")]
+mod image;
+#[cfg(feature = "burn")]
+mod burn;
+#[cfg(feature = "candle")]
+mod candle;
+#[cfg(feature = "arrow")]
+mod arrow;
 
 #[cfg(feature = "cudarc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]

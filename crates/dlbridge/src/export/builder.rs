@@ -122,7 +122,10 @@ impl<'s, O: Send + 'static> Export<'s, O> {
 
     /// Bounds the layout by a buffer of `len` elements (what [`Export::new`] does), for owners
     /// whose length is known.
-    #[cfg_attr(not(feature = "cudarc"), allow(dead_code))]
+    #[cfg_attr(
+        not(any(feature = "cudarc", feature = "candle", feature = "arrow")),
+        allow(dead_code)
+    )]
     pub(crate) fn with_buffer_len(mut self, len: usize) -> Self {
         self.buffer_len = Some(len);
         self

@@ -23,6 +23,8 @@ mod sharing;
 mod fresh_storage;
 
 pub use builder::Export;
-#[cfg(feature = "cudarc")]
+#[cfg(any(feature = "cudarc", feature = "burn"))]
 pub(crate) use fresh_storage::zeroed_storage;
+#[cfg(feature = "burn")]
+pub(crate) use fresh_storage::CacheLine;
 pub use host_buffer::HostBuffer;
