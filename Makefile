@@ -13,6 +13,9 @@ PYTHON := $(VENV)/bin/python
 BRIDGES := nalgebra faer image burn candle arrow
 comma := ,
 CORE_FEATURES := $(subst $(eval) ,$(comma),$(addprefix dlbridge/,ndarray cudarc $(BRIDGES)))
+## dlbridge-pyo3's features of the same names: the bridges in kernels (typed arguments as the
+## libraries' values, and their values returned).
+PYO3_BRIDGE_FEATURES := $(subst $(eval) ,$(comma),$(addprefix dlbridge-pyo3/,$(BRIDGES)))
 
 ## The main job: the Rust tour (export, import, validate, print), a NumPy -> dlbridge ->
 ## PyTorch round trip through the Python package, the example kernels on NumPy, PyTorch and
@@ -24,6 +27,7 @@ tour: python-build example-build
 	$(CARGO) run --example tour
 	$(PYTHON) python/examples/round_trip.py
 	$(PYTHON) examples/matmul/demo.py
+	$(PYTHON) examples/tensor_libraries/demo.py
 	VENV=$(VENV) bash scripts/mxnet-env.sh
 	$(PYTHON) examples/tvm_matmul/demo.py
 	$(PYTHON) -m dlbridge check; status=$$?; [ $$status -le 1 ]
@@ -84,12 +88,18 @@ python-build: venv
 	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet --features testing
 
-## The example extension (examples/matmul): one Rust kernel for NumPy, PyTorch and JAX.
+## The example extensions: examples/matmul (one Rust kernel for NumPy, PyTorch and JAX),
+## examples/cuda_saxpy, and examples/tensor_libraries (burn, candle, nalgebra, faer and Arrow
+## beside NumPy and PyTorch; a debug build, which reuses the libraries `make rust-test` built:
+## an optimized build of candle, burn and Arrow takes minutes on two cores, and buys nothing
+## for a demo of small tensors).
 example-build: venv
 	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet -m examples/matmul/Cargo.toml
 	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet -m examples/cuda_saxpy/Cargo.toml
+	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
+		$(VENV)/bin/maturin develop --quiet -m examples/tensor_libraries/Cargo.toml
 
 ## The end-to-end C example (examples/c_interop): a C producer's tensors read in Rust and Rust
 ## tensors written by a C consumer, the C compiled by the cc crate against the real dlpack.h:
@@ -137,7 +147,8 @@ stubtest: python-build
 ## pyproject.toml's [tool.ruff]) for the Python code.
 PYTHON_SOURCES := python benches scripts examples
 DOC_FEATURE_SETS := dlbridge: dlbridge:ndarray dlbridge:cudarc dlbridge:ndarray,cudarc \
-	dlbridge:$(subst $(eval) ,$(comma),$(BRIDGES)) dlbridge-pyo3: dlbridge-pyo3:cuda
+	dlbridge:$(subst $(eval) ,$(comma),$(BRIDGES)) dlbridge-pyo3: dlbridge-pyo3:cuda \
+	dlbridge-pyo3:$(subst $(eval) ,$(comma),$(BRIDGES))
 lint: venv
 	$(CARGO) fmt --all -- --check
 	python3 scripts/module-layers.py
@@ -162,7 +173,7 @@ free-threaded-check:
 ## Every feature of the workspace but dlbridge-python's `abi3`, which would switch PyO3 (and
 ## so every crate of the build) to the limited API: the default build is the one tested and
 ## linted here, the abi3 builds by scripts/abi3-check.sh.
-WORKSPACE_FEATURES := --features $(CORE_FEATURES),dlbridge-pyo3/cuda,dlbridge-python/testing
+WORKSPACE_FEATURES := --features $(CORE_FEATURES),$(PYO3_BRIDGE_FEATURES),dlbridge-pyo3/cuda,dlbridge-python/testing
 
 ## Unit, integration and doc tests; the limited-API (abi3) builds (scripts/abi3-check.sh:
 ## dlbridge-pyo3's tests and clippy under pyo3/abi3-py39, `cargo check` of the extension

@@ -50,8 +50,9 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
-        "example_module: needs the example extension (examples/matmul), which the "
-        "AddressSanitizer run neither builds nor instruments",
+        "example_module: needs an example extension (examples/matmul, "
+        "examples/tensor_libraries), which the AddressSanitizer run neither builds nor "
+        "instruments",
     )
 
 

@@ -181,6 +181,18 @@
 //! through their exchange table; any other framework through its module's `from_dlpack`. The
 //! result owns the Rust buffer, which is freed when the framework frees its tensor.
 //!
+//! ## Rust's tensor libraries
+//!
+//! With the features `nalgebra`, `faer`, `image`, `burn`, `candle` and `arrow` (each turns on
+//! the core crate's bridge of its name), a typed argument is the library's value in one line
+//! (`x.as_faer_mat()?`, `x.as_nalgebra_matrix_transposed()?`, `x.as_image_buffer::<Rgb<u8>>()?`,
+//! `x.to_candle_tensor()?`; the mutable forms on [`TensorArgMut`]), with the core's refusals
+//! as `TypeError`s, and the library's values are [`IntoTensor`]: `DMatrix`, `DVector`, faer's
+//! `Mat`, `ImageBuffer`, burn's `TensorData`, candle's `Tensor` (a copy) and Arrow's primitive
+//! arrays go back with `return_like`. burn's and Arrow's values own their memory: they take an
+//! imported tensor ([`from_dlpack`], then the core's `into_burn_data`, `into_arrow_array`).
+//! `examples/tensor_libraries` in the repository does each of them on NumPy, PyTorch and JAX.
+//!
 //! ## Kernels on the device (CUDA, ROCm)
 //!
 //! [`TensorArg`] wants host memory: its views read the elements. A kernel that runs on a GPU
@@ -277,6 +289,7 @@ mod work_stream;
 mod consume;
 mod produce;
 mod args;
+mod libraries;
 pub mod prelude;
 
 pub use args::borrow::{explain_argument, ArgumentPath, ArgumentReport};

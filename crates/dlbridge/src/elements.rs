@@ -366,13 +366,9 @@ impl<'a, T: Element> Elements<'a, T> {
         self.first.as_ptr()
     }
 
-    /// [`Elements::as_ptr`] as a `NonNull`, for the library bridges.
-    #[cfg(any(
-        feature = "nalgebra",
-        feature = "faer",
-        feature = "image",
-        feature = "arrow"
-    ))]
+    /// The first element as a `NonNull` (dangling for an empty tensor), for the library
+    /// bridges.
+    #[cfg(any(feature = "nalgebra", feature = "faer", feature = "arrow"))]
     pub(crate) fn first(&self) -> NonNull<T> {
         self.first
     }

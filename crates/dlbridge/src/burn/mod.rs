@@ -18,11 +18,11 @@
 //!
 //! # What each backend does with the data
 //!
-//! | backend | into burn (`Tensor::from_data`) | out of burn (`into_data`, then [`ManagedTensor::from_burn_data`]) |
+//! | backend | into burn (`Tensor::from_data(data, &device)`) | out of burn (`into_data`, then [`ManagedTensor::from_burn_data`]) |
 //! |---|---|---|
-//! | NdArray (CPU) | zero-copy: burn-ndarray keeps non-native bytes as borrowed storage, and copies on its first write (copy-on-write) | zero-copy when the tensor's `ArcArray` is unique and contiguous (burn hands its `Vec` over); otherwise burn copies |
-//! | Flex (CPU) | as NdArray: the bytes are read where they are | as NdArray |
-//! | device backends (CubeCL: CUDA, ROCm, wgpu, Metal; LibTorch) | one upload: burn copies the host bytes to the device | one download: burn copies the device memory to host bytes, which are exported without a further copy |
+//! | Flex (CPU; burn 0.22's pure-Rust CPU backend) | zero-copy: the bytes become the tensor's storage; its in-place operations write through them (in the tensor's memory where it allows, else copy-on-write) | zero-copy when the tensor owns its bytes alone and is contiguous; otherwise burn copies |
+//! | NdArray (CPU; deprecated in burn 0.22) | zero-copy: burn-ndarray keeps non-native bytes as borrowed storage, and copies on its first write | zero-copy when the tensor's `ArcArray` is unique and contiguous (burn hands its `Vec` over); otherwise burn copies |
+//! | device backends (CubeCL: CUDA, ROCm, wgpu, Metal, CPU; LibTorch) | one upload: burn copies the host bytes to the device | one download: burn copies the device memory to host bytes, which are exported without a further copy |
 //!
 //! A device tensor cannot cross without a copy here: burn has no API that hands out or adopts
 //! a device allocation. For CUDA memory, the cudarc and PyTorch routes of this crate are

@@ -1,0 +1,52 @@
+//! Rust's tensor libraries in kernels: typed arguments seen as nalgebra, faer, image and
+//! candle values, and those libraries' values (and burn's and Arrow's) returned to the
+//! caller's framework, one line each way (features `nalgebra`, `faer`, `image`, `burn`,
+//! `candle`, `arrow`, which turn on the core crate's bridge of the same name).
+//!
+//! In: [`TensorArg`](crate::TensorArg) and [`TensorArgMut`](crate::TensorArgMut) get the
+//! methods of the core's bridges (`as_nalgebra_matrix`, `as_faer_mat`, `as_image_buffer`,
+//! `to_candle_tensor`, ...), borrowing the argument for the call, with the core's checks and
+//! refusals (a `TypeError` naming the library and the layout). burn's `TensorData` and Arrow's
+//! arrays own their memory, so they take an imported tensor, which lives as long as they do:
+//! `from_dlpack(x.object(py), &ImportOptions::default())?.into_burn_data()?`.
+//!
+//! Out: [`IntoTensor`](crate::IntoTensor) is implemented for `DMatrix`, `DVector`, faer's
+//! `Mat`, `ImageBuffer`, burn's `TensorData`, candle's `Tensor` (a copy) and Arrow's primitive
+//! arrays, so `x.return_like(py, matrix)` hands any of them to the caller's framework, without
+//! a copy where the core's bridge has none.
+//!
+//! ```
+//! # #[cfg(feature = "faer")]
+//! # {
+//! use dlbridge_pyo3::prelude::*;
+//! use pyo3::prelude::*;
+//!
+//! /// `a @ b` by faer, returned as the framework of `a` (NumPy, PyTorch, JAX...).
+//! #[pyfunction]
+//! fn matmul<'py>(
+//!     py: Python<'py>,
+//!     a: TensorArg2<'_, f64>,
+//!     b: TensorArg2<'_, f64>,
+//! ) -> PyResult<Bound<'py, PyAny>> {
+//!     let product = a.as_faer_mat()? * b.as_faer_mat()?;
+//!     a.return_like(py, product)
+//! }
+//! # }
+//! ```
+//!
+//! The argument's view is handed to the core as a descriptor of the argument's own memory
+//! (validated again: a few dozen nanoseconds), so that one set of rules decides what each
+//! library can express, whether the tensor came from PyTorch, NumPy or anywhere else.
+
+#[cfg(any(feature = "nalgebra", feature = "faer", feature = "image", feature = "candle"))]
+mod core_view;
+#[cfg(feature = "candle")]
+mod candle;
+#[cfg(feature = "faer")]
+mod faer;
+#[cfg(feature = "image")]
+mod image;
+#[cfg(feature = "nalgebra")]
+mod nalgebra;
+#[cfg(any(feature = "burn", feature = "arrow"))]
+mod owning;
