@@ -38,7 +38,12 @@
 //! (validated again: a few dozen nanoseconds), so that one set of rules decides what each
 //! library can express, whether the tensor came from PyTorch, NumPy or anywhere else.
 
-#[cfg(any(feature = "nalgebra", feature = "faer", feature = "image", feature = "candle"))]
+#[cfg(any(
+    feature = "nalgebra",
+    feature = "faer",
+    feature = "image",
+    feature = "candle"
+))]
 mod core_view;
 #[cfg(feature = "candle")]
 mod candle;
