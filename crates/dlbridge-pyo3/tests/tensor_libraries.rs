@@ -125,6 +125,39 @@ fn nalgebra_sees_row_stride_one_and_the_transpose_of_row_major() {
 }
 
 #[test]
+fn nalgebra_writes_through_a_mutable_argument() {
+    Python::initialize();
+    Python::attach(|py| {
+        let (row_major, column_major, locals) = matrices(py);
+        {
+            let mut argument: TensorArgMut<'_, f64> = row_major.extract().unwrap();
+            // Row stride 3: refused.
+            assert!(argument.as_nalgebra_matrix_mut().is_err());
+            // Column 1 of the transpose is row 1 of the tensor.
+            argument
+                .as_nalgebra_matrix_transposed_mut()
+                .unwrap()
+                .column_mut(1)
+                .fill(0.0);
+        }
+        let values: Vec<Vec<f64>> = eval(py, "m.tolist()", &locals).extract().unwrap();
+        assert_eq!(values, [[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]);
+        // A 3x2 buffer holding [[1, 4], [2, 5], [3, 6]]: its transpose is the 2x3 matrix
+        // [[1, 2, 3], [4, 5, 6]], whose row 0 is the buffer's column 0.
+        let mut argument: TensorArgMut<'_, f64> = column_major.extract().unwrap();
+        argument
+            .as_nalgebra_matrix_transposed_mut()
+            .unwrap()
+            .row_mut(0)
+            .fill(9.0);
+        drop(argument);
+        locals.set_item("c", &column_major).unwrap();
+        let values: Vec<Vec<f64>> = eval(py, "c.tolist()", &locals).extract().unwrap();
+        assert_eq!(values, [[9.0, 4.0], [9.0, 5.0], [9.0, 6.0]]);
+    });
+}
+
+#[test]
 fn image_buffers_over_arguments_and_back() {
     Python::initialize();
     Python::attach(|py| {

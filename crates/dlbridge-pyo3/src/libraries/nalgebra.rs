@@ -25,8 +25,7 @@ impl<T: Element, D: Dimensionality, C: Constraints> TensorArg<'_, T, D, C> {
     /// [`as_nalgebra_matrix_transposed`](Self::as_nalgebra_matrix_transposed).
     pub fn as_nalgebra_matrix(&self) -> PyResult<DMatrixView<'_, T>> {
         let parts = with_core_view(&self.view(), |view| {
-            view.as_nalgebra_matrix::<T>()
-                .map(|m| (m.as_ptr(), m.nrows(), m.ncols(), m.strides().1))
+            view.as_nalgebra_matrix::<T>().map(|m| parts(&m))
         })?;
         Ok(matrix_view(parts))
     }
@@ -36,8 +35,7 @@ impl<T: Element, D: Dimensionality, C: Constraints> TensorArg<'_, T, D, C> {
     /// (`dlbridge`'s `TensorView::as_nalgebra_matrix_transposed`).
     pub fn as_nalgebra_matrix_transposed(&self) -> PyResult<DMatrixView<'_, T>> {
         let parts = with_core_view(&self.view(), |view| {
-            view.as_nalgebra_matrix_transposed::<T>()
-                .map(|m| (m.as_ptr(), m.nrows(), m.ncols(), m.strides().1))
+            view.as_nalgebra_matrix_transposed::<T>().map(|m| parts(&m))
         })?;
         Ok(matrix_view(parts))
     }
@@ -54,6 +52,16 @@ impl<T: Element, D: Dimensionality, C: Constraints> TensorArg<'_, T, D, C> {
             unsafe { ViewStorage::from_raw_parts(data, (Dyn(nrows), U1), (U1, Dyn(col_stride))) };
         Ok(DVectorView::from_data(storage))
     }
+}
+
+/// The parts of a core matrix view.
+fn parts<T>(matrix: &DMatrixView<'_, T>) -> Parts<T> {
+    (
+        matrix.as_ptr(),
+        matrix.nrows(),
+        matrix.ncols(),
+        matrix.strides().1,
+    )
 }
 
 /// A core matrix view re-made for the argument's borrow.
@@ -73,31 +81,26 @@ impl<T: Element, D: Dimensionality, C: Constraints> TensorArgMut<'_, T, D, C> {
     /// refused as [`TensorArg::as_nalgebra_matrix`] refuses; taking it counts as writing, as
     /// [`TensorArgMut::view_mut`] does.
     pub fn as_nalgebra_matrix_mut(&mut self) -> PyResult<DMatrixViewMut<'_, T>> {
-        let mut view = self.view_mut();
-        let (_, nrows, ncols, col_stride) = with_core_view(&view.view(), |view| {
-            view.as_nalgebra_matrix::<T>()
-                .map(|m| (m.as_ptr(), m.nrows(), m.ncols(), m.strides().1))
-        })?;
-        let data = view.as_mut_ptr();
-        // SAFETY: as in `matrix_view`, mutably: the pointer comes from the argument's mutable
-        // view (write provenance), the layout is overlap-free and writable (checked at
-        // extraction), and `&mut self` keeps every other access out for the borrow.
-        let storage = unsafe {
-            ViewStorageMut::from_raw_parts(data, (Dyn(nrows), Dyn(ncols)), (U1, Dyn(col_stride)))
-        };
-        Ok(DMatrixViewMut::from_data(storage))
+        self.matrix_mut(|view| view.as_nalgebra_matrix::<T>().map(|m| parts(&m)))
     }
 
     /// The transpose of the argument as a mutable nalgebra matrix view (feature `nalgebra`),
     /// as [`TensorArg::as_nalgebra_matrix_transposed`]; taking it counts as writing.
     pub fn as_nalgebra_matrix_transposed_mut(&mut self) -> PyResult<DMatrixViewMut<'_, T>> {
+        self.matrix_mut(|view| view.as_nalgebra_matrix_transposed::<T>().map(|m| parts(&m)))
+    }
+
+    /// A mutable matrix view laid out as the core's `bridge` decides for the argument.
+    fn matrix_mut(
+        &mut self,
+        bridge: impl FnOnce(dlbridge::TensorView<'_>) -> dlbridge::Result<Parts<T>>,
+    ) -> PyResult<DMatrixViewMut<'_, T>> {
         let mut view = self.view_mut();
-        let (_, nrows, ncols, col_stride) = with_core_view(&view.view(), |view| {
-            view.as_nalgebra_matrix_transposed::<T>()
-                .map(|m| (m.as_ptr(), m.nrows(), m.ncols(), m.strides().1))
-        })?;
+        let (_, nrows, ncols, col_stride) = with_core_view(&view.view(), bridge)?;
         let data = view.as_mut_ptr();
-        // SAFETY: as in `as_nalgebra_matrix_mut`.
+        // SAFETY: as in `matrix_view`, mutably: the pointer comes from the argument's mutable
+        // view (write provenance), the layout is overlap-free and writable (checked at
+        // extraction), and `&mut self` keeps every other access out for the borrow.
         let storage = unsafe {
             ViewStorageMut::from_raw_parts(data, (Dyn(nrows), Dyn(ncols)), (U1, Dyn(col_stride)))
         };
