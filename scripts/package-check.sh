@@ -6,10 +6,11 @@
 #    build of each packaged crate, dlbridge-pyo3 against the packaged dlbridge (cargo serves
 #    it from a temporary registry; needs the crates.io index);
 # 3. the doc tests of each unpacked package (target/package/<crate>-<version>/), README
-#    included: they compile from the package's files alone, so a doc test that reads a file
-#    outside the crate fails here. dlbridge-pyo3's doc tests embed Python, as its tests in
-#    `make rust-test` do (PyO3 finds `python3`, or PYO3_PYTHON); its dependency on dlbridge is
-#    patched to the unpacked dlbridge package, which is not on crates.io.
+#    included, with the features ndarray and cudarc (the library bridges' doc tests run in
+#    `make rust-test`): they compile from the package's files alone, so a doc test that
+#    reads a file outside the crate fails here. dlbridge-pyo3's doc tests embed Python, as its
+#    tests in `make rust-test` do (PyO3 finds `python3`, or PYO3_PYTHON); its dependency on
+#    dlbridge is patched to the unpacked dlbridge package, which is not on crates.io.
 # 4. the MSRV (`rust-version` of the workspace): `cargo +<msrv> check` of both crates, every
 #    target, with the features whose dependencies build with it (`ndarray`, `faer`): not
 #    `cudarc` (and dlbridge-pyo3's `cuda`, which needs it: Rust 1.88), nor the library bridges
@@ -43,9 +44,11 @@ rm -rf "$target_dir"/debug/.fingerprint/dlbridge-[0-9a-f]*
 "${cargo[@]}" publish --dry-run --allow-dirty --quiet -p dlbridge -p dlbridge-pyo3
 
 core=$target_dir/package/dlbridge-$version
-(cd "$core" && "${cargo[@]}" test --doc --all-features --quiet)
+# The doc tests of the library bridges (features nalgebra ... arrow) run in `make rust-test`; they
+# read no file, and building them again here would take minutes on two cores.
+(cd "$core" && "${cargo[@]}" test --doc --features ndarray,cudarc --quiet)
 (cd "$target_dir/package/dlbridge-pyo3-$version" &&
-    "${cargo[@]}" test --doc --all-features --quiet --config "patch.crates-io.dlbridge.path=\"$core\"")
+    "${cargo[@]}" test --doc --features cuda --quiet --config "patch.crates-io.dlbridge.path=\"$core\"")
 echo "package-check: dlbridge and dlbridge-pyo3 $version package, build and pass their doc tests"
 
 msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
