@@ -7,6 +7,12 @@ CARGO ?= cargo
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 
+## Under CI (a clean clone, every crate built once) cargo's incremental caches cost time and
+## disk and are never reused.
+ifeq ($(CI),true)
+export CARGO_INCREMENTAL := 0
+endif
+
 ## The core crate's features: ndarray and cudarc, and the bridges to the Rust libraries users
 ## hold tensors in (one folder each in crates/dlbridge/src). All of them are built and tested
 ## together, in one cargo invocation, so that their dependencies compile once.
@@ -37,7 +43,11 @@ tour: python-build example-build
 ## wheel), the published crates as packaged (scripts/package-check.sh), Miri where it is
 ## installed, the Python suite against real frameworks, and the quick form of the release
 ## wheels' test (wheels-quick).
-test: lint free-threaded-check rust-test miri sanitize fuzz-smoke python-test wheels-quick
+## Each stage is timed (scripts/timed-stages.sh): the table at the end shows where the CI
+## budget goes.
+TEST_STAGES := lint free-threaded-check rust-test miri sanitize fuzz-smoke python-test wheels-quick
+test:
+	@bash scripts/timed-stages.sh "$(MAKE)" $(TEST_STAGES)
 
 ## The release: manylinux2014 wheels into target/wheels (x86_64, and aarch64 cross-built by
 ## Zig where `rustup target add aarch64-unknown-linux-gnu` was run), stripped and without the

@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use dlbridge::ffi::{DLManagedTensorVersioned, DLTensor};
 use dlbridge::{DataType, Device, Export, ManagedTensor, TensorView, Version};
 

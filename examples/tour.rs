@@ -3,8 +3,8 @@
 //!
 //! Run with `cargo run --example tour`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlbridge::ffi::{DLManagedTensorVersioned, DLTensor};
 use dlbridge::{DataType, Device, Error, Export, ManagedTensor, Version};

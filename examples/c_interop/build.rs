@@ -135,7 +135,7 @@ fn find_header(reasons: &mut Vec<String>, watched: &mut Vec<PathBuf>) -> Option<
                 return Some(Found {
                     include_dir: dir,
                     source: format!("apache-tvm-ffi of {shown}, {what}"),
-                })
+                });
             }
             Err(why) => reasons.push(format!("{shown} ({what}): {why}")),
         }

@@ -2,7 +2,7 @@
 //! the tensor out of one ([`from_capsule`]), and the destructor of the capsules this crate
 //! makes, which frees a tensor that no consumer took.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::{CStr, c_void};
 
 use dlbridge::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use dlbridge::{ManagedTensor, RawManagedTensor};

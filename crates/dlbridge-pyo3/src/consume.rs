@@ -13,12 +13,12 @@ use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
 use crate::capsule::from_capsule;
 use crate::device::device_from_tuple;
-use crate::dispatch::{type_info, TypeInfo};
+use crate::dispatch::{TypeInfo, type_info};
 use crate::errors::{to_py_err, type_name};
 use crate::exchange::exchange_api_enabled;
 use crate::host::numpy;
 use crate::stream_order;
-use crate::work_stream::{has_streams, standard_default_stream, work_stream_of, ConsumerStream};
+use crate::work_stream::{ConsumerStream, has_streams, standard_default_stream, work_stream_of};
 
 /// What a consumer asks of a producer.
 ///

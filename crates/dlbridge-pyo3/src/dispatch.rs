@@ -5,17 +5,17 @@
 
 use std::collections::HashMap;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
-use crate::exchange::{lookup_exchange_api, ExchangeApi};
-use crate::framework::{defining_class, rules_for, FrameworkRules};
+use crate::exchange::{ExchangeApi, lookup_exchange_api};
+use crate::framework::{FrameworkRules, defining_class, rules_for};
 use crate::host::numpy;
-use crate::writability_hook::{writability_hook, WritabilityHook};
+use crate::writability_hook::{WritabilityHook, writability_hook};
 
 /// The exchange API of `object`'s type, if it publishes one of major version 1 (walking
 /// `prev_api` to find it). Looked up once per type and cached (the type is kept alive).

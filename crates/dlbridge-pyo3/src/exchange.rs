@@ -94,7 +94,9 @@ pub const DLPACK_EXCHANGE_API: &CStr = c"dlpack_exchange_api";
 /// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
 /// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
 /// # }
-/// std::env::set_var(NO_EXCHANGE_API_ENV, "1");
+/// // SAFETY: (Rust 2024 makes setting the environment unsafe) no other thread runs yet, so
+/// // none reads the environment while it changes.
+/// unsafe { std::env::set_var(NO_EXCHANGE_API_ENV, "1") };
 /// assert!(!exchange_api_enabled());
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -294,9 +296,11 @@ impl ExchangeApi {
 /// ```
 /// use dlbridge_pyo3::{exchange_api_enabled, NO_EXCHANGE_API_ENV};
 ///
-/// std::env::remove_var(NO_EXCHANGE_API_ENV);
+/// // SAFETY: (both calls) the example has one thread, so none reads the environment while it
+/// // changes.
+/// unsafe { std::env::remove_var(NO_EXCHANGE_API_ENV) };
 /// assert!(exchange_api_enabled());
-/// std::env::set_var(NO_EXCHANGE_API_ENV, "1");
+/// unsafe { std::env::set_var(NO_EXCHANGE_API_ENV, "1") };
 /// assert!(exchange_api_enabled());
 /// ```
 pub fn exchange_api_enabled() -> bool {

@@ -41,7 +41,9 @@
 //! Four kernels: one that reads, one that writes in place, one that returns a new tensor in
 //! the caller's framework, one that releases the GIL while it works.
 //!
-//! ```
+//! ```standalone_crate
+//! # // A crate of its own: Rust 2024 merges doc tests into one binary, where this module's
+//! # // `PyInit_kernels` would clash with the README's.
 //! use dlbridge_pyo3::prelude::*;
 //! use pyo3::exceptions::PyValueError;
 //! use pyo3::prelude::*;
@@ -292,9 +294,9 @@ mod args;
 mod libraries;
 pub mod prelude;
 
-pub use args::borrow::{explain_argument, ArgumentPath, ArgumentReport};
 #[doc(hidden)]
-pub use args::borrow::{inspect_argument, ArgumentInspection};
+pub use args::borrow::{ArgumentInspection, inspect_argument};
+pub use args::borrow::{ArgumentPath, ArgumentReport, explain_argument};
 pub use args::constraints::{
     AnyDevice, AnyLayout, CContiguous, Constraints, Contiguous, Cuda, DeviceConstraint,
     Dimensionality, DimsBetween, FContiguous, HostMemory, Layout, LayoutWith, Rocm,
@@ -305,16 +307,16 @@ pub use args::tensor_arg::{
     TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
 };
 pub use capsule::{
-    from_capsule, into_capsule, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR,
-    USED_DLTENSOR_VERSIONED,
+    DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR, USED_DLTENSOR_VERSIONED, from_capsule,
+    into_capsule,
 };
-pub use consume::{from_dlpack, ImportOptions};
-pub use consume::{from_dlpack_explained, Copier, ImportPath, ImportReport, ImportStep};
+pub use consume::{Copier, ImportPath, ImportReport, ImportStep, from_dlpack_explained};
+pub use consume::{ImportOptions, from_dlpack};
 pub use device::{device_argument, device_from_tuple, dlpack_device};
 pub use dispatch::exchange_api;
 pub use dlbridge;
-pub use errors::{to_py_err, KernelError, KernelResult};
-pub use exchange::{exchange_api_enabled, ExchangeApi, DLPACK_EXCHANGE_API, NO_EXCHANGE_API_ENV};
+pub use errors::{KernelError, KernelResult, to_py_err};
+pub use exchange::{DLPACK_EXCHANGE_API, ExchangeApi, NO_EXCHANGE_API_ENV, exchange_api_enabled};
 pub use host::formats::buffer_format;
 pub use ndarray;
 pub use owner::PyObjectOwner;
@@ -322,12 +324,12 @@ pub use owner::PyObjectOwner;
 pub use produce::buffer::{get_buffer, get_byte_buffer, release_buffer};
 pub use produce::class::TensorClass;
 pub use produce::exchange_table::{exchange_api_exports, publish_exchange_api};
-pub use produce::methods::{export_capsule, publish_dlpack_methods, ExportRequest};
+pub use produce::methods::{ExportRequest, export_capsule, publish_dlpack_methods};
 pub use produce::publish_dlpack;
-pub use produce::returning::{return_like, IntoTensor, TensorProducer};
+pub use produce::returning::{IntoTensor, TensorProducer, return_like};
 pub use pyo3;
 pub use work_stream::{ConsumerStream, StreamHandle, WorkStream, WorkStreamSource};
-pub use writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
+pub use writability_hook::{WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE, WritabilityHook};
 
 /// The crate's README (its crates.io page), whose example is compiled as a doc test.
 #[cfg(doctest)]

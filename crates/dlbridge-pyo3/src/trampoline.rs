@@ -27,7 +27,7 @@
 
 use std::any::Any;
 use std::ffi::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;

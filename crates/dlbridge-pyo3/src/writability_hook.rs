@@ -7,7 +7,7 @@
 //! The contract belongs to the capsule's name: a changed signature or code would get a new
 //! name.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{CStr, c_int, c_void};
 
 use dlbridge::Writability;
 use pyo3::ffi;

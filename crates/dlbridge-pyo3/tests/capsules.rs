@@ -1,12 +1,12 @@
 //! Capsules and negotiation, driven from Rust with an embedded interpreter.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlbridge::{Device, DeviceType, Export, ManagedTensor};
 use dlbridge_pyo3::{
-    dlpack_device, from_capsule, from_dlpack, from_dlpack_explained, into_capsule, Copier,
-    ImportOptions, ImportPath, ImportStep, PyObjectOwner,
+    Copier, ImportOptions, ImportPath, ImportStep, PyObjectOwner, dlpack_device, from_capsule,
+    from_dlpack, from_dlpack_explained, into_capsule,
 };
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;

@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use dlbridge::{Export, ManagedTensor};
-use dlbridge_pyo3::{publish_exchange_api, TensorArg, TensorArgMut, TensorClass};
+use dlbridge_pyo3::{TensorArg, TensorArgMut, TensorClass, publish_exchange_api};
 use ndarray::{Ix2, IxDyn};
 use pyo3::prelude::*;
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use dlbridge::{Export, ManagedTensor};
-use dlbridge_pyo3::{from_capsule, from_dlpack, publish_dlpack, ImportOptions, TensorClass};
+use dlbridge_pyo3::{ImportOptions, TensorClass, from_capsule, from_dlpack, publish_dlpack};
 use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
@@ -99,10 +99,12 @@ fn a_users_class_becomes_a_complete_producer() {
         assert!(copied.view().flags().is_copied());
 
         // The exchange table is published too, and a consumer takes it.
-        assert!(run(py, c"hasattr(Image, '__dlpack_c_exchange_api__')", &x)
-            .unwrap()
-            .is_truthy()
-            .unwrap());
+        assert!(
+            run(py, c"hasattr(Image, '__dlpack_c_exchange_api__')", &x)
+                .unwrap()
+                .is_truthy()
+                .unwrap()
+        );
         let imported = from_dlpack(&x, &ImportOptions::default()).unwrap();
         assert_eq!(imported.view().as_slice::<u8>().unwrap()[5], 6);
     });

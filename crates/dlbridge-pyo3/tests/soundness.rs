@@ -15,9 +15,9 @@ use dlbridge::ffi::{
 };
 use dlbridge::{DataType, Device, Export, ManagedTensor, Version};
 use dlbridge_pyo3::{
+    ArgumentPath, DLPACK_EXCHANGE_API, ImportOptions, TensorArg, TensorArgMut, TensorClass,
     exchange_api, explain_argument, from_capsule, from_dlpack, inspect_argument, into_capsule,
-    publish_dlpack, ArgumentPath, ImportOptions, TensorArg, TensorArgMut, TensorClass,
-    DLPACK_EXCHANGE_API,
+    publish_dlpack,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;

@@ -66,9 +66,11 @@ fn faer_sees_every_layout_and_its_matrices_go_back() {
         let argument: TensorArg<'_, f64> = vector.extract().unwrap();
         let error = argument.as_faer_mat().unwrap_err();
         assert!(error.is_instance_of::<PyTypeError>(py));
-        assert!(error
-            .to_string()
-            .contains("expected a tensor with 2 dimensions, got 1"));
+        assert!(
+            error
+                .to_string()
+                .contains("expected a tensor with 2 dimensions, got 1")
+        );
     });
 }
 
@@ -223,11 +225,13 @@ fn candle_copies_in_and_out_and_burn_and_arrow_return_their_values() {
         let values: Vec<f32> = returned.call_method0("tolist").unwrap().extract().unwrap();
         assert_eq!(values, [1.5, 2.5]);
         // Read-only: Arrow's buffers are immutable.
-        assert!(returned
-            .getattr("readonly")
-            .unwrap()
-            .extract::<bool>()
-            .unwrap());
+        assert!(
+            returned
+                .getattr("readonly")
+                .unwrap()
+                .extract::<bool>()
+                .unwrap()
+        );
 
         // Into burn and Arrow: an imported argument, which their values then own.
         let imported = from_dlpack(&row_major, &ImportOptions::default());

@@ -4,7 +4,7 @@
 
 use dlbridge::{DataType, Element, ManagedTensor};
 use dlbridge_pyo3::{
-    device_argument, from_dlpack as import, to_py_err, ConsumerStream, ImportOptions,
+    ConsumerStream, ImportOptions, device_argument, from_dlpack as import, to_py_err,
 };
 use half::{bf16, f16};
 use num_complex::Complex;

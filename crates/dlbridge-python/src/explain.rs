@@ -4,7 +4,7 @@
 
 use dlbridge::{DataType, Device, ManagedTensor};
 use dlbridge_pyo3::{
-    explain_argument, from_dlpack_explained, ArgumentReport, ImportPath, ImportReport,
+    ArgumentReport, ImportPath, ImportReport, explain_argument, from_dlpack_explained,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};

@@ -24,7 +24,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use dlbridge::{DataType, Device, Export, ManagedTensor, MAX_NDIM};
+use dlbridge::{DataType, Device, Export, MAX_NDIM, ManagedTensor};
 use dlbridge_pyo3::to_py_err;
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;

@@ -7,7 +7,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use dlbridge::ManagedTensor;
-use dlbridge_pyo3::{exchange_api_exports, to_py_err, TensorClass};
+use dlbridge_pyo3::{TensorClass, exchange_api_exports, to_py_err};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;

@@ -7,9 +7,9 @@
 
 use dlbridge::{DataType, ManagedTensor};
 use dlbridge_pyo3::{
-    from_dlpack as import, return_like, shape, to_py_err, AnyDevice, CContiguous, ContiguousArgMut,
-    CudaArg, CudaArgMut, DeviceTensorArg, DimsBetween, ImportOptions, Rocm, TensorArg, TensorArg1,
-    TensorArgMut, TensorArgMut1, WorkStream,
+    AnyDevice, CContiguous, ContiguousArgMut, CudaArg, CudaArgMut, DeviceTensorArg, DimsBetween,
+    ImportOptions, Rocm, TensorArg, TensorArg1, TensorArgMut, TensorArgMut1, WorkStream,
+    from_dlpack as import, return_like, shape, to_py_err,
 };
 use ndarray::{Ix1, Ix2, Ix3, IxDyn};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};

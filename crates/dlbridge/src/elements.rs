@@ -134,7 +134,7 @@ impl<'a> TensorView<'a> {
             Writability::ReadOnly => {
                 return Err(Error::ReadOnly {
                     flags: self.flags(),
-                })
+                });
             }
             Writability::Unknown => return Err(Error::WritabilityUnknown),
         }
@@ -382,7 +382,7 @@ impl<'a, T: Element> Elements<'a, T> {
     }
 
     /// The elements in row-major (logical) order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &'a T> + 'a {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &'a T> + 'a + use<'a, T> {
         let first = self.first;
         Offsets::new(self.shape, self.strides, self.len)
             // SAFETY: V7 and V8: every offset of the walk is a readable element of the layout,
@@ -485,7 +485,7 @@ impl<'a, T: Element> ElementsMut<'a, T> {
     }
 
     /// The elements in row-major order, for writing.
-    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = &mut T> + '_ {
+    pub fn iter_mut(&mut self) -> impl ExactSizeIterator<Item = &mut T> + '_ + use<'_, T> {
         let first = self.as_mut_ptr();
         Offsets::new(
             self.elements.shape,

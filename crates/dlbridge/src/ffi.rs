@@ -52,7 +52,7 @@ pub use crate::flags::{
     DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED,
     DLPACK_FLAG_BITMASK_READ_ONLY,
 };
-pub use crate::version::{Version as DLPackVersion, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+pub use crate::version::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION, Version as DLPackVersion};
 
 /// Defines `kDL*` constants with the names of `dlpack.h`'s enumerators.
 macro_rules! c_enumerators {

@@ -153,7 +153,7 @@ pub fn is_overlap_free(shape: &[i64], strides: &[i64]) -> bool {
     let dims = shape
         .iter()
         .zip(strides)
-        .filter(|(&extent, _)| extent > 1)
+        .filter(|&(&extent, _)| extent > 1)
         .map(|(&extent, &stride)| (stride.unsigned_abs(), extent as u64));
     // Up to 16 dimensions sort on the stack (no allocation on the hot path); more in a Vec.
     const INLINE: usize = 16;

@@ -272,7 +272,7 @@ pub use device::{Device, DeviceType};
 pub use dtype::{DataType, DataTypeCode, ParseDataTypeError};
 pub use element::Element;
 pub use elements::{Elements, ElementsMut};
-pub use error::{Error, Result, MAX_NDIM};
+pub use error::{Error, MAX_NDIM, Result};
 pub use export::{Export, HostBuffer};
 pub use flags::{Flags, Writability};
 pub use managed::{ManagedTensor, RawManagedTensor};

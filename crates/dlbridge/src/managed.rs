@@ -15,7 +15,7 @@ use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::flags::Flags;
 use crate::layout;
 use crate::validate::{
-    legacy_flags, validate_descriptor, validate_legacy, validate_versioned, Validated,
+    Validated, legacy_flags, validate_descriptor, validate_legacy, validate_versioned,
 };
 use crate::version::Version;
 use crate::view::TensorView;

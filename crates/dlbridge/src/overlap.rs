@@ -401,7 +401,7 @@ fn solve<const N: usize>(a: &ByteLayout<'_>, b: &ByteLayout<'_>, max_work: u32) 
 fn unknowns<'a>(
     layout: &ByteLayout<'a>,
     negate: bool,
-) -> impl Iterator<Item = (u64, bool, i64)> + 'a {
+) -> impl Iterator<Item = (u64, bool, i64)> + 'a + use<'a> {
     layout
         .shape
         .iter()

@@ -74,7 +74,7 @@ use std::ptr::NonNull;
 
 use crate::device::Device;
 use crate::dtype::DataType;
-use crate::error::{Error, Result, MAX_NDIM};
+use crate::error::{Error, MAX_NDIM, Result};
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::flags::Flags;
 use crate::layout;
@@ -281,12 +281,16 @@ mod tests {
     fn data_type_check_rejects_zero_fields_and_wrong_fixed_widths() {
         assert!(DataType::new(DataTypeCode::FLOAT, 0, 1).check().is_err());
         assert!(DataType::new(DataTypeCode::FLOAT, 32, 0).check().is_err());
-        assert!(DataType::new(DataTypeCode::FLOAT4_E2M1FN, 8, 1)
-            .check()
-            .is_err());
-        assert!(DataType::new(DataTypeCode::FLOAT6_E3M2FN, 8, 1)
-            .check()
-            .is_err());
+        assert!(
+            DataType::new(DataTypeCode::FLOAT4_E2M1FN, 8, 1)
+                .check()
+                .is_err()
+        );
+        assert!(
+            DataType::new(DataTypeCode::FLOAT6_E3M2FN, 8, 1)
+                .check()
+                .is_err()
+        );
         assert!(DataType::new(DataTypeCode::BFLOAT, 32, 1).check().is_err());
         assert!(DataType::new(DataTypeCode(250), 8, 1).check().is_ok());
     }

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::ffi::DLTensor;
 use crate::flags::{Flags, Writability};
 use crate::layout;
-use crate::validate::{validate_descriptor, Validated};
+use crate::validate::{Validated, validate_descriptor};
 use crate::version::Version;
 
 /// A validated, borrowed view of a tensor descriptor: shape, strides, data type, device, byte

@@ -672,7 +672,7 @@ fn find_header() -> Result<Header, String> {
                 source: format!("{WHEEL_MEMBER} of {wheel}, downloaded by pip and now cached"),
                 path,
                 text,
-            })
+            });
         }
         Err(reason) => failures.push(format!("{WHEEL_PROJECT} wheel: {reason}")),
     }
@@ -683,7 +683,7 @@ fn find_header() -> Result<Header, String> {
                 source: "the header shipped with PyTorch".to_owned(),
                 path,
                 text,
-            })
+            });
         }
         Err(reason) => failures.push(format!("torch: {reason}")),
     }
@@ -734,7 +734,7 @@ fn run_probe(header: &Header) -> Result<Table, ProbeError> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
             return Err(ProbeError::NoCompiler(format!(
                 "no C compiler: `cc` not found ({err})"
-            )))
+            )));
         }
         Err(err) => return Err(ProbeError::Failed(format!("cannot run cc: {err}"))),
         Ok(output) => output,

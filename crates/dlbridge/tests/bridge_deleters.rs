@@ -5,8 +5,8 @@
 #![cfg(all(feature = "nalgebra", feature = "faer", feature = "image"))]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlbridge::ManagedTensor;
 

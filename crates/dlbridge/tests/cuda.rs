@@ -6,9 +6,9 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaContext, CudaStream, DevicePtr};
+use cudarc::driver::{CudaContext, CudaStream, DevicePtr, sys};
 use dlbridge::cuda::{
-    copy_to_host, cuda_slice_parts, driver_available, same_stream, wait_for_stream, StreamOrder,
+    StreamOrder, copy_to_host, cuda_slice_parts, driver_available, same_stream, wait_for_stream,
 };
 use dlbridge::{DataType, Device, DeviceType, Error, Export, ManagedTensor};
 

@@ -5,9 +5,9 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{release_legacy, release_versioned, DeleterLog, ForeignSpec};
+use common::{DeleterLog, ForeignSpec, release_legacy, release_versioned};
 use dlbridge::{
-    DataType, DataTypeCode, Device, DeviceType, Error, Flags, ManagedTensor, Version, MAX_NDIM,
+    DataType, DataTypeCode, Device, DeviceType, Error, Flags, MAX_NDIM, ManagedTensor, Version,
 };
 
 /// Imports the spec as a versioned tensor, expecting a rejection; checks the deleter ran once.
@@ -106,9 +106,11 @@ fn ndim_out_of_range_is_rejected() {
         spec.ndim = Some(ndim);
         let error = reject_versioned(&spec);
         assert_eq!(error, Error::InvalidNdim { ndim: ndim.into() });
-        assert!(error
-            .to_string()
-            .contains(&format!("DLTensor.ndim = {ndim}")));
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("DLTensor.ndim = {ndim}"))
+        );
         assert_eq!(
             reject_legacy(&spec),
             Error::InvalidNdim { ndim: ndim.into() }
@@ -210,9 +212,11 @@ fn strides_that_overflow_offsets_are_rejected() {
             stride: i64::MAX / 2 + 1
         }
     );
-    assert!(error
-        .to_string()
-        .contains("DLTensor.strides[0] = 4611686018427387904"));
+    assert!(
+        error
+            .to_string()
+            .contains("DLTensor.strides[0] = 4611686018427387904")
+    );
     // A huge but non-overflowing span still cannot be addressed.
     spec.strides = Some(vec![i64::MAX / 4, 1]);
     assert!(matches!(

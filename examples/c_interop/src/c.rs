@@ -8,8 +8,8 @@
 
 use std::sync::atomic::AtomicU32;
 
-use dlbridge::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use dlbridge::ManagedTensor;
+use dlbridge::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 
 /// `C_PRODUCER_SENTINEL`: the value of the padding floats that the transposed tensor's
 /// `byte_offset` skips.

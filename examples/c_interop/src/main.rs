@@ -20,8 +20,8 @@ fn main() -> std::process::ExitCode {
 #[cfg(not(no_dlpack_header))]
 mod walkthrough {
     use std::error::Error;
-    use std::sync::atomic::{AtomicU32, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
 
     use dlbridge::{Export, ManagedTensor, Writability};
     use dlbridge_c_interop::c;

@@ -44,8 +44,8 @@ mod with_c {
 
     use dlbridge::ffi::{DLManagedTensorVersioned, DLPackVersion, DLTensor};
     use dlbridge::{DataType, Device, Error, Export, Flags, ManagedTensor, Version, Writability};
-    use dlbridge_c_interop::c::{self, status, ConsumerReport};
-    use ndarray::{array, s, Array2};
+    use dlbridge_c_interop::c::{self, ConsumerReport, status};
+    use ndarray::{Array2, array, s};
 
     use super::{Command, PROGRAM};
 

@@ -6,11 +6,11 @@ use dlbridge::{DataType, ManagedTensor, TensorView, Writability};
 use pyo3::prelude::*;
 
 use super::claims::Claim;
-use crate::consume::{from_dlpack, ImportOptions};
-use crate::dispatch::{type_info, BorrowedWritability, TypeInfo};
+use crate::consume::{ImportOptions, from_dlpack};
+use crate::dispatch::{BorrowedWritability, TypeInfo, type_info};
 use crate::errors::{argument_error, to_py_err};
-use crate::exchange::{exchange_api_enabled, ExchangeApi};
-use crate::host::buffer::{with_buffer_view, HeldBuffer};
+use crate::exchange::{ExchangeApi, exchange_api_enabled};
+use crate::host::buffer::{HeldBuffer, with_buffer_view};
 use crate::host::numpy;
 use crate::work_stream::ConsumerStream;
 use crate::writability_hook;

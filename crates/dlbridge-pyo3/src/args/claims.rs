@@ -63,12 +63,12 @@
 //!   call's arguments too.
 //! - Sub-interpreters each have their own `sys.modules`, and so their own registry.
 
-use std::ffi::{c_int, CStr};
+use std::ffi::{CStr, c_int};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
-use dlbridge::overlap::{memory_overlap, ByteLayout, Overlap, DEFAULT_MAX_WORK};
 use dlbridge::TensorView;
+use dlbridge::overlap::{ByteLayout, DEFAULT_MAX_WORK, Overlap, memory_overlap};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::ffi;
 use pyo3::intern;

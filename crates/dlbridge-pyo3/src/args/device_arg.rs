@@ -13,13 +13,13 @@ use pyo3::prelude::*;
 
 use super::borrow::ArgumentPath;
 use super::constraints::{
-    check_at, placement, Constraints, Cuda, DeviceConstraint, Dimensionality,
+    Constraints, Cuda, DeviceConstraint, Dimensionality, check_at, placement,
 };
-use super::tensor_arg::{extract_argument, Held, WriteReport};
+use super::tensor_arg::{Held, WriteReport, extract_argument};
 use crate::device::dlpack_device;
 use crate::dispatch::type_info;
-use crate::produce::returning::{return_like, IntoTensor};
-use crate::work_stream::{has_streams, work_stream_of, ConsumerStream, StreamHandle, WorkStream};
+use crate::produce::returning::{IntoTensor, return_like};
+use crate::work_stream::{ConsumerStream, StreamHandle, WorkStream, has_streams, work_stream_of};
 
 /// A read-only tensor argument in device memory: element type `T`, device constraint `P`
 /// ([`DeviceConstraint`]: [`Cuda`] by default, [`Rocm`](crate::Rocm),

@@ -9,13 +9,13 @@ use dlbridge::{Element, TensorView};
 use ndarray::{ArrayView, ArrayViewMut, Dimension, Ix1, Ix2, Ix3, Ix4, IxDyn};
 use pyo3::prelude::*;
 
-use super::borrow::{extract_with, Access, ArgumentPath, ImportStream, Source};
+use super::borrow::{Access, ArgumentPath, ImportStream, Source, extract_with};
 use super::claims::Claim;
-use super::constraints::{check, CContiguous, Constraints, Contiguous, Dimensionality};
+use super::constraints::{CContiguous, Constraints, Contiguous, Dimensionality, check};
 use crate::dispatch::type_info;
 use crate::errors::argument_error;
 use crate::framework::FrameworkRules;
-use crate::produce::returning::{return_like, IntoTensor};
+use crate::produce::returning::{IntoTensor, return_like};
 
 /// A read-only tensor argument of element type `T` ([`Element`]: `f32`, `u8`, ...), number of
 /// dimensions `D` ([`Dimensionality`]: `Ix2`, or `IxDyn` for any) and constraints `C`

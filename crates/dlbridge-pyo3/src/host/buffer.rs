@@ -25,7 +25,7 @@ use crate::errors::argument_error;
 #[cfg(not(all(Py_LIMITED_API, not(Py_3_11))))]
 mod ffi {
     pub(super) use pyo3::ffi::{
-        PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer, Py_buffer,
+        Py_buffer, PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer,
     };
 }
 
@@ -37,8 +37,8 @@ mod ffi {
 mod ffi {
     use std::ffi::{c_char, c_int, c_void};
 
-    pub(super) use pyo3::ffi::{PyObject, Py_ssize_t};
     use pyo3::Python;
+    pub(super) use pyo3::ffi::{Py_ssize_t, PyObject};
 
     /// `Py_buffer`, as CPython has laid it out since 3.3 (the stable ABI's from 3.11).
     #[repr(C)]

@@ -3,8 +3,8 @@
 
 use dlbridge::{Element, ManagedTensor};
 use nalgebra::{
-    DMatrix, DMatrixView, DMatrixViewMut, DVector, DVectorView, Dyn, ViewStorage, ViewStorageMut,
-    U1,
+    DMatrix, DMatrixView, DMatrixViewMut, DVector, DVectorView, Dyn, U1, ViewStorage,
+    ViewStorageMut,
 };
 use pyo3::PyResult;
 

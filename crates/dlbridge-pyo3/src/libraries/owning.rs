@@ -3,7 +3,7 @@
 //! them, a kernel imports its argument (`from_dlpack`), which the value then owns.
 
 #[cfg(feature = "arrow")]
-use arrow_array::{types::ArrowPrimitiveType, PrimitiveArray};
+use arrow_array::{PrimitiveArray, types::ArrowPrimitiveType};
 #[cfg(feature = "burn")]
 use burn_std::TensorData;
 use dlbridge::ManagedTensor;

@@ -7,7 +7,7 @@
 //! Buffers are served where PyO3 has `__getbuffer__`: the full API, or the limited API
 //! (abi3) of Python 3.11 and later.
 
-use std::ffi::{c_int, c_void, CString};
+use std::ffi::{CString, c_int, c_void};
 
 use dlbridge::ManagedTensor;
 use pyo3::exceptions::PyBufferError;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use dlbridge::ManagedTensor;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::{ffi, PyClass};
+use pyo3::{PyClass, ffi};
 
 /// A PyO3 class whose instances are tensors: what [`publish_dlpack`](crate::publish_dlpack) needs to make it a
 /// DLPack producer.

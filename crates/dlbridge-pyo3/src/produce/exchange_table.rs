@@ -3,28 +3,28 @@
 //! calling `__dlpack__`.
 
 use std::any::TypeId;
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::ffi::{CString, c_char, c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use dlbridge::ffi::{
     DLDeviceType, DLManagedTensorVersioned, DLPackDLTensorFromPyObjectNoSync, DLPackExchangeAPI,
     DLPackExchangeAPIHeader, DLPackSetError, DLTensor,
 };
-use dlbridge::{DataType, ManagedTensor, Version, MAX_NDIM};
+use dlbridge::{DataType, MAX_NDIM, ManagedTensor, Version};
+use pyo3::PyClass;
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use pyo3::PyClass;
 
-use super::class::{instance, once_per_class, TensorClass};
+use super::class::{TensorClass, instance, once_per_class};
 use crate::errors::to_py_err;
 use crate::exchange::DLPACK_EXCHANGE_API;
 use crate::trampoline;
 use crate::writability_hook::{
-    writability_code, WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE,
+    WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE, WritabilityHook, writability_code,
 };
 
 /// Tensors exported through published tables since the process started (a diagnostic: it
@@ -55,7 +55,8 @@ use crate::writability_hook::{
 /// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
 /// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
 /// # }
-/// # std::env::remove_var(dlbridge_pyo3::NO_EXCHANGE_API_ENV);
+/// # // SAFETY: one thread, so none reads the environment while it changes.
+/// # unsafe { std::env::remove_var(dlbridge_pyo3::NO_EXCHANGE_API_ENV) };
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
 ///     publish_dlpack::<Image>(py)?;

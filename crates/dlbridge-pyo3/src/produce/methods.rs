@@ -8,7 +8,7 @@
 //! (falling back to comparing the text) takes a few nanoseconds where a generic argument
 //! parser takes tens.
 
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::{CStr, c_char, c_int};
 use std::sync::Arc;
 
 use dlbridge::{Device, DeviceType, ManagedTensor};
@@ -18,13 +18,13 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyString, PyTuple};
 
-use super::class::{instance, once_per_class, TensorClass};
+use super::class::{TensorClass, instance, once_per_class};
 use crate::capsule::into_capsule;
 use crate::device::device_argument;
 use crate::errors::{repr_of, to_py_err};
 use crate::stream_order;
 use crate::trampoline;
-use crate::work_stream::{has_streams, standard_default_stream, ConsumerStream};
+use crate::work_stream::{ConsumerStream, has_streams, standard_default_stream};
 
 /// What a consumer asked `__dlpack__` for (the array API's four keywords).
 ///
@@ -153,7 +153,7 @@ pub fn export_capsule<'py>(
                 "dl_device={target} cannot be reached from a tensor on {device}: dlbridge \
                  shares a tensor on its own device and copies host-readable and CUDA memory \
                  to the CPU"
-            )))
+            )));
         }
         None => false,
     };

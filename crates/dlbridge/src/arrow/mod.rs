@@ -88,14 +88,14 @@ use std::sync::Arc;
 
 use ::arrow_array::cast::AsArray;
 use ::arrow_array::types::{
-    ArrowPrimitiveType, Float16Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
-    Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    ArrowPrimitiveType, Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type,
+    Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use ::arrow_array::{Array, ArrayRef, FixedSizeListArray, PrimitiveArray};
 use ::arrow_buffer::alloc::Allocation;
 use ::arrow_buffer::{Buffer, ScalarBuffer};
 use ::arrow_schema::extension::{
-    ExtensionType, FixedShapeTensor, FixedShapeTensorMetadata, EXTENSION_TYPE_METADATA_KEY,
+    EXTENSION_TYPE_METADATA_KEY, ExtensionType, FixedShapeTensor, FixedShapeTensorMetadata,
 };
 use ::arrow_schema::{ArrowError, DataType as ArrowType, Field};
 use half::f16;
@@ -716,7 +716,7 @@ impl ManagedTensor {
                         "a field of type {other} over an array of type {}",
                         array.data_type()
                     ),
-                ))
+                ));
             }
         }
         let physical = metadata.shape();
@@ -803,7 +803,7 @@ fn fixed_shape_metadata(field: &Field) -> Result<FixedShapeTensorMetadata> {
                     field.name(),
                     FixedShapeTensor::NAME
                 ),
-            ))
+            ));
         }
         None => {
             return Err(unrepresentable(
@@ -813,7 +813,7 @@ fn fixed_shape_metadata(field: &Field) -> Result<FixedShapeTensorMetadata> {
                     field.name(),
                     FixedShapeTensor::NAME
                 ),
-            ))
+            ));
         }
     }
     let json = field.extension_type_metadata().map(arrow_rs_metadata);

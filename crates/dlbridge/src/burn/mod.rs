@@ -58,7 +58,7 @@ use ::burn_std::{
 use crate::device::Device;
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
-use crate::export::{zeroed_storage, CacheLine, Export};
+use crate::export::{CacheLine, Export, zeroed_storage};
 use crate::flags::Writability;
 use crate::managed::ManagedTensor;
 use crate::view::TensorView;
@@ -326,7 +326,7 @@ impl ManagedTensor {
                     library: "burn",
                     asked: "a DLPack tensor",
                     given: format!("burn bytes that cannot be read: {error}"),
-                })
+                });
             }
         };
         let align = dtype

@@ -2,8 +2,8 @@
 //! copy-on-write, clones that share, deleters run once from any thread, burn's data exported
 //! without copying (or copied where misaligned), and the refusals both ways.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ::burn_std::{BoolStore, DType, TensorData};
 use half::{bf16, f16};

@@ -85,7 +85,7 @@ fn storage_parts(storage: &Storage) -> Result<StorageParts> {
                      device storage needs its cuda or metal feature)",
                     other.device()
                 ),
-            })
+            });
         }
     };
     match cpu {

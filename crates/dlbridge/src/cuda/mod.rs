@@ -57,12 +57,12 @@ mod streams;
 
 pub use driver::driver_available;
 pub use streams::{
-    copy_to_host, is_legacy_default_stream, same_stream, wait_for_stream, StreamOrder,
+    StreamOrder, copy_to_host, is_legacy_default_stream, same_stream, wait_for_stream,
 };
 
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr};

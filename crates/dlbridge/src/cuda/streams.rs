@@ -13,7 +13,7 @@
 //! What they do during a CUDA graph capture: [the module docs](crate::cuda#cuda-graphs).
 
 use std::ffi::{c_uint, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, OnceLock};
 
 use cudarc::driver::sys;
@@ -90,7 +90,7 @@ pub unsafe fn wait_for_stream(
                 return Err(Error::StreamCapture {
                     ready,
                     consumer: Some(consumer),
-                })
+                });
             }
             // A capturing consumer cannot wait on work enqueued outside its capture: fine
             // if that work is done, refused otherwise.
@@ -193,7 +193,7 @@ pub unsafe fn copy_to_host(view: &TensorView<'_>, stream: usize) -> Result<Manag
                     return Err(Error::StreamCapture {
                         ready: stream,
                         consumer: None,
-                    })
+                    });
                 }
             }
             // The device address of the lowest element: an integer, never dereferenced here.

@@ -10,16 +10,16 @@
 //! `ndarray` arrays) moves its owner into a block there, and the tensor made is validated like
 //! any import, unless it copies the descriptor of a tensor already validated.
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::ffi::c_void;
 use std::io::Write;
 use std::mem::ManuallyDrop;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 
 use crate::device::Device;
 use crate::dtype::DataType;
-use crate::error::{Error, Result, MAX_NDIM};
+use crate::error::{Error, MAX_NDIM, Result};
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use crate::flags::Flags;
 use crate::managed::{ManagedTensor, RawManagedTensor};

@@ -4,12 +4,12 @@
 
 use std::ffi::c_void;
 
-use super::block::{export_owner, Descriptor};
+use super::block::{Descriptor, export_owner};
 use super::host_buffer::HostBuffer;
 use crate::device::Device;
 use crate::dtype::DataType;
 use crate::element::Element;
-use crate::error::{Error, Result, MAX_NDIM};
+use crate::error::{Error, MAX_NDIM, Result};
 use crate::flags::Flags;
 use crate::layout;
 use crate::managed::ManagedTensor;

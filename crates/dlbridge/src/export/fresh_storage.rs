@@ -119,7 +119,7 @@ impl TensorView<'_> {
                     order: "C",
                     shape: self.shape().to_vec(),
                     strides: self.strides().to_vec(),
-                })
+                });
             }
         }
         let shape: Vec<usize> = self.shape().iter().map(|&extent| extent as usize).collect();

@@ -23,8 +23,8 @@ mod sharing;
 mod fresh_storage;
 
 pub use builder::Export;
-#[cfg(any(feature = "cudarc", feature = "burn"))]
-pub(crate) use fresh_storage::zeroed_storage;
 #[cfg(feature = "burn")]
 pub(crate) use fresh_storage::CacheLine;
+#[cfg(any(feature = "cudarc", feature = "burn"))]
+pub(crate) use fresh_storage::zeroed_storage;
 pub use host_buffer::HostBuffer;

@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
-use super::block::{export_owner, Descriptor};
+use super::block::{Descriptor, export_owner};
 use crate::error::{Error, Result};
 use crate::flags::{Flags, Writability};
 use crate::managed::ManagedTensor;
-use crate::validate::{check_legacy_export, Validated};
+use crate::validate::{Validated, check_legacy_export};
 use crate::view::TensorView;
 
 impl ManagedTensor {

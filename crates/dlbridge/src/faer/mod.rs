@@ -234,16 +234,15 @@ impl ManagedTensor {
         let (nrows, ncols) = (matrix.nrows(), matrix.ncols());
         let strides = [matrix.row_stride(), matrix.col_stride()];
         let data = matrix.as_ptr_mut();
+        let shape = [nrows, ncols];
         // SAFETY: `data` is element (0, 0) of the matrix's allocation, which the `Mat` owns
         // and keeps in place when it is moved (into the tensor, then dropped by its deleter);
         // every index inside the extents reaches an initialised `T` of it with the matrix's
         // own strides; nothing else can reach the memory once the `Mat` is moved in, so the
         // export is writable and exclusive. An empty `Mat`'s dangling pointer is never read.
-        unsafe {
-            Export::from_raw_parts(matrix, data.cast(), T::DTYPE, Device::CPU, &[nrows, ncols])
-        }
-        .strides(&strides)
-        .into_versioned()
+        unsafe { Export::from_raw_parts(matrix, data.cast(), T::DTYPE, Device::CPU, &shape) }
+            .strides(&strides)
+            .into_versioned()
     }
 }
 

@@ -2,7 +2,7 @@
 //! column-major, sliced, reversed, broadcast, extent-1 and empty), mutable views, and exports
 //! of owned matrices.
 
-use ::faer::{mat, Mat};
+use ::faer::{Mat, mat};
 use half::{bf16, f16};
 use num_complex::Complex;
 

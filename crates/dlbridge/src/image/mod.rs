@@ -56,13 +56,13 @@ fn image_extents<P: Pixel>(view: &TensorView<'_>) -> Result<(u32, u32)> {
                      type has {channels}",
                     shape[2]
                 ),
-            })
+            });
         }
         (ndim, _) => {
             return Err(Error::DimensionalityMismatch {
                 expected: 3,
                 actual: ndim,
-            })
+            });
         }
     }
     let extent = |axis: usize| {

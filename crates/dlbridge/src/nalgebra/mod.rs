@@ -53,8 +53,8 @@
 use std::ptr::NonNull;
 
 use ::nalgebra::{
-    DMatrix, DMatrixView, DMatrixViewMut, DVector, DVectorView, DVectorViewMut, Dim, Dyn,
-    ViewStorage, ViewStorageMut, U1,
+    DMatrix, DMatrixView, DMatrixViewMut, DVector, DVectorView, DVectorViewMut, Dim, Dyn, U1,
+    ViewStorage, ViewStorageMut,
 };
 
 use crate::element::Element;

@@ -33,7 +33,7 @@
 //! The tests, one per layout liberty and export path, are in `tests.rs` beside this file.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{Ordering, fence};
 
 use ::ndarray::{
     ArcArray, Array, ArrayBase, ArrayView, ArrayViewD, ArrayViewMut, ArrayViewMutD, Axis,
@@ -43,7 +43,7 @@ use ::ndarray::{
 use crate::device::Device;
 use crate::element::Element;
 use crate::error::{Error, Result};
-use crate::export::block::{export_owner, Descriptor};
+use crate::export::block::{Descriptor, export_owner};
 use crate::flags::Flags;
 use crate::managed::ManagedTensor;
 use crate::view::TensorView;

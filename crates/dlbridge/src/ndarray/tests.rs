@@ -4,10 +4,10 @@
 
 use std::ffi::c_void;
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ::ndarray::{arr0, array, s, Array2, ArrayD, ShapeBuilder};
+use ::ndarray::{Array2, ArrayD, ShapeBuilder, arr0, array, s};
 use half::f16;
 use num_complex::Complex;
 
