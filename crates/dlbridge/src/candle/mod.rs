@@ -271,11 +271,21 @@ impl TensorView<'_> {
     /// ```
     pub fn to_candle_tensor(&self) -> Result<Tensor> {
         use half::{bf16, f16};
-        let shape: Vec<usize> = self
+        // Every extent of a tensor with elements fits `usize` (V5); an empty tensor's other
+        // extents may not, on a 32-bit target.
+        let shape = self
             .shape()
             .iter()
-            .map(|&extent| usize::try_from(extent).unwrap_or(usize::MAX))
-            .collect();
+            .map(|&extent| usize::try_from(extent))
+            .collect::<std::result::Result<Vec<usize>, _>>()
+            .map_err(|_| Error::Unrepresentable {
+                library: "candle",
+                asked: "a candle tensor",
+                given: format!(
+                    "a tensor of shape {:?}: an extent exceeds usize",
+                    self.shape()
+                ),
+            })?;
         let compact;
         let source = if self.is_c_contiguous() {
             *self
