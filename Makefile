@@ -275,12 +275,17 @@ bench-python: python-build example-build bench-peers
 	$(PYTHON) benches/python_exchange.py
 
 ## The peer extensions the benchmark compares with (nanobind from PyPI, dlpark and rust-numpy
-## from crates.io, and a hand-written C++ floor against the installed torch), built into
-## target/peers/python; not part of the project or its tests.
+## from crates.io, and a hand-written C++ floor against the installed torch), and the same
+## kernels written with dlbridge-pyo3 and with rust-numpy in crates of their own, each built
+## as a user's crate is (cargo's default release profile) and with the workspace's (fat LTO,
+## `--lto`), into target/peers/python; not part of the project or its tests.
 bench-peers: venv
 	PYTHON=$(PYTHON) bash benches/peers/nanobind/build.sh
 	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlpark
 	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh rust-numpy
+	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh rust-numpy --lto
+	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlbridge-user
+	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlbridge-user --lto
 	PYTHON=$(PYTHON) bash benches/peers/torch_floor/build.sh
 
 doc:

@@ -13,6 +13,9 @@ Arguments, if any, keep only the rows whose label contains one of them
 (`python_exchange.py TensorArg matmul`), for comparing two builds row by row.
 """
 
+import importlib
+import importlib.util
+import os
 import pathlib
 import statistics
 import sys
@@ -39,7 +42,13 @@ try:
 except ImportError:  # pragma: no cover - built by `make example-build`
     matmul_kernels = None
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "target/peers/python"))
+# Where `make bench-peers` puts the peers; DLBRIDGE_BENCH_PEERS names another folder (the
+# peers of an older checkout, to compare builds).
+PEERS = os.environ.get(
+    "DLBRIDGE_BENCH_PEERS",
+    str(pathlib.Path(__file__).resolve().parent.parent / "target/peers/python"),
+)
+sys.path.insert(0, PEERS)
 try:
     import dlbridge_peer_nanobind as nanobind_peer
 except ImportError:  # pragma: no cover - built by `make bench-peers`
@@ -56,6 +65,20 @@ try:
     import dlbridge_peer_torch_floor as torch_floor_peer
 except ImportError:  # pragma: no cover - built by `make bench-peers`
     torch_floor_peer = None
+
+# The same kernels written with dlbridge-pyo3 (benches/peers/dlbridge-user) and with rust-numpy
+# (benches/peers/rust-numpy), each built as a user's crate is (cargo's default release profile:
+# no LTO, 16 codegen units) and with the workspace's (fat LTO, one codegen unit: `_lto`).
+# Each is left out where `make bench-peers` has not built it.
+USER_BUILDS = {
+    name: importlib.import_module(name)
+    for name in (
+        "dlbridge_peer_dlbridge_user",
+        "dlbridge_peer_dlbridge_user_lto",
+        "dlbridge_peer_rust_numpy_lto",
+    )
+    if importlib.util.find_spec(name) is not None
+}
 
 
 def per_call_interleaved(functions, calls=10_000, rounds=15, warmup=1_000, settle=None):
@@ -82,6 +105,121 @@ def per_call_interleaved(functions, calls=10_000, rounds=15, warmup=1_000, settl
                 settle()
             own.append((time.perf_counter_ns() - start) / calls)
     return [statistics.median(own) for own in samples]
+
+
+def user_kernel_cases(torch_module):
+    """The rows of the kernels as users build them: (kernel, build, peer, call).
+
+    `build` is "default" (cargo's default release profile) or "lto" (fat LTO, one codegen
+    unit); `peer` is "dlbridge" or "rust-numpy" with NumPy inputs, or "dlbridge, torch" with
+    PyTorch tensors in and out (rust-numpy takes NumPy arrays only). Every call is checked
+    once against NumPy's own result first, so that a faster kernel is never a wrong one.
+    """
+    rng = np.random.default_rng(0)
+    logits = rng.standard_normal((8, 8)).astype(np.float32)
+    pixels = rng.integers(0, 256, (16, 16), dtype=np.uint8)
+    image = rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    x64 = rng.standard_normal((4, 4))
+    out64 = np.empty((4, 4))
+    x32 = rng.standard_normal(16).astype(np.float32)
+    y32 = np.zeros(16, dtype=np.float32)
+    a32 = rng.standard_normal((4, 4)).astype(np.float32)
+    b32 = rng.standard_normal((4, 4)).astype(np.float32)
+
+    def softmax(m):
+        e = np.exp(m - m.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    gray_weights = np.array([0.299, 0.587, 0.114], dtype=np.float32)
+    # (kernel label, arguments, the expected result of the call, the kernel's name)
+    kernels = [
+        ("no-op, 3 float32 4x4", (a32, b32, a32), None, "noop3"),
+        ("add, float32 4x4 (any ndim), new array", (a32, b32), a32 + b32, "add"),
+        ("softmax, float32 8x8, new array", (logits,), softmax(logits), "softmax"),
+        (
+            "histogram, uint8 16x16 (any ndim), new int64 array",
+            (pixels,),
+            np.bincount(pixels.ravel(), minlength=256),
+            "histogram",
+        ),
+        ("scale, float64 4x4 into `out`", (x64, 2.5, out64), None, "scale_into"),
+        ("axpy in place, float32 16", (np.float32(0.5), x32, y32), None, "axpy"),
+        (
+            "to_gray, uint8 16x16x3, new uint8 16x16",
+            (image,),
+            np.rint(image.astype(np.float32) @ gray_weights).astype(np.uint8),
+            "to_gray",
+        ),
+    ]
+    builds = [
+        ("default", "dlbridge", "dlbridge_peer_dlbridge_user"),
+        ("default", "rust-numpy", "dlbridge_peer_rust_numpy"),
+        ("lto", "dlbridge", "dlbridge_peer_dlbridge_user_lto"),
+        ("lto", "rust-numpy", "dlbridge_peer_rust_numpy_lto"),
+    ]
+    modules = dict(USER_BUILDS)
+    if rust_numpy_peer is not None:
+        modules["dlbridge_peer_rust_numpy"] = rust_numpy_peer
+    cases = []
+    for label, arguments, expected, name in kernels:
+        for build, peer, module_name in builds:
+            module = modules.get(module_name)
+            if module is None:
+                continue
+            function = getattr(module, name)
+            result = function(*arguments)
+            if expected is not None:
+                np.testing.assert_allclose(np.asarray(result), expected, rtol=1e-5, atol=1)
+            cases.append((label, build, peer, lambda f=function, a=arguments: f(*a)))
+            if torch_module is None or not peer.startswith("dlbridge"):
+                continue
+            tensors = tuple(
+                torch_module.from_numpy(a.copy()) if isinstance(a, np.ndarray) else a
+                for a in arguments
+            )
+            result = function(*tensors)
+            if expected is not None:
+                assert isinstance(result, torch_module.Tensor), type(result)
+                np.testing.assert_allclose(result.numpy(), expected, rtol=1e-5, atol=1)
+            cases.append((label, build, "dlbridge, torch", lambda f=function, a=tensors: f(*a)))
+    return cases
+
+
+def print_user_kernels(cases, medians):
+    """The kernels' table: each build's dlbridge and rust-numpy medians and their ratio."""
+    by_key = {
+        (label, build, peer): median for (label, build, peer, _), median in zip(cases, medians)
+    }
+    labels = list(dict.fromkeys(label for label, _, _, _ in cases))
+    print()
+    print(
+        "Kernels as users build them (benches/peers/dlbridge-user and benches/peers/rust-numpy, "
+        "NumPy inputs unless `torch`): cargo's default release profile, then fat LTO"
+    )
+    print()
+    print(
+        "| kernel | dlbridge, default | rust-numpy, default | ratio | dlbridge, LTO "
+        "| rust-numpy, LTO | ratio | dlbridge torch in/out, default | ..., LTO |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+
+    def cell(key):
+        median = by_key.get(key)
+        return "-" if median is None else f"{median:,.0f} ns"
+
+    def ratio(build, label):
+        ours = by_key.get((label, build, "dlbridge"))
+        theirs = by_key.get((label, build, "rust-numpy"))
+        return "-" if ours is None or theirs is None else f"{ours / theirs:.2f}"
+
+    for label in labels:
+        print(
+            f"| {label} | {cell((label, 'default', 'dlbridge'))} "
+            f"| {cell((label, 'default', 'rust-numpy'))} | {ratio('default', label)} "
+            f"| {cell((label, 'lto', 'dlbridge'))} | {cell((label, 'lto', 'rust-numpy'))} "
+            f"| {ratio('lto', label)} | {cell((label, 'default', 'dlbridge, torch'))} "
+            f"| {cell((label, 'lto', 'dlbridge, torch'))} |"
+        )
 
 
 def main():
@@ -245,14 +383,26 @@ def main():
             else ""
         )
     )
+    user_cases = user_kernel_cases(torch)
     if sys.argv[1:]:
         cases = [case for case in cases if any(word in case[0] for word in sys.argv[1:])]
-    print()
-    print("| path | median per call |")
-    print("|---|---|")
-    medians = per_call_interleaved([function for _, function in cases])
-    for (label, _), median in zip(cases, medians):
-        print(f"| `{label}` | {median:,.0f} ns |")
+        user_cases = [
+            case
+            for case in user_cases
+            if any(word in f"{case[0]} {case[1]} {case[2]}" for word in sys.argv[1:])
+        ]
+    # One interleaved run over both tables, so that their medians compare.
+    medians = per_call_interleaved(
+        [function for _, function in cases] + [case[3] for case in user_cases]
+    )
+    if cases:
+        print()
+        print("| path | median per call |")
+        print("|---|---|")
+        for (label, _), median in zip(cases, medians):
+            print(f"| `{label}` | {median:,.0f} ns |")
+    if user_cases:
+        print_user_kernels(user_cases, medians[len(cases) :])
 
 
 if __name__ == "__main__":

@@ -208,6 +208,12 @@ def test_torch_capsules_to_dlbridge(torch):
     _check(lambda: dlbridge.from_dlpack(x.__dlpack__(max_version=(1, 3))), x)
 
 
+def test_ndarray_results_to_numpy():
+    # Made over the Array's own buffer, which the array's base frees (issue 30).
+    like = np.zeros(1)
+    _check(lambda: kernels.arange_like_framework(like, "float64", [4, 4], "reversed"), like)
+
+
 def test_borrowed_typed_arguments_numpy():
     a = np.arange(16, dtype=np.float32).reshape(4, 4)
     w = np.zeros(8, dtype=np.float64)

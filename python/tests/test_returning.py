@@ -116,6 +116,73 @@ def test_empty_and_zero_dimensional_results():
     assert scalar.shape == ()
 
 
+# --- An ndarray result: NumPy's array made over the Array's own buffer (issue 30) ----------
+
+NDARRAY_TYPES = {
+    "bool": np.bool_,
+    "uint8": np.uint8,
+    "int64": np.int64,
+    "float16": np.float16,
+    "float32": np.float32,
+    "float64": np.float64,
+    "complex128": np.complex128,
+}
+
+
+def _arange(dtype, shape):
+    """What `arange_like_framework` holds: 0, 1, 2, ... in row-major order."""
+    values = np.arange(int(np.prod(shape))).reshape(shape)
+    if dtype == "bool":
+        return values % 2 == 1
+    if dtype == "complex128":
+        return values + 0.5j
+    return values.astype(NDARRAY_TYPES[dtype])
+
+
+@pytest.mark.parametrize("dtype", sorted(NDARRAY_TYPES))
+@pytest.mark.parametrize("layout", ["c", "f", "reversed", "every_other"])
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 4)])
+def test_an_ndarray_result_is_an_array_over_its_own_buffer(dtype, layout, shape):
+    result = kernels.arange_like_framework(LIKE, dtype, list(shape), layout)
+    expected = _arange(dtype, shape)
+    assert type(result) is np.ndarray
+    assert result.dtype == NDARRAY_TYPES[dtype]
+    assert result.dtype.num == np.dtype(NDARRAY_TYPES[dtype]).num
+    np.testing.assert_array_equal(result, expected)
+    assert result.flags.writeable
+    assert not result.flags.owndata  # Rust memory, owned by the base object
+    assert type(result.base).__name__ == "TensorMemory"
+    itemsize = result.itemsize
+    if layout == "c":
+        assert result.flags.c_contiguous
+    elif layout == "f":
+        assert result.flags.f_contiguous
+    elif layout == "reversed":
+        assert result.strides[-1] == -itemsize
+    else:
+        assert result.strides[-1] == 2 * itemsize
+    # One semantics: the tensor path (the same Array returned like a dlbridge tensor, then
+    # handed to NumPy) gives the same layout and values.
+    through_tensor = np.from_dlpack(
+        kernels.arange_like_framework(dlbridge.zeros([1]), dtype, list(shape), layout)
+    )
+    assert through_tensor.strides == result.strides
+    np.testing.assert_array_equal(through_tensor, result)
+    # Writable, and kept alive by its views.
+    view = result[..., :1]
+    result[...] = expected[(0,) * len(shape)]
+    np.testing.assert_array_equal(result, np.full(shape, expected[(0,) * len(shape)]))
+    del result
+    gc.collect()
+    np.testing.assert_array_equal(view, np.full(view.shape, expected[(0,) * len(shape)]))
+
+
+def test_an_empty_ndarray_result_goes_the_tensor_way():
+    empty = kernels.arange_like_framework(LIKE, "float32", [0, 3], "c")
+    assert type(empty) is np.ndarray
+    assert empty.shape == (0, 3)
+
+
 def test_other_frameworks_are_unchanged():
     torch = pytest.importorskip("torch")
     result = kernels.zeros_like_framework(torch.zeros(1), "float32", [2, 2])

@@ -47,6 +47,7 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     testing.add_function(wrap_pyfunction!(cuda_noop3, &testing)?)?;
     testing.add_function(wrap_pyfunction!(release_on_new_thread, &testing)?)?;
     testing.add_function(wrap_pyfunction!(zeros_like_framework, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(arange_like_framework, &testing)?)?;
     testing.add_function(wrap_pyfunction!(import_return_like, &testing)?)?;
     testing.add_function(wrap_pyfunction!(byte_histogram, &testing)?)?;
     testing.add_function(wrap_pyfunction!(halves, &testing)?)?;
@@ -68,6 +69,94 @@ fn zeros_like_framework<'py>(
         .map_err(|e: dlbridge::ParseDataTypeError| PyValueError::new_err(e.to_string()))?;
     let tensor = ManagedTensor::zeros(dtype, &shape).map_err(to_py_err)?;
     return_like(py, tensor, like)
+}
+
+/// An ndarray `Array` of `dtype` (a DLPack name: bool, uint8, int64, float16, float32,
+/// float64, complex128) holding 0, 1, 2, ... in row-major order of `shape`, returned in the
+/// framework of `like` (`return_like`: to NumPy, made over the array's own buffer). `layout`
+/// is how the array holds them: "c" (standard), "f" (column-major: the transpose of a
+/// standard array), "reversed" (the last axis inverted, so the first element is not at the
+/// buffer's start) or "every_other" (every second element of the last axis of a buffer
+/// twice as long). A bool array holds `value % 2 == 1`, a complex one `value + 0.5i`.
+#[pyfunction]
+fn arange_like_framework<'py>(
+    py: Python<'py>,
+    like: &Bound<'py, PyAny>,
+    dtype: &str,
+    shape: Vec<usize>,
+    layout: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    use dlbridge::half::f16;
+    use dlbridge::num_complex::Complex64;
+    use ndarray::{ArrayD, Axis, ShapeBuilder, Slice};
+
+    fn arranged<T: Clone>(
+        shape: &[usize],
+        layout: &str,
+        value: &dyn Fn(usize) -> T,
+    ) -> PyResult<ArrayD<T>> {
+        let count: usize = shape.iter().product();
+        let wrong = |e: ndarray::ShapeError| PyValueError::new_err(e.to_string());
+        Ok(match layout {
+            "c" => ArrayD::from_shape_vec(IxDyn(shape), (0..count).map(value).collect())
+                .map_err(wrong)?,
+            "f" => {
+                // Column-major memory, the same logical values.
+                let mut array = ArrayD::from_elem(IxDyn(shape).f(), value(0));
+                array.assign(&arranged(shape, "c", value)?);
+                array
+            }
+            "reversed" => {
+                let last = shape
+                    .len()
+                    .checked_sub(1)
+                    .ok_or_else(|| PyValueError::new_err("reversed: needs a dimension"))?;
+                let mut array = arranged(shape, "c", value)?;
+                // Values reversed along the last axis, so that inverting it restores 0, 1, 2...
+                array.invert_axis(Axis(last));
+                let mut stored = array.as_standard_layout().into_owned();
+                stored.invert_axis(Axis(last));
+                stored
+            }
+            "every_other" => {
+                let last = shape
+                    .len()
+                    .checked_sub(1)
+                    .ok_or_else(|| PyValueError::new_err("every_other: needs a dimension"))?;
+                let mut wide = shape.to_vec();
+                wide[last] *= 2;
+                let mut array = ArrayD::from_elem(IxDyn(&wide), value(0));
+                let mut kept = array.slice_axis_mut(Axis(last), Slice::new(0, None, 2));
+                for (slot, index) in kept.iter_mut().zip(0..count) {
+                    *slot = value(index);
+                }
+                array.slice_axis_inplace(Axis(last), Slice::new(0, None, 2));
+                array
+            }
+            other => return Err(PyValueError::new_err(format!("unknown layout {other:?}"))),
+        })
+    }
+
+    match dtype {
+        "bool" => return_like(py, arranged(&shape, layout, &|i| i % 2 == 1)?, like),
+        "uint8" => return_like(py, arranged(&shape, layout, &|i| i as u8)?, like),
+        "int64" => return_like(py, arranged(&shape, layout, &|i| i as i64)?, like),
+        "float16" => return_like(
+            py,
+            arranged(&shape, layout, &|i| f16::from_f64(i as f64))?,
+            like,
+        ),
+        "float32" => return_like(py, arranged(&shape, layout, &|i| i as f32)?, like),
+        "float64" => return_like(py, arranged(&shape, layout, &|i| i as f64)?, like),
+        "complex128" => return_like(
+            py,
+            arranged(&shape, layout, &|i| Complex64::new(i as f64, 0.5))?,
+            like,
+        ),
+        other => Err(PyValueError::new_err(format!(
+            "unsupported dtype {other:?}"
+        ))),
+    }
 }
 
 /// `x` imported (`from_dlpack`, zero-copy) and returned in the framework of `like`: the

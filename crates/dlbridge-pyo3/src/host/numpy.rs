@@ -13,9 +13,12 @@
 //! elements; everything else goes through `__dlpack__`, whose answer (or error) is NumPy's.
 
 use std::ffi::{c_char, c_int, c_void};
+use std::mem::ManuallyDrop;
+use std::ptr::NonNull;
 
 use dlbridge::ffi::DLTensor;
-use dlbridge::{Device, ManagedTensor, TensorView, Writability};
+use dlbridge::{Device, Element, ManagedTensor, TensorView, Writability};
+use ndarray::{Array, Dimension};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -283,12 +286,67 @@ fn find_array_api(py: Python<'_>) -> PyResult<Option<ArrayApi>> {
     }))
 }
 
-/// The base object of a NumPy array made over a tensor's memory ([`into_array`]): it keeps
-/// the tensor, and so its producer's memory, alive as long as the array (and its views) live.
+/// The base object of a NumPy array made over a Rust result's memory ([`into_array`],
+/// [`array_from_ndarray`]): it keeps that memory alive as long as the array (and its views)
+/// live.
 #[pyclass(frozen, module = "dlbridge_pyo3", name = "TensorMemory")]
 pub(crate) struct TensorMemory {
-    _tensor: ManagedTensor,
+    _memory: Memory,
 }
+
+/// What a [`TensorMemory`] keeps.
+enum Memory {
+    /// A tensor, and so its producer's memory.
+    Tensor(#[allow(dead_code)] ManagedTensor),
+    /// The buffer of an ndarray result, without a DLPack tensor around it.
+    Elements(#[allow(dead_code)] OwnedElements),
+}
+
+/// A `Vec<T>` of some element type, taken apart: its buffer, freed as a `Vec<T>` of the same
+/// type, length and capacity when this is dropped (as rust-numpy's base objects do). No
+/// allocation of its own, unlike a `Box<dyn Send + Sync>`.
+struct OwnedElements {
+    ptr: NonNull<u8>,
+    len: usize,
+    capacity: usize,
+    /// `release::<T>` for the vector's `T`.
+    release: unsafe fn(NonNull<u8>, usize, usize),
+}
+
+impl OwnedElements {
+    fn new<T: Element>(vector: Vec<T>) -> Self {
+        /// Rebuilds and drops the vector.
+        ///
+        /// # Safety
+        ///
+        /// The arguments must be the parts of a `Vec<T>` taken apart by `new`, once.
+        unsafe fn release<T>(ptr: NonNull<u8>, len: usize, capacity: usize) {
+            // SAFETY: the contract: the parts of a `Vec<T>` that nothing else owns.
+            drop(unsafe { Vec::from_raw_parts(ptr.cast::<T>().as_ptr(), len, capacity) });
+        }
+        let mut vector = ManuallyDrop::new(vector);
+        OwnedElements {
+            // A `Vec`'s pointer is never NULL (dangling but aligned when it holds nothing).
+            ptr: NonNull::from(vector.as_mut_slice()).cast(),
+            len: vector.len(),
+            capacity: vector.capacity(),
+            release: release::<T>,
+        }
+    }
+}
+
+impl Drop for OwnedElements {
+    fn drop(&mut self) {
+        // SAFETY: the parts `new` took apart, released once (here, in the only drop).
+        unsafe { (self.release)(self.ptr, self.len, self.capacity) }
+    }
+}
+
+// SAFETY: it owns a `Vec<T>` of an `Element` type, which is `Send`; the pointer is never
+// dereferenced from Rust (NumPy reads and writes the elements, under the GIL).
+unsafe impl Send for OwnedElements {}
+// SAFETY: no shared access from Rust at all (`&OwnedElements` gives nothing but the drop).
+unsafe impl Sync for OwnedElements {}
 
 /// Returns `tensor` as a new `numpy.ndarray` over its memory, zero-copy, made with NumPy's C
 /// API: what `numpy.from_dlpack` would give (a read-only array for a read-only tensor), in a
@@ -311,18 +369,8 @@ pub(crate) fn into_array(
     if view.device() != Device::CPU || view.num_elements() == 0 || view.ndim() > HOST_MAX_NDIM {
         return Ok(Err(tensor));
     }
-    let ndim = view.ndim();
-    // Byte strides, on the stack; up to 8 dimensions (nearly every result) the buffer is small
-    // to clear.
-    let mut few = [0isize; 8];
-    let mut many;
-    let byte_strides: &mut [isize] = if ndim <= few.len() {
-        &mut few[..ndim]
-    } else {
-        many = [0isize; HOST_MAX_NDIM];
-        &mut many[..ndim]
-    };
-    for (bytes, &stride) in byte_strides.iter_mut().zip(view.strides()) {
+    let mut strides = IntpBuffer::new(view.ndim());
+    for (bytes, &stride) in strides.as_mut().iter_mut().zip(view.strides()) {
         // Validation keeps every byte offset within `isize` (V8), so this fits.
         *bytes = stride as isize * itemsize as isize;
     }
@@ -330,44 +378,157 @@ pub(crate) fn into_array(
     // in `host`).
     let extents = view.shape().as_ptr().cast::<isize>();
     let data = view.data_ptr();
-    let flags = if view.writability().allows_writes() {
-        WRITEABLE
-    } else {
-        0
+    let writable = view.writability().allows_writes();
+    // SAFETY: `extents` and the strides describe the tensor's layout, which its validation
+    // checked for `data` (V7, V8); the tensor, which owns that memory, becomes the base below.
+    let array = unsafe {
+        new_array(
+            py,
+            api,
+            numpy_type,
+            extents,
+            strides.as_mut(),
+            data,
+            writable,
+        )
+    }?;
+    set_base(py, api, array, Memory::Tensor(tensor)).map(Ok)
+}
+
+/// Returns an ndarray result as a new `numpy.ndarray` over the array's own buffer, zero-copy,
+/// without making a DLPack tensor of it first: the same array [`into_array`] makes of the
+/// array's tensor (writable, in the array's strides), in fewer steps, as rust-numpy's
+/// `into_pyarray` does. `Err(array)` gives the array back where [`into_array`] would not take
+/// its tensor (no elements, a data type NumPy has no number for, more than 64 dimensions,
+/// NumPy's API not found).
+pub(crate) fn array_from_ndarray<T: Element, D: Dimension>(
+    py: Python<'_>,
+    array: Array<T, D>,
+) -> PyResult<Result<Bound<'_, PyAny>, Array<T, D>>> {
+    let (Some(api), Some(numpy_type)) = (array_api(py), numpy_type_of(T::DTYPE)) else {
+        return Ok(Err(array));
     };
+    if array.is_empty() || array.ndim() > HOST_MAX_NDIM {
+        return Ok(Err(array));
+    }
+    let ndim = array.ndim();
+    let mut extents = IntpBuffer::new(ndim);
+    for (out, &extent) in extents.as_mut().iter_mut().zip(array.shape()) {
+        // An array's extents multiply to at most `isize::MAX` (ndarray's invariant).
+        *out = extent as isize;
+    }
+    let mut strides = IntpBuffer::new(ndim);
+    for (out, &stride) in strides.as_mut().iter_mut().zip(array.strides()) {
+        // Its byte offsets fit `isize` too (ndarray's invariant: the elements lie in one
+        // allocation of at most `isize::MAX` bytes).
+        *out = stride * size_of::<T>() as isize;
+    }
+    let (mut vector, first) = array.into_raw_vec_and_offset();
+    // An array with elements has a first one; its index is within the buffer.
+    let first = first.unwrap_or(0);
+    let data = vector[first..].as_mut_ptr().cast::<c_void>();
+    let memory = Memory::Elements(OwnedElements::new(vector));
+    // SAFETY: the extents and strides are the array's, whose elements all lie in its buffer
+    // from `data`, the first element's address (ndarray's invariants); the buffer, which
+    // nothing else owns, becomes the base below and stays where it is when moved.
+    let array = unsafe {
+        new_array(
+            py,
+            api,
+            numpy_type,
+            extents.as_mut().as_ptr(),
+            strides.as_mut(),
+            data,
+            true,
+        )
+    }?;
+    set_base(py, api, array, memory).map(Ok)
+}
+
+/// An `npy_intp` per dimension (extents or byte strides), on the stack: up to 8 dimensions
+/// (nearly every result) in a small buffer that is quick to clear.
+// Both variants live on the stack for one call: the size is the point (no allocation), and
+// only the small one is cleared for up to 8 dimensions.
+#[allow(clippy::large_enum_variant)]
+enum IntpBuffer {
+    Few([isize; 8], usize),
+    Many([isize; HOST_MAX_NDIM], usize),
+}
+
+impl IntpBuffer {
+    fn new(ndim: usize) -> Self {
+        if ndim <= 8 {
+            IntpBuffer::Few([0; 8], ndim)
+        } else {
+            IntpBuffer::Many([0; HOST_MAX_NDIM], ndim)
+        }
+    }
+
+    fn as_mut(&mut self) -> &mut [isize] {
+        match self {
+            IntpBuffer::Few(values, ndim) => &mut values[..*ndim],
+            IntpBuffer::Many(values, ndim) => &mut values[..*ndim],
+        }
+    }
+}
+
+/// A new array without a base, from NumPy's `PyArray_NewFromDescr`; its reference is ours.
+///
+/// # Safety
+///
+/// `extents` must point to `strides.len()` extents (at most [`HOST_MAX_NDIM`]), which with the
+/// byte `strides` describe elements of `numpy_type` that all lie in memory readable (and,
+/// with `writable`, writable) from `data`, memory that the caller keeps alive for the array by
+/// [`set_base`] before the array is handed out.
+unsafe fn new_array<'py>(
+    py: Python<'py>,
+    api: &ArrayApi,
+    numpy_type: c_int,
+    extents: *const isize,
+    strides: &[isize],
+    data: *mut c_void,
+    writable: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     // SAFETY: a built-in type number (from the table), which NumPy always has a descriptor
     // for; a new reference, or NULL with an exception.
     let descr = unsafe { (api.descr_from_type)(numpy_type) };
     if descr.is_null() {
         return Err(PyErr::fetch(py));
     }
-    // SAFETY: NumPy's contract: the descriptor is stolen; `ndim` extents (the tensor's, which
-    // is still ours here) and byte strides, both copied into the array; `data` is the tensor's
-    // first element, valid for the layout the tensor's validation checked, and kept alive by
-    // the base object set below before the array is handed out; no flag asks NumPy to own or
-    // copy the data.
+    // SAFETY: NumPy's contract: the descriptor is stolen; the extents and byte strides are
+    // copied into the array; `data` and the layout are valid (this function's contract); no
+    // flag asks NumPy to own or copy the data.
     let array = unsafe {
         (api.new_from_descr)(
             api.array_type,
             descr,
-            ndim as c_int,
+            strides.len() as c_int,
             extents,
-            byte_strides.as_ptr(),
+            strides.as_ptr(),
             data,
-            flags,
+            if writable { WRITEABLE } else { 0 },
             std::ptr::null_mut(),
         )
     };
     if array.is_null() {
         return Err(PyErr::fetch(py));
     }
-    // SAFETY: a new array; its reference is ours. Should anything below fail, it is released
-    // without its data being read.
-    let array = unsafe { Bound::from_owned_ptr(py, array) };
-    let base = Py::new(py, TensorMemory { _tensor: tensor })?;
+    // SAFETY: a new array; its reference is ours. Should anything after this fail, it is
+    // released without its data being read.
+    Ok(unsafe { Bound::from_owned_ptr(py, array) })
+}
+
+/// Makes `memory` the base object of a new array from [`new_array`], which keeps it alive.
+fn set_base<'py>(
+    py: Python<'py>,
+    api: &ArrayApi,
+    array: Bound<'py, PyAny>,
+    memory: Memory,
+) -> PyResult<Bound<'py, PyAny>> {
+    let base = Py::new(py, TensorMemory { _memory: memory })?;
     // SAFETY: a new array without a base; the base reference is stolen, also on failure.
     if unsafe { (api.set_base_object)(array.as_ptr(), base.into_ptr()) } != 0 {
         return Err(PyErr::fetch(py));
     }
-    Ok(Ok(array))
+    Ok(array)
 }

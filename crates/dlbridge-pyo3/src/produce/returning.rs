@@ -145,6 +145,19 @@ impl TensorProducer {
 pub trait IntoTensor {
     /// The tensor, or the core's error (a shape the array cannot export, say).
     fn into_tensor(self) -> dlbridge::Result<ManagedTensor>;
+
+    /// Not part of the API (the default is the only behaviour an implementation outside this
+    /// crate should have): [`return_like`]'s result for a NumPy caller, a new NumPy array
+    /// made with NumPy's C API over the tensor's memory, or the tensor when that path does not
+    /// take it. An ndarray `Array` skips the tensor: the array is made over its buffer
+    /// directly, the same array in fewer steps.
+    #[doc(hidden)]
+    fn into_numpy_array(self, py: Python<'_>) -> PyResult<Result<Bound<'_, PyAny>, ManagedTensor>>
+    where
+        Self: Sized,
+    {
+        numpy::into_array(py, self.into_tensor().map_err(to_py_err)?)
+    }
 }
 
 impl IntoTensor for ManagedTensor {
@@ -156,6 +169,14 @@ impl IntoTensor for ManagedTensor {
 impl<T: Element, D: Dimension> IntoTensor for Array<T, D> {
     fn into_tensor(self) -> dlbridge::Result<ManagedTensor> {
         ManagedTensor::from_array(self)
+    }
+
+    fn into_numpy_array(self, py: Python<'_>) -> PyResult<Result<Bound<'_, PyAny>, ManagedTensor>> {
+        match numpy::array_from_ndarray(py, self)? {
+            Ok(array) => Ok(Ok(array)),
+            // Not taken there: its tensor would not be taken either (the same conditions).
+            Err(array) => Ok(Err(ManagedTensor::from_array(array).map_err(to_py_err)?)),
+        }
     }
 }
 
@@ -211,14 +232,15 @@ pub fn return_like<'py>(
     result: impl IntoTensor,
     like: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut tensor = result.into_tensor().map_err(to_py_err)?;
     let info = type_info(like)?;
-    if info.numpy_array {
-        match numpy::into_array(py, tensor)? {
+    let tensor = if info.numpy_array {
+        match result.into_numpy_array(py)? {
             Ok(array) => return Ok(array),
-            Err(not_taken) => tensor = not_taken,
+            Err(not_taken) => not_taken,
         }
-    }
+    } else {
+        result.into_tensor().map_err(to_py_err)?
+    };
     if let Some(api) = info.exchange {
         if let Some(wrap) = api.table().managed_tensor_to_py_object_no_sync {
             // The table takes versioned tensors: a legacy one is shared as one, no copy.

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Instructions per call of the kernel rows of benches/python_exchange.py, under callgrind.
+
+Time on a shared two-core VM moves by a few percent between runs; the instructions a call runs
+do not (for one build, with `PYTHONHASHSEED=0`). This runs every kernel row of the benchmark
+(the kernels as users build them: benches/peers/dlbridge-user and benches/peers/rust-numpy, in
+both profiles) in one process under `valgrind --tool=callgrind`, collecting only inside the
+PyO3-generated function of a kernel (`__pyfunction_<name>`: argument extraction, the kernel,
+the returned object made), and prints the instructions per call of each row. Per row, the
+kernel is called WARMUP times (the first calls fill caches of types), then CALLS times between
+two calls of `os.getppid()`, at which callgrind dumps its counters (`--dump-before`): the
+part between the two dumps is the row's.
+
+    .venv/bin/python benches/instructions.py [--calls N] [--functions] [WORD ...]
+
+WORDs keep the rows whose label, build or peer contains one of them. `--functions` also
+prints, per row, the functions with the most inclusive instructions (callgrind_annotate).
+Needs valgrind (Debian's package) and the peers of `make bench-peers`.
+"""
+
+import argparse
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+WARMUP = 100
+
+
+def child(calls, words):
+    sys.path.insert(0, str(HERE))
+    import python_exchange
+
+    cases = python_exchange.user_kernel_cases(python_exchange.torch)
+    for label, build, peer, function in select(cases, words):
+        for _ in range(WARMUP):
+            function()
+        os.getppid()
+        for _ in range(calls):
+            function()
+        os.getppid()
+        print(f"{label}\t{build}\t{peer}", flush=True)
+
+
+def select(cases, words):
+    if not words:
+        return cases
+    return [case for case in cases if any(word in " ".join(case[:3]) for word in words)]
+
+
+def total_instructions(path):
+    for line in pathlib.Path(path).read_text().splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2_000)
+    parser.add_argument("--functions", action="store_true")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("words", nargs="*")
+    arguments = parser.parse_args()
+    if arguments.child:
+        child(arguments.calls, arguments.words)
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        out = pathlib.Path(directory) / "callgrind.out"
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--collect-atstart=no",
+            "--toggle-collect=*__pyfunction_*",
+            "--dump-before=*getppid*",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            __file__,
+            "--child",
+            "--calls",
+            str(arguments.calls),
+            *arguments.words,
+        ]
+        environment = dict(os.environ, PYTHONHASHSEED="0")
+        finished = subprocess.run(
+            command, env=environment, capture_output=True, text=True, check=False
+        )
+        if finished.returncode != 0:
+            sys.stderr.write(finished.stderr[-4000:])
+            sys.exit(finished.returncode)
+        rows = [line.split("\t") for line in finished.stdout.splitlines() if "\t" in line]
+        # Dump parts, in order: everything up to the first marker, then per row the measured
+        # calls and the next row's warm-up. A marker may dump twice (libc's `getppid` and its
+        # alias both match): the empty parts are left out, as no part with calls is empty.
+        parts = [
+            path
+            for path in sorted(
+                pathlib.Path(directory).glob("callgrind.out.*"),
+                key=lambda path: int(path.suffix[1:]),
+            )
+            if total_instructions(path) > 0
+        ]
+        print(f"instructions per call ({arguments.calls:,} calls per row, callgrind)")
+        print()
+        print("| kernel | build | peer | instructions per call |")
+        print("|---|---|---|---|")
+        for index, (label, build, peer) in enumerate(rows):
+            part = parts[2 * index + 1]
+            per_call = total_instructions(part) / arguments.calls
+            print(f"| {label} | {build} | {peer} | {per_call:,.0f} |")
+            if arguments.functions:
+                annotated = subprocess.run(
+                    ["callgrind_annotate", "--inclusive=yes", "--threshold=99", str(part)],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                ).stdout
+                for line in annotated.splitlines()[:60]:
+                    if re.match(r"^\s*[\d,]+ \(", line):
+                        print(f"    {line.strip()[:160]}")
+
+
+if __name__ == "__main__":
+    main()
