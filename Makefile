@@ -269,8 +269,10 @@ bench:
 	$(CARGO) bench -p dlbridge-benches
 	python3 benches/criterion_medians.py
 
-## The Python side-by-side benchmark (dlbridge, NumPy, PyTorch, tvm-ffi, nanobind, dlpark):
-## BENCHMARKS.md.
+## The Python side-by-side benchmark (dlbridge, NumPy, PyTorch, tvm-ffi, nanobind, dlpark),
+## then the kernels as users build them beside rust-numpy's (default profile and fat LTO):
+## BENCHMARKS.md. `benches/instructions.py` counts those kernels' instructions per call
+## (valgrind).
 bench-python: python-build example-build bench-peers
 	$(PYTHON) benches/python_exchange.py
 

@@ -9,8 +9,14 @@ rust-numpy) are built by `make bench-peers` into `target/peers/python`; rows for
 is not built are left out, and so are the rows of dlbridge's typed arguments where the
 extension was built without the cargo feature `testing` (their kernels; `make python-build`
 turns it on).
-Arguments, if any, keep only the rows whose label contains one of them
-(`python_exchange.py TensorArg matmul`), for comparing two builds row by row.
+A second table times the kernels of benches/peers/dlbridge-user beside the same kernels
+written with rust-numpy, each built as a user's crate is (cargo's default release profile) and
+with the workspace's (fat LTO), in the same interleaved run (BENCHMARKS.md, issue 30);
+benches/instructions.py counts their instructions per call under callgrind.
+Arguments, if any, keep only the rows whose label (or, in the second table, build or peer)
+contains one of them (`python_exchange.py TensorArg matmul`, `python_exchange.py default lto`
+for the second table alone), for comparing two builds row by row. DLBRIDGE_BENCH_PEERS names
+another folder of peers than target/peers/python (an older checkout's, say).
 """
 
 import importlib
