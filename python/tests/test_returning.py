@@ -177,6 +177,33 @@ def test_an_ndarray_result_is_an_array_over_its_own_buffer(dtype, layout, shape)
     np.testing.assert_array_equal(view, np.full(view.shape, expected[(0,) * len(shape)]))
 
 
+@pytest.mark.parametrize("dtype", sorted(NDARRAY_TYPES))
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4), (2, 3, 4)])
+def test_a_vec_and_shape_result_is_an_array_over_the_vector(dtype, shape):
+    result = kernels.arange_like_framework(LIKE, dtype, list(shape), "vec")
+    assert type(result) is np.ndarray
+    assert result.dtype == NDARRAY_TYPES[dtype]
+    assert result.shape == shape
+    assert result.flags.c_contiguous
+    assert result.flags.writeable
+    assert type(result.base).__name__ == "TensorMemory"
+    np.testing.assert_array_equal(result, _arange(dtype, shape))
+    through_tensor = np.from_dlpack(
+        kernels.arange_like_framework(dlbridge.zeros([1]), dtype, list(shape), "vec")
+    )
+    assert through_tensor.strides == result.strides
+
+
+def test_a_vec_too_short_for_its_shape_is_the_cores_error_on_every_path():
+    with pytest.raises(Exception) as to_numpy:
+        kernels.arange_like_framework(LIKE, "float32", [3, 4], "vec_short")
+    with pytest.raises(Exception) as to_dlbridge:
+        kernels.arange_like_framework(dlbridge.zeros([1]), "float32", [3, 4], "vec_short")
+    assert type(to_numpy.value) is type(to_dlbridge.value)
+    assert str(to_numpy.value) == str(to_dlbridge.value)
+    assert "11" in str(to_numpy.value)  # the values the vector holds, named
+
+
 def test_an_empty_ndarray_result_goes_the_tensor_way():
     empty = kernels.arange_like_framework(LIKE, "float32", [0, 3], "c")
     assert type(empty) is np.ndarray

@@ -77,7 +77,9 @@ fn zeros_like_framework<'py>(
 /// is how the array holds them: "c" (standard), "f" (column-major: the transpose of a
 /// standard array), "reversed" (the last axis inverted, so the first element is not at the
 /// buffer's start) or "every_other" (every second element of the last axis of a buffer
-/// twice as long). A bool array holds `value % 2 == 1`, a complex one `value + 0.5i`.
+/// twice as long); "vec" returns a `(Vec, shape)` instead, and "vec_short" one whose vector
+/// has a value too few for the shape (the core's error). A bool array holds `value % 2 == 1`,
+/// a complex one `value + 0.5i`.
 #[pyfunction]
 fn arange_like_framework<'py>(
     py: Python<'py>,
@@ -137,22 +139,34 @@ fn arange_like_framework<'py>(
         })
     }
 
+    /// The result in `layout`: an `Array`, or a `(Vec, shape)` ("vec"; "vec_short" with one
+    /// value too few for the shape).
+    fn returned<'py, T: dlbridge::Element>(
+        py: Python<'py>,
+        like: &Bound<'py, PyAny>,
+        shape: &[usize],
+        layout: &str,
+        value: &dyn Fn(usize) -> T,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let count: usize = shape.iter().product();
+        match layout {
+            "vec" => return_like(py, ((0..count).map(value).collect::<Vec<T>>(), shape), like),
+            "vec_short" => {
+                let values = (0..count.saturating_sub(1)).map(value).collect::<Vec<T>>();
+                return_like(py, (values, shape), like)
+            }
+            _ => return_like(py, arranged(shape, layout, value)?, like),
+        }
+    }
+
     match dtype {
-        "bool" => return_like(py, arranged(&shape, layout, &|i| i % 2 == 1)?, like),
-        "uint8" => return_like(py, arranged(&shape, layout, &|i| i as u8)?, like),
-        "int64" => return_like(py, arranged(&shape, layout, &|i| i as i64)?, like),
-        "float16" => return_like(
-            py,
-            arranged(&shape, layout, &|i| f16::from_f64(i as f64))?,
-            like,
-        ),
-        "float32" => return_like(py, arranged(&shape, layout, &|i| i as f32)?, like),
-        "float64" => return_like(py, arranged(&shape, layout, &|i| i as f64)?, like),
-        "complex128" => return_like(
-            py,
-            arranged(&shape, layout, &|i| Complex64::new(i as f64, 0.5))?,
-            like,
-        ),
+        "bool" => returned(py, like, &shape, layout, &|i| i % 2 == 1),
+        "uint8" => returned(py, like, &shape, layout, &|i| i as u8),
+        "int64" => returned(py, like, &shape, layout, &|i| i as i64),
+        "float16" => returned(py, like, &shape, layout, &|i| f16::from_f64(i as f64)),
+        "float32" => returned(py, like, &shape, layout, &|i| i as f32),
+        "float64" => returned(py, like, &shape, layout, &|i| i as f64),
+        "complex128" => returned(py, like, &shape, layout, &|i| Complex64::new(i as f64, 0.5)),
         other => Err(PyValueError::new_err(format!(
             "unsupported dtype {other:?}"
         ))),

@@ -72,6 +72,16 @@ pub enum Error {
         /// The version the producer wrote.
         version: Version,
     },
+    /// A tensor without strides (a legacy or pre-1.2 producer's NULL `strides`, read as
+    /// compact row-major) whose compact strides do not fit in `i64`: possible only for
+    /// sub-byte data types, whose byte size fits with more than `i64::MAX` elements.
+    CompactStridesOverflow {
+        /// The dimension whose extent takes the product of the extents after it past
+        /// `i64::MAX`.
+        dim: usize,
+        /// Its extent.
+        extent: i64,
+    },
     /// A stride makes the offset of some element overflow.
     StrideOverflow {
         /// The dimension.
@@ -338,6 +348,11 @@ impl fmt::Display for Error {
                 f,
                 "DLTensor.strides is NULL with DLTensor.ndim = {ndim} in a version {version} \
                  tensor; from DLPack 1.2 on strides are required"
+            ),
+            Error::CompactStridesOverflow { dim, extent } => write!(
+                f,
+                "DLTensor.strides is NULL and DLTensor.shape[{dim}] = {extent} takes the \
+                 compact strides past i64"
             ),
             Error::StrideOverflow { dim, stride } => write!(
                 f,

@@ -45,6 +45,28 @@ pub(crate) fn count_elements(shape: impl Iterator<Item = i64>) -> Result<u64> {
     }
 }
 
+/// The last element offset of a compact row-major layout of `shape` with `elements` (at least
+/// one) elements: `elements - 1`, where the layout's strides fit `i64` (they are made for a
+/// tensor without strides); otherwise the dimension whose extent takes the product of the
+/// extents after it past `i64::MAX` (possible only for sub-byte data types, whose byte size
+/// fits with more elements).
+pub(crate) fn compact_last_offset(shape: &[i64], elements: u64) -> Result<i64> {
+    if let Ok(count) = i64::try_from(elements) {
+        return Ok(count - 1);
+    }
+    let mut product: i64 = 1;
+    for (dim, &extent) in shape.iter().enumerate().rev() {
+        product = product
+            .checked_mul(extent)
+            .ok_or(Error::CompactStridesOverflow { dim, extent })?;
+    }
+    // Unreachable: the extents multiply to `elements`, which is past `i64::MAX`.
+    Err(Error::CompactStridesOverflow {
+        dim: 0,
+        extent: shape.first().copied().unwrap_or(0),
+    })
+}
+
 /// The compact row-major (C order) strides of `shape`, written into `strides`.
 ///
 /// Extents must be non-negative and their product must not overflow (see [`element_count`]).

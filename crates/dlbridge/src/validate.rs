@@ -154,7 +154,7 @@ pub(crate) unsafe fn validate_descriptor(
     }
     // The element offsets reached, relative to the first element.
     let (low, high) = if strides_missing || rank == 0 {
-        (0, elements as i64 - 1)
+        (0, layout::compact_last_offset(shape, elements)?)
     } else {
         // SAFETY: non-NULL and, by this function's contract, valid for `ndim` values.
         let strides = unsafe { std::slice::from_raw_parts(tensor.strides, rank) };

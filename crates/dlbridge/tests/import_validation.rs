@@ -184,6 +184,35 @@ fn element_count_overflow_is_rejected() {
 }
 
 #[test]
+fn compact_strides_past_i64_are_rejected_for_a_tensor_without_strides() {
+    // Found by `make fuzz-smoke`: 2^63 one-bit elements fit in 2^60 bytes, but the compact
+    // strides made for a pre-1.2 tensor without strides (and its last offset) do not fit i64.
+    let mut spec = ForeignSpec::f32(&[1, 1]);
+    spec.version = Version::new(1, 1);
+    spec.dtype = DataType::int(1);
+    spec.shape = Some(vec![1 << 32, 1 << 31]);
+    spec.strides = None;
+    spec.data = Some(vec![0; 8]);
+    let error = reject_versioned(&spec);
+    assert_eq!(
+        error,
+        Error::CompactStridesOverflow {
+            dim: 0,
+            extent: 1 << 32
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "DLTensor.strides is NULL and DLTensor.shape[0] = 4294967296 takes the compact strides \
+         past i64"
+    );
+    // One element fewer in the last dimension fits: the tensor is taken, compact.
+    spec.shape = Some(vec![1 << 32, (1 << 31) - 1]);
+    let (tensor, _) = accept_versioned(&spec);
+    assert_eq!(tensor.view().strides(), &[(1 << 31) - 1, 1]);
+}
+
+#[test]
 fn byte_size_overflow_is_rejected() {
     let mut spec = ForeignSpec::f32(&[1, 1]);
     spec.dtype = DataType::FLOAT64;

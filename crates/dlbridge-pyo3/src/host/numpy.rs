@@ -326,8 +326,10 @@ impl OwnedElements {
         }
         let mut vector = ManuallyDrop::new(vector);
         OwnedElements {
-            // A `Vec`'s pointer is never NULL (dangling but aligned when it holds nothing).
-            ptr: NonNull::from(vector.as_mut_slice()).cast(),
+            // SAFETY: a `Vec`'s pointer is never NULL (dangling but aligned when it holds
+            // nothing); `as_mut_ptr` makes no reference, so pointers derived from this one
+            // stay valid.
+            ptr: unsafe { NonNull::new_unchecked(vector.as_mut_ptr()) }.cast(),
             len: vector.len(),
             capacity: vector.capacity(),
             release: release::<T>,
@@ -405,7 +407,7 @@ pub(crate) fn array_from_ndarray<T: Element, D: Dimension>(
     py: Python<'_>,
     array: Array<T, D>,
 ) -> PyResult<Result<Bound<'_, PyAny>, Array<T, D>>> {
-    let (Some(api), Some(numpy_type)) = (array_api(py), numpy_type_of(T::DTYPE)) else {
+    let Some(target) = NumpyTarget::of::<T>(py) else {
         return Ok(Err(array));
     };
     if array.is_empty() || array.ndim() > HOST_MAX_NDIM {
@@ -423,26 +425,111 @@ pub(crate) fn array_from_ndarray<T: Element, D: Dimension>(
         // allocation of at most `isize::MAX` bytes).
         *out = stride * size_of::<T>() as isize;
     }
-    let (mut vector, first) = array.into_raw_vec_and_offset();
-    // An array with elements has a first one; its index is within the buffer.
-    let first = first.unwrap_or(0);
-    let data = vector[first..].as_mut_ptr().cast::<c_void>();
-    let memory = Memory::Elements(OwnedElements::new(vector));
+    let (vector, first) = array.into_raw_vec_and_offset();
     // SAFETY: the extents and strides are the array's, whose elements all lie in its buffer
-    // from `data`, the first element's address (ndarray's invariants); the buffer, which
+    // from element `first`, the first element's index (ndarray's invariants; an array with
+    // elements has one).
+    unsafe {
+        array_over_vector(
+            py,
+            target,
+            vector,
+            first.unwrap_or(0),
+            extents.as_mut(),
+            strides.as_mut(),
+        )
+    }
+    .map(Ok)
+}
+
+/// Returns `values` as a new row-major `numpy.ndarray` of `shape` over the vector's own
+/// buffer: [`array_from_ndarray`] for a `(Vec, shape)` result. `Err(values)` where the shape
+/// does not describe exactly the values (the core's export then says why) and where
+/// [`into_array`] would not take their tensor.
+pub(crate) fn array_from_vec<'py, T: Element>(
+    py: Python<'py>,
+    values: Vec<T>,
+    shape: &[usize],
+) -> PyResult<Result<Bound<'py, PyAny>, Vec<T>>> {
+    let Some(target) = NumpyTarget::of::<T>(py) else {
+        return Ok(Err(values));
+    };
+    let count = shape
+        .iter()
+        .try_fold(1usize, |count, &extent| count.checked_mul(extent));
+    if values.is_empty() || count != Some(values.len()) || shape.len() > HOST_MAX_NDIM {
+        return Ok(Err(values));
+    }
+    let mut extents = IntpBuffer::new(shape.len());
+    let mut strides = IntpBuffer::new(shape.len());
+    // Row-major byte strides, from the last dimension; each is at most the vector's byte
+    // size, which fits `isize` (a `Vec`'s invariant), as do the extents.
+    let mut stride = size_of::<T>() as isize;
+    for ((out_extent, out_stride), &extent) in extents
+        .as_mut()
+        .iter_mut()
+        .zip(strides.as_mut().iter_mut())
+        .zip(shape)
+        .rev()
+    {
+        *out_extent = extent as isize;
+        *out_stride = stride;
+        stride = stride.saturating_mul(extent as isize);
+    }
+    // SAFETY: the shape describes exactly the vector's values (checked above), row-major
+    // from its first element.
+    unsafe { array_over_vector(py, target, values, 0, extents.as_mut(), strides.as_mut()) }.map(Ok)
+}
+
+/// NumPy's API and the type number of an element type, where both are there.
+#[derive(Clone, Copy)]
+struct NumpyTarget {
+    api: &'static ArrayApi,
+    numpy_type: c_int,
+}
+
+impl NumpyTarget {
+    fn of<T: Element>(py: Python<'_>) -> Option<Self> {
+        Some(NumpyTarget {
+            api: array_api(py)?,
+            numpy_type: numpy_type_of(T::DTYPE)?,
+        })
+    }
+}
+
+/// A new, writable array over a vector's buffer, which becomes (as [`OwnedElements`]) the
+/// array's base.
+///
+/// # Safety
+///
+/// `extents` and the byte `strides` (one per dimension, at most [`HOST_MAX_NDIM`]) must
+/// describe elements that all lie in the vector's values, starting from index `first`.
+unsafe fn array_over_vector<'py, T: Element>(
+    py: Python<'py>,
+    target: NumpyTarget,
+    values: Vec<T>,
+    first: usize,
+    extents: &[isize],
+    strides: &[isize],
+) -> PyResult<Bound<'py, PyAny>> {
+    let elements = OwnedElements::new(values);
+    // SAFETY: `first` is within the buffer (the contract); the pointer is derived from the
+    // one the buffer's owner keeps, and nothing borrows the buffer after it.
+    let data = unsafe { elements.ptr.cast::<T>().as_ptr().add(first) }.cast::<c_void>();
+    // SAFETY: the layout lies in the buffer from `data` (the contract); the buffer, which
     // nothing else owns, becomes the base below and stays where it is when moved.
     let array = unsafe {
         new_array(
             py,
-            api,
-            numpy_type,
-            extents.as_mut().as_ptr(),
-            strides.as_mut(),
+            target.api,
+            target.numpy_type,
+            extents.as_ptr(),
+            strides,
             data,
             true,
         )
     }?;
-    set_base(py, api, array, memory).map(Ok)
+    set_base(py, target.api, array, Memory::Elements(elements))
 }
 
 /// An `npy_intp` per dimension (extents or byte strides), on the stack: up to 8 dimensions

@@ -149,8 +149,8 @@ pub trait IntoTensor {
     /// Not part of the API (the default is the only behaviour an implementation outside this
     /// crate should have): [`return_like`]'s result for a NumPy caller, a new NumPy array
     /// made with NumPy's C API over the tensor's memory, or the tensor when that path does not
-    /// take it. An ndarray `Array` skips the tensor: the array is made over its buffer
-    /// directly, the same array in fewer steps.
+    /// take it. An ndarray `Array` and a `(Vec, shape)` skip the tensor: the array is made
+    /// over their buffer directly, the same array in fewer steps.
     #[doc(hidden)]
     fn into_numpy_array(self, py: Python<'_>) -> PyResult<Result<Bound<'_, PyAny>, ManagedTensor>>
     where
@@ -184,6 +184,16 @@ impl<T: Element, S: AsRef<[usize]>> IntoTensor for (Vec<T>, S) {
     fn into_tensor(self) -> dlbridge::Result<ManagedTensor> {
         let (values, shape) = self;
         Export::new(values, shape.as_ref()).into_versioned()
+    }
+
+    fn into_numpy_array(self, py: Python<'_>) -> PyResult<Result<Bound<'_, PyAny>, ManagedTensor>> {
+        let (values, shape) = self;
+        match numpy::array_from_vec(py, values, shape.as_ref())? {
+            Ok(array) => Ok(Ok(array)),
+            // Not taken there: the core's export says what is wrong with the shape, or makes
+            // the tensor the array path would not take either.
+            Err(values) => Ok(Err((values, shape).into_tensor().map_err(to_py_err)?)),
+        }
     }
 }
 
