@@ -99,6 +99,13 @@ fn arange_like_framework<'py>(
     ) -> PyResult<ArrayD<T>> {
         let count: usize = shape.iter().product();
         let wrong = |e: ndarray::ShapeError| PyValueError::new_err(e.to_string());
+        // The last axis, which "reversed" and "every_other" change.
+        let last_axis = || {
+            shape
+                .len()
+                .checked_sub(1)
+                .ok_or_else(|| PyValueError::new_err(format!("{layout}: needs a dimension")))
+        };
         Ok(match layout {
             "c" => ArrayD::from_shape_vec(IxDyn(shape), (0..count).map(value).collect())
                 .map_err(wrong)?,
@@ -109,10 +116,7 @@ fn arange_like_framework<'py>(
                 array
             }
             "reversed" => {
-                let last = shape
-                    .len()
-                    .checked_sub(1)
-                    .ok_or_else(|| PyValueError::new_err("reversed: needs a dimension"))?;
+                let last = last_axis()?;
                 let mut array = arranged(shape, "c", value)?;
                 // Values reversed along the last axis, so that inverting it restores 0, 1, 2...
                 array.invert_axis(Axis(last));
@@ -121,10 +125,7 @@ fn arange_like_framework<'py>(
                 stored
             }
             "every_other" => {
-                let last = shape
-                    .len()
-                    .checked_sub(1)
-                    .ok_or_else(|| PyValueError::new_err("every_other: needs a dimension"))?;
+                let last = last_axis()?;
                 let mut wide = shape.to_vec();
                 wide[last] *= 2;
                 let mut array = ArrayD::from_elem(IxDyn(&wide), value(0));
