@@ -11,10 +11,14 @@ kernel is called WARMUP times (the first calls fill caches of types), then CALLS
 two calls of `os.getppid()`, at which callgrind dumps its counters (`--dump-before`): the
 part between the two dumps is the row's.
 
-    .venv/bin/python benches/instructions.py [--calls N] [--functions] [WORD ...]
+    .venv/bin/python benches/instructions.py [--calls N] [--functions] [--torch] [WORD ...]
 
 WORDs keep the rows whose label, build or peer contains one of them. `--functions` also
 prints, per row, the functions with the most inclusive instructions (callgrind_annotate).
+`--torch` counts the PyTorch rows of the benchmark's first table instead (dlbridge's imports,
+kernels and results beside tvm-ffi's, nanobind's, dlpark's and the C floors'), whole calls from
+the Python loop: these peers are not PyO3 functions, so everything between the two markers is
+counted, the loop's own few hundred instructions per call included alike in every row.
 Needs valgrind (Debian's package) and the peers of `make bench-peers`.
 """
 
@@ -30,11 +34,19 @@ HERE = pathlib.Path(__file__).resolve().parent
 WARMUP = 100
 
 
-def child(calls, words):
+def child(calls, words, torch_rows):
     sys.path.insert(0, str(HERE))
     import python_exchange
 
-    cases = python_exchange.user_kernel_cases(python_exchange.torch)
+    if torch_rows:
+        array = python_exchange.np.arange(16, dtype=python_exchange.np.float32).reshape(4, 4)
+        tensor = python_exchange.dlbridge.from_dlpack(array)
+        cases = [
+            (label, "", "", function)
+            for label, function in python_exchange.torch_cases(array, tensor)
+        ]
+    else:
+        cases = python_exchange.user_kernel_cases(python_exchange.torch)
     for label, build, peer, function in select(cases, words):
         for _ in range(WARMUP):
             function()
@@ -62,26 +74,38 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2_000)
     parser.add_argument("--functions", action="store_true")
+    parser.add_argument("--torch", action="store_true")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("words", nargs="*")
     arguments = parser.parse_args()
     if arguments.child:
-        child(arguments.calls, arguments.words)
+        child(arguments.calls, arguments.words, arguments.torch)
         return
     with tempfile.TemporaryDirectory() as directory:
         out = pathlib.Path(directory) / "callgrind.out"
+        # The kernel rows collect inside PyO3's generated functions only; the torch rows
+        # collect everything, and so dump at libc's `getppid` alone (not also at Python's
+        # `os_getppid`, which would leave a small part between the two).
+        collect = (
+            ["--collect-atstart=yes", "--dump-before=getppid"]
+            if arguments.torch
+            else [
+                "--collect-atstart=no",
+                "--toggle-collect=*__pyfunction_*",
+                "--dump-before=*getppid*",
+            ]
+        )
         command = [
             "valgrind",
             "--tool=callgrind",
-            "--collect-atstart=no",
-            "--toggle-collect=*__pyfunction_*",
-            "--dump-before=*getppid*",
+            *collect,
             f"--callgrind-out-file={out}",
             sys.executable,
             __file__,
             "--child",
             "--calls",
             str(arguments.calls),
+            *(["--torch"] if arguments.torch else []),
             *arguments.words,
         ]
         environment = dict(os.environ, PYTHONHASHSEED="0")
@@ -105,12 +129,19 @@ def main():
         ]
         print(f"instructions per call ({arguments.calls:,} calls per row, callgrind)")
         print()
-        print("| kernel | build | peer | instructions per call |")
-        print("|---|---|---|---|")
+        if arguments.torch:
+            print("| row | instructions per call |")
+            print("|---|---|")
+        else:
+            print("| kernel | build | peer | instructions per call |")
+            print("|---|---|---|---|")
         for index, (label, build, peer) in enumerate(rows):
             part = parts[2 * index + 1]
             per_call = total_instructions(part) / arguments.calls
-            print(f"| {label} | {build} | {peer} | {per_call:,.0f} |")
+            if arguments.torch:
+                print(f"| `{label}` | {per_call:,.0f} |")
+            else:
+                print(f"| {label} | {build} | {peer} | {per_call:,.0f} |")
             if arguments.functions:
                 annotated = subprocess.run(
                     ["callgrind_annotate", "--inclusive=yes", "--threshold=99", str(part)],

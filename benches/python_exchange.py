@@ -228,6 +228,174 @@ def print_user_kernels(cases, medians):
         )
 
 
+def torch_cases(array, tensor):
+    """The rows with PyTorch tensors: imports and exports, typed kernel arguments, results in
+    PyTorch, and the peers and floors beside each (`array` and `tensor`: main's NumPy array and
+    dlbridge tensor, for the crossings between the three)."""
+    cases = []
+    t = torch.arange(16, dtype=torch.float32).reshape(4, 4)
+    cases += [
+        ("torch_tensor.__dlpack__()", lambda: t.__dlpack__()),
+        ("torch.from_dlpack(numpy_array)", lambda: torch.from_dlpack(array)),
+        ("torch.from_dlpack(torch_tensor)", lambda: torch.from_dlpack(t)),
+        ("torch.from_dlpack(dlbridge_tensor)", lambda: torch.from_dlpack(tensor)),
+        ("numpy.from_dlpack(torch_tensor)", lambda: np.from_dlpack(t)),
+        ("dlbridge.from_dlpack(torch_tensor)", lambda: dlbridge.from_dlpack(t)),
+    ]
+    if tvm_ffi is not None:
+        cases += [
+            ("tvm_ffi.from_dlpack(torch_tensor)", lambda: tvm_ffi.from_dlpack(t)),
+            ("tvm_ffi.from_dlpack(dlbridge_tensor)", lambda: tvm_ffi.from_dlpack(tensor)),
+        ]
+    if torch_floor_peer is not None:
+        # The floors under dlbridge.from_dlpack(torch_tensor), in C: the exchange table's
+        # managed tensor in a capsule, and the same after the questions dlbridge must ask
+        # through Python because the table does not (requires_grad, is_neg()).
+        cases += [
+            (
+                "from_dlpack(torch_tensor) floor, C: exchange table + capsule, no checks",
+                lambda: torch_floor_peer.from_dlpack_by_table(t),
+            ),
+            (
+                "from_dlpack(torch_tensor) floor, C: the same after requires_grad, is_neg()",
+                lambda: torch_floor_peer.from_dlpack_by_table_checked(t),
+            ),
+        ]
+    a, b, c = (torch.ones(4, 4) for _ in range(3))
+    na, nb, nc = (np.ones((4, 4), dtype=np.float32) for _ in range(3))
+    if kernels is not None:
+        cases += [
+            (
+                "no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2>",
+                lambda: kernels.noop3(a, b, c),
+            ),
+            (
+                "no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>",
+                lambda: kernels.noop3(na, nb, nc),
+            ),
+            (
+                "no-op, 3 plain objects, PyO3 (the floor)",
+                lambda: kernels.noop3_objects(a, b, c),
+            ),
+        ]
+    # A writable argument: for a PyTorch tensor the version counter is bumped after the
+    # call, as PyTorch's own in-place operations do; a NumPy array has none.
+    w = torch.zeros(16, dtype=torch.float64)
+    nw = np.zeros(16)
+    if kernels is not None:
+        cases += [
+            (
+                "write, 1 torch tensor (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
+                lambda: kernels.add_one(w),
+            ),
+            (
+                "write, 1 numpy array (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
+                lambda: kernels.add_one(nw),
+            ),
+        ]
+    cases += [
+        ("write, 1 torch tensor (16 float64), PyTorch's own w.add_(1)", lambda: w.add_(1)),
+    ]
+    if tvm_ffi is not None:
+        nop = tvm_ffi.get_global_func("testing.nop")
+        cases += [
+            ("no-op, 3 torch tensors, tvm-ffi `testing.nop`", lambda: nop(a, b, c)),
+            ("no-op, 3 numpy arrays, tvm-ffi `testing.nop`", lambda: nop(na, nb, nc)),
+        ]
+    if torch_floor_peer is not None:
+        cases += [
+            (
+                "no-op, 3 torch tensors, floor in C: exchange table, no checks",
+                lambda: torch_floor_peer.noop3_by_table(a, b, c),
+            ),
+            (
+                "no-op, 3 torch tensors, floor in C: exchange table + is_neg() of each",
+                lambda: torch_floor_peer.noop3_by_table_checked(a, b, c),
+            ),
+        ]
+    if nanobind_peer is not None:
+        cases += [
+            (
+                "no-op, 3 torch tensors, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
+                lambda: nanobind_peer.noop3(a, b, c),
+            ),
+            (
+                "no-op, 3 numpy arrays, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
+                lambda: nanobind_peer.noop3(na, nb, nc),
+            ),
+        ]
+    if dlpark_peer is not None:
+        cases += [
+            ("no-op, 3 torch tensors, dlpark", lambda: dlpark_peer.noop3(a, b, c)),
+            ("no-op, 3 numpy arrays, dlpark", lambda: dlpark_peer.noop3(na, nb, nc)),
+            ("dlpark from_dlpack(torch_tensor)", lambda: dlpark_peer.from_dlpack(t)),
+            ("dlpark from_dlpack(numpy_array)", lambda: dlpark_peer.from_dlpack(array)),
+        ]
+    if rust_numpy_peer is not None:
+        cases += [
+            (
+                "no-op, 3 numpy arrays, rust-numpy `PyReadonlyArray2<f32>`",
+                lambda: rust_numpy_peer.noop3(na, nb, nc),
+            ),
+        ]
+    # A result returned in the caller's framework: the same `add` kernel, 4x4 float32.
+    if matmul_kernels is not None:
+        cases += [
+            (
+                "add, numpy in, new numpy array out, dlbridge example (`return_like`)",
+                lambda: matmul_kernels.add(na, nb),
+            ),
+            (
+                "add, torch in, new torch tensor out, dlbridge example (`return_like`)",
+                lambda: matmul_kernels.add(a, b),
+            ),
+        ]
+    if rust_numpy_peer is not None:
+        cases += [
+            (
+                "add, numpy in, new numpy array out, rust-numpy (`into_pyarray`)",
+                lambda: rust_numpy_peer.add(na, nb),
+            ),
+        ]
+    if torch_floor_peer is not None:
+        # The floor under the torch row above: the same steps by hand in C++, unchecked.
+        cases += [
+            (
+                "add, torch in, new torch tensor out, C++ by hand, exchange table, no checks",
+                lambda: torch_floor_peer.add_by_table(a, b),
+            ),
+            (
+                "add, torch in, new torch tensor out, C++ by hand, exchange table + is_neg()",
+                lambda: torch_floor_peer.add_by_table_checked(a, b),
+            ),
+            (
+                "new 4x4 torch tensor, no arguments: C++ THPVariable_Wrap(at::empty)",
+                torch_floor_peer.empty_wrapped,
+            ),
+            ("add, torch in, new torch tensor out, PyTorch's own a + b", lambda: a + b),
+        ]
+    if matmul_kernels is not None:
+        x = torch.randn(56, 56)
+        y = torch.randn(56, 56)
+        out = torch.empty(56, 56)
+        cases += [
+            (
+                "matmul 56x56 float32, dlbridge example (torch in/out)",
+                lambda: matmul_kernels.matmul(x, y),
+            ),
+            ("matmul 56x56 float32, torch.matmul", lambda: torch.matmul(x, y)),
+            (
+                "matmul 56x56 float32 into out, dlbridge example (TensorArgMut)",
+                lambda: matmul_kernels.matmul_into(x, y, out),
+            ),
+            (
+                "matmul 56x56 float32 into out, torch.matmul(out=)",
+                lambda: torch.matmul(x, y, out=out),
+            ),
+        ]
+    return cases
+
+
 def main():
     array = np.arange(16, dtype=np.float32).reshape(4, 4)
     tensor = dlbridge.from_dlpack(array)
@@ -244,137 +412,7 @@ def main():
         ("dlbridge.from_dlpack(dlbridge_tensor)", lambda: dlbridge.from_dlpack(tensor)),
     ]
     if torch is not None:
-        t = torch.arange(16, dtype=torch.float32).reshape(4, 4)
-        cases += [
-            ("torch_tensor.__dlpack__()", lambda: t.__dlpack__()),
-            ("torch.from_dlpack(numpy_array)", lambda: torch.from_dlpack(array)),
-            ("torch.from_dlpack(torch_tensor)", lambda: torch.from_dlpack(t)),
-            ("torch.from_dlpack(dlbridge_tensor)", lambda: torch.from_dlpack(tensor)),
-            ("numpy.from_dlpack(torch_tensor)", lambda: np.from_dlpack(t)),
-            ("dlbridge.from_dlpack(torch_tensor)", lambda: dlbridge.from_dlpack(t)),
-        ]
-        if tvm_ffi is not None:
-            cases += [
-                ("tvm_ffi.from_dlpack(torch_tensor)", lambda: tvm_ffi.from_dlpack(t)),
-                ("tvm_ffi.from_dlpack(dlbridge_tensor)", lambda: tvm_ffi.from_dlpack(tensor)),
-            ]
-        a, b, c = (torch.ones(4, 4) for _ in range(3))
-        na, nb, nc = (np.ones((4, 4), dtype=np.float32) for _ in range(3))
-        if kernels is not None:
-            cases += [
-                (
-                    "no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2>",
-                    lambda: kernels.noop3(a, b, c),
-                ),
-                (
-                    "no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>",
-                    lambda: kernels.noop3(na, nb, nc),
-                ),
-                (
-                    "no-op, 3 plain objects, PyO3 (the floor)",
-                    lambda: kernels.noop3_objects(a, b, c),
-                ),
-            ]
-        # A writable argument: for a PyTorch tensor the version counter is bumped after the
-        # call, as PyTorch's own in-place operations do; a NumPy array has none.
-        w = torch.zeros(16, dtype=torch.float64)
-        nw = np.zeros(16)
-        if kernels is not None:
-            cases += [
-                (
-                    "write, 1 torch tensor (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
-                    lambda: kernels.add_one(w),
-                ),
-                (
-                    "write, 1 numpy array (16 float64), dlbridge TensorArgMut<f64, Ix1> (add_one)",
-                    lambda: kernels.add_one(nw),
-                ),
-            ]
-        cases += [
-            ("write, 1 torch tensor (16 float64), PyTorch's own w.add_(1)", lambda: w.add_(1)),
-        ]
-        if tvm_ffi is not None:
-            nop = tvm_ffi.get_global_func("testing.nop")
-            cases += [
-                ("no-op, 3 torch tensors, tvm-ffi `testing.nop`", lambda: nop(a, b, c)),
-                ("no-op, 3 numpy arrays, tvm-ffi `testing.nop`", lambda: nop(na, nb, nc)),
-            ]
-        if nanobind_peer is not None:
-            cases += [
-                (
-                    "no-op, 3 torch tensors, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
-                    lambda: nanobind_peer.noop3(a, b, c),
-                ),
-                (
-                    "no-op, 3 numpy arrays, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
-                    lambda: nanobind_peer.noop3(na, nb, nc),
-                ),
-            ]
-        if dlpark_peer is not None:
-            cases += [
-                ("no-op, 3 torch tensors, dlpark", lambda: dlpark_peer.noop3(a, b, c)),
-                ("no-op, 3 numpy arrays, dlpark", lambda: dlpark_peer.noop3(na, nb, nc)),
-                ("dlpark from_dlpack(torch_tensor)", lambda: dlpark_peer.from_dlpack(t)),
-                ("dlpark from_dlpack(numpy_array)", lambda: dlpark_peer.from_dlpack(array)),
-            ]
-        if rust_numpy_peer is not None:
-            cases += [
-                (
-                    "no-op, 3 numpy arrays, rust-numpy `PyReadonlyArray2<f32>`",
-                    lambda: rust_numpy_peer.noop3(na, nb, nc),
-                ),
-            ]
-        # A result returned in the caller's framework: the same `add` kernel, 4x4 float32.
-        if matmul_kernels is not None:
-            cases += [
-                (
-                    "add, numpy in, new numpy array out, dlbridge example (`return_like`)",
-                    lambda: matmul_kernels.add(na, nb),
-                ),
-                (
-                    "add, torch in, new torch tensor out, dlbridge example (`return_like`)",
-                    lambda: matmul_kernels.add(a, b),
-                ),
-            ]
-        if rust_numpy_peer is not None:
-            cases += [
-                (
-                    "add, numpy in, new numpy array out, rust-numpy (`into_pyarray`)",
-                    lambda: rust_numpy_peer.add(na, nb),
-                ),
-            ]
-        if torch_floor_peer is not None:
-            # The floor under the torch row above: the same steps by hand in C++, unchecked.
-            cases += [
-                (
-                    "add, torch in, new torch tensor out, C++ by hand, exchange table, no checks",
-                    lambda: torch_floor_peer.add_by_table(a, b),
-                ),
-                (
-                    "new 4x4 torch tensor, no arguments: C++ THPVariable_Wrap(at::empty)",
-                    torch_floor_peer.empty_wrapped,
-                ),
-                ("add, torch in, new torch tensor out, PyTorch's own a + b", lambda: a + b),
-            ]
-        if matmul_kernels is not None:
-            x = torch.randn(56, 56)
-            y = torch.randn(56, 56)
-            out = torch.empty(56, 56)
-            cases += [
-                (
-                    "matmul 56x56 float32, dlbridge example (torch in/out)",
-                    lambda: matmul_kernels.matmul(x, y),
-                ),
-                ("matmul 56x56 float32, torch.matmul", lambda: torch.matmul(x, y)),
-                (
-                    "matmul 56x56 float32 into out, dlbridge example (TensorArgMut)",
-                    lambda: matmul_kernels.matmul_into(x, y, out),
-                ),
-                (
-                    "matmul 56x56 float32 into out, torch.matmul(out=)",
-                    lambda: torch.matmul(x, y, out=out),
-                ),
-            ]
+        cases += torch_cases(array, tensor)
     print(
         f"Python {sys.version.split()[0]}, numpy {np.__version__}"
         + (f", torch {torch.__version__}" if torch is not None else "")

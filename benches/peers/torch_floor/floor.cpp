@@ -9,6 +9,18 @@
 //                       Assumes 4x4 contiguous float32 CPU tensors and checks nothing else.
 //   empty_wrapped()     PyTorch's own cost of a new 4x4 float32 tensor object:
 //                       THPVariable_Wrap(at::empty({4, 4})), no arguments, no arithmetic.
+//
+// The checked floors: the same steps plus the questions dlbridge must ask of every torch tensor
+// because the exchange table does not (issues 18, 19, 28), asked as any extension that does not
+// link libtorch must ask them, through Python: `is_neg()` (a negated view's memory holds the
+// values negated), and for `from_dlpack` also `requires_grad`. Nothing else is checked.
+//
+//   add_by_table_checked(a, b)   add_by_table, plus is_neg() of both arguments.
+//   noop3_by_table(a, b, c)      the three arguments read through the table, nothing done.
+//   noop3_by_table_checked(a, b, c)  the same, plus is_neg() of each.
+//   from_dlpack_by_table(t)      the table's managed tensor, wrapped in a new capsule whose
+//                                destructor calls the deleter (the smallest owning object).
+//   from_dlpack_by_table_checked(t)  the same, after t.requires_grad and t.is_neg().
 #include <Python.h>
 #include <ATen/ATen.h>
 #include <ATen/dlpack.h>
@@ -19,6 +31,41 @@
 namespace {
 
 const DLPackExchangeAPI* exchange_table = nullptr;
+// torch.Tensor.is_neg, the method descriptor, called with the tensor as its one argument.
+PyObject* is_neg_method = nullptr;
+PyObject* requires_grad_name = nullptr;
+
+bool have_table() {
+    if (exchange_table == nullptr) {
+        PyErr_SetString(PyExc_RuntimeError, "torch_floor: the exchange table is missing");
+        return false;
+    }
+    return true;
+}
+
+// Whether `tensor.is_neg()` is true; -1 with an exception set on error.
+int negated(PyObject* tensor) {
+    PyObject* result = PyObject_Vectorcall(is_neg_method, &tensor, 1, nullptr);
+    if (result == nullptr) {
+        return -1;
+    }
+    int answer = result == Py_True;
+    Py_DECREF(result);
+    return answer;
+}
+
+// Refuses a negated view (BufferError), as dlbridge does; false with an exception set.
+bool refuse_negated(PyObject* tensor) {
+    int answer = negated(tensor);
+    if (answer < 0) {
+        return false;
+    }
+    if (answer == 1) {
+        PyErr_SetString(PyExc_BufferError, "negated view");
+        return false;
+    }
+    return true;
+}
 
 // One allocation holding the managed tensor, its shape and strides and its 16 floats.
 struct OwnedResult {
@@ -33,8 +80,7 @@ void free_owned_result(DLManagedTensorVersioned* managed) {
 }
 
 PyObject* add_by_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-    if (exchange_table == nullptr) {
-        PyErr_SetString(PyExc_RuntimeError, "torch_floor: the exchange table is missing");
+    if (!have_table()) {
         return nullptr;
     }
     if (nargs != 2) {
@@ -79,6 +125,99 @@ PyObject* add_by_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return static_cast<PyObject*>(result);
 }
 
+PyObject* add_by_table_checked(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "add_by_table_checked takes two tensors");
+        return nullptr;
+    }
+    if (!refuse_negated(args[0]) || !refuse_negated(args[1])) {
+        return nullptr;
+    }
+    return add_by_table(self, args, nargs);
+}
+
+PyObject* noop3(PyObject* const* args, Py_ssize_t nargs, bool checked) {
+    if (!have_table()) {
+        return nullptr;
+    }
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "noop3 takes three tensors");
+        return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < 3; ++i) {
+        DLTensor tensor;
+        if (exchange_table->dltensor_from_py_object_no_sync(args[i], &tensor) != 0) {
+            return nullptr;
+        }
+        if (checked && !refuse_negated(args[i])) {
+            return nullptr;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+PyObject* noop3_by_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return noop3(args, nargs, false);
+}
+
+PyObject* noop3_by_table_checked(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return noop3(args, nargs, true);
+}
+
+void delete_captured(PyObject* capsule) {
+    auto* managed = static_cast<DLManagedTensorVersioned*>(
+        PyCapsule_GetPointer(capsule, "dlbridge_floor_tensor"));
+    if (managed != nullptr && managed->deleter != nullptr) {
+        managed->deleter(managed);
+    }
+}
+
+PyObject* from_dlpack(PyObject* tensor, bool checked) {
+    if (!have_table()) {
+        return nullptr;
+    }
+    if (checked) {
+        PyObject* tracked = PyObject_GetAttr(tensor, requires_grad_name);
+        if (tracked == nullptr) {
+            return nullptr;
+        }
+        bool refused = tracked == Py_True;
+        Py_DECREF(tracked);
+        if (refused) {
+            PyErr_SetString(PyExc_BufferError, "tracked by autograd");
+            return nullptr;
+        }
+        if (!refuse_negated(tensor)) {
+            return nullptr;
+        }
+    }
+    DLManagedTensorVersioned* managed = nullptr;
+    if (exchange_table->managed_tensor_from_py_object_no_sync(tensor, &managed) != 0) {
+        return nullptr;
+    }
+    PyObject* capsule = PyCapsule_New(managed, "dlbridge_floor_tensor", delete_captured);
+    if (capsule == nullptr && managed->deleter != nullptr) {
+        managed->deleter(managed);
+    }
+    return capsule;
+}
+
+PyObject* from_dlpack_by_table(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "from_dlpack_by_table takes one tensor");
+        return nullptr;
+    }
+    return from_dlpack(args[0], false);
+}
+
+PyObject* from_dlpack_by_table_checked(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "from_dlpack_by_table_checked takes one tensor");
+        return nullptr;
+    }
+    return from_dlpack(args[0], true);
+}
+
 PyObject* empty_wrapped(PyObject*, PyObject* const*, Py_ssize_t) {
     try {
         return THPVariable_Wrap(at::empty({4, 4}, at::TensorOptions().dtype(at::kFloat)));
@@ -90,6 +229,16 @@ PyObject* empty_wrapped(PyObject*, PyObject* const*, Py_ssize_t) {
 
 PyMethodDef methods[] = {
     {"add_by_table", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(add_by_table)),
+     METH_FASTCALL, nullptr},
+    {"add_by_table_checked", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(add_by_table_checked)),
+     METH_FASTCALL, nullptr},
+    {"noop3_by_table", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(noop3_by_table)),
+     METH_FASTCALL, nullptr},
+    {"noop3_by_table_checked", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(noop3_by_table_checked)),
+     METH_FASTCALL, nullptr},
+    {"from_dlpack_by_table", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(from_dlpack_by_table)),
+     METH_FASTCALL, nullptr},
+    {"from_dlpack_by_table_checked", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(from_dlpack_by_table_checked)),
      METH_FASTCALL, nullptr},
     {"empty_wrapped", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(empty_wrapped)),
      METH_FASTCALL, nullptr},
@@ -110,6 +259,12 @@ PyMODINIT_FUNC PyInit_dlbridge_peer_torch_floor() {
     PyObject* tensor_type = PyObject_GetAttrString(torch, "Tensor");
     Py_DECREF(torch);
     if (tensor_type == nullptr) {
+        return nullptr;
+    }
+    is_neg_method = PyObject_GetAttrString(tensor_type, "is_neg");
+    requires_grad_name = PyUnicode_InternFromString("requires_grad");
+    if (is_neg_method == nullptr || requires_grad_name == nullptr) {
+        Py_DECREF(tensor_type);
         return nullptr;
     }
     PyObject* capsule = PyObject_GetAttrString(tensor_type, "__dlpack_c_exchange_api__");

@@ -156,6 +156,33 @@ pub(crate) fn offsets_reached(dims: impl Iterator<Item = (i64, i64)>) -> Result<
     Ok((low, high))
 }
 
+/// The element count and the offsets reached ([`element_count`] and [`offset_range`]) in one
+/// pass, for the layouts producers send almost always (every extent positive), in saturating
+/// arithmetic: where nothing overflows, the exact values; where something does, the count
+/// saturates at `u64::MAX`, or the low offset at `i64::MIN`, or the high one at `i64::MAX`,
+/// and stays there (later terms only move it further the same way). No byte size fits
+/// `isize::MAX` from such values, so the caller that bounds the byte sizes (validation's common
+/// path) refuses them and leaves the exact answer, or the error naming the dimension, to those
+/// two functions. `None` for an empty tensor, a negative extent or mismatched lengths.
+#[inline(always)]
+pub(crate) fn count_and_reach(shape: &[i64], strides: &[i64]) -> Option<(u64, (i64, i64))> {
+    if shape.len() != strides.len() {
+        return None;
+    }
+    let mut count: u64 = 1;
+    let (mut low, mut high) = (0i64, 0i64);
+    let mut negative = false;
+    for (&extent, &stride) in shape.iter().zip(strides) {
+        negative |= extent < 0;
+        count = count.saturating_mul(extent as u64);
+        let reach = extent.wrapping_sub(1).saturating_mul(stride);
+        low = low.saturating_add(reach.min(0));
+        high = high.saturating_add(reach.max(0));
+    }
+    // A zero extent leaves the count at 0 for good.
+    (count > 0 && !negative).then_some((count, (low, high)))
+}
+
 /// Whether no two indices of the layout reach the same element (needed before handing out
 /// mutable access). Conservative: a layout that interleaves dimensions in an unusual way may
 /// be reported as overlapping although it is not; compact, transposed, sliced and reversed
@@ -276,6 +303,51 @@ mod tests {
             })
         );
         assert_eq!(offset_range(&[1, 1], &[i64::MAX, i64::MIN]), Ok((0, 0)));
+    }
+
+    /// `count_and_reach` gives the exact count and offsets wherever `element_count` and
+    /// `offset_range` succeed with elements, and where they fail it gives values no byte size
+    /// fits (a saturated count or offset): every shape and strides of up to three dimensions
+    /// over extents and strides at the edges (zero, negative, overflowing).
+    #[test]
+    fn count_and_reach_agrees_with_the_exact_functions() {
+        const EXTENTS: [i64; 8] = [-1, 0, 1, 2, 3, 1 << 31, 1 << 62, i64::MAX];
+        const STRIDES: [i64; 9] = [0, 1, -1, 5, -5, 1 << 32, -(1 << 32), i64::MAX, i64::MIN];
+        let pairs: Vec<(i64, i64)> = EXTENTS
+            .iter()
+            .flat_map(|&extent| STRIDES.iter().map(move |&stride| (extent, stride)))
+            .collect();
+        // Under Miri, up to one dimension (73 layouts instead of 378,505).
+        let ranks = if cfg!(miri) { 1 } else { 3 };
+        let mut checked = 0;
+        for rank in 0..=ranks {
+            for index in 0..pairs.len().pow(rank) {
+                let (mut shape, mut strides) = (Vec::new(), Vec::new());
+                let mut rest = index;
+                for _ in 0..rank {
+                    let (extent, stride) = pairs[rest % pairs.len()];
+                    rest /= pairs.len();
+                    shape.push(extent);
+                    strides.push(stride);
+                }
+                let quick = count_and_reach(&shape, &strides);
+                let agrees = match (element_count(&shape), offset_range(&shape, &strides)) {
+                    (Ok(0), _) => quick.is_none(),
+                    (Ok(count), Ok(reach)) => quick == Some((count, reach)),
+                    (Err(_), _) if shape.iter().any(|&extent| extent < 0) => quick.is_none(),
+                    _ => quick.is_some_and(|(count, (low, high))| {
+                        count == u64::MAX || low == i64::MIN || high == i64::MAX
+                    }),
+                };
+                assert!(agrees, "shape {shape:?}, strides {strides:?}: {quick:?}");
+                checked += 1;
+            }
+        }
+        assert_eq!(
+            checked,
+            (0..=ranks).map(|rank| 72usize.pow(rank)).sum::<usize>()
+        );
+        assert_eq!(count_and_reach(&[2, 3], &[3]), None, "mismatched lengths");
     }
 
     #[test]

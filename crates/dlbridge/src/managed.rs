@@ -261,30 +261,29 @@ impl ManagedTensor {
     /// `owned` must be owned by the caller and `validated` the successful validation of it.
     #[inline(always)]
     unsafe fn wrap(owned: Owned, validated: Validated) -> Self {
-        let mut tensor = ManagedTensor {
-            owned,
-            validated,
-            // SAFETY: V9: live, and of a layout this crate knows.
-            device: unsafe { dl_tensor_of(owned).device },
-            implicit_strides: None,
-            ready_stream: None,
-            exclusive: true,
-        };
-        if validated.strides_missing {
-            let (dl_tensor, _, _) = tensor.parts();
+        // SAFETY: V9: live, and of a layout this crate knows.
+        let dl_tensor = unsafe { dl_tensor_of(owned) };
+        let implicit_strides = if validated.strides_missing && dl_tensor.ndim > 1 {
             // SAFETY: V1 and V2: strides missing means `ndim > 0`, so `shape` is non-NULL and
             // valid for `ndim` values.
             let shape =
                 unsafe { std::slice::from_raw_parts(dl_tensor.shape, dl_tensor.ndim as usize) };
-            if shape.len() < 2 {
-                // One dimension: the view uses the unit stride; nothing to allocate.
-                return tensor;
-            }
             let mut strides = vec![0; shape.len()].into_boxed_slice();
             layout::fill_row_major_strides(shape, &mut strides);
-            tensor.implicit_strides = Some(strides);
+            Some(strides)
+        } else {
+            // Strides given, or one dimension, whose view uses the unit stride.
+            None
+        };
+        // Built in one expression, so that the compiler writes it where it is returned.
+        ManagedTensor {
+            owned,
+            validated,
+            device: dl_tensor.device,
+            implicit_strides,
+            ready_stream: None,
+            exclusive: true,
         }
-        tensor
     }
 
     /// A validated view of the descriptor, with typed read access to host-readable data.
