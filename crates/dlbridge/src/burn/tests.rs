@@ -193,14 +193,22 @@ fn burn_data_exports_without_copying_and_writable() {
 
 #[test]
 fn misaligned_burn_bytes_are_copied_and_flagged() {
-    // Nine bytes viewed from the second: the float32 pair burn is then given is misaligned.
+    // The float32 pair 1.0, 2.0 as bytes, placed one or two bytes into a buffer so that it is
+    // misaligned for float32 whatever address the buffer gets (Miri's vary from run to run).
     // (Writable and exclusive, so burn's mutable access does not copy it first.)
-    let mut bytes: Vec<u8> = vec![0, 0, 0, 128, 63, 0, 0, 0, 64];
-    let second = bytes.as_mut_ptr().wrapping_add(1);
-    // SAFETY: the `Vec` keeps the nine bytes alive and in place; eight of them from the
-    // second; nothing else reaches them.
+    let mut bytes: Vec<u8> = vec![0; 10];
+    let offset = if (bytes.as_ptr().addr() + 1) % 4 == 0 {
+        2
+    } else {
+        1
+    };
+    bytes[offset..offset + 8].copy_from_slice(&[0, 0, 128, 63, 0, 0, 0, 64]);
+    let start = bytes.as_mut_ptr().wrapping_add(offset);
+    assert_ne!(start.addr() % 4, 0);
+    // SAFETY: the `Vec` keeps the ten bytes alive and in place; eight of them from `start`;
+    // nothing else reaches them.
     let tensor =
-        unsafe { Export::from_raw_parts(bytes, second.cast(), DataType::UINT8, Device::CPU, &[8]) }
+        unsafe { Export::from_raw_parts(bytes, start.cast(), DataType::UINT8, Device::CPU, &[8]) }
             .into_versioned()
             .unwrap();
     let data = tensor.into_burn_data().unwrap();
