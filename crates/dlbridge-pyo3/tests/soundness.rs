@@ -5,6 +5,7 @@
 //! struct layout applied to objects of another type. (SOUNDNESS.md lists every item of the
 //! crate and what makes it sound.)
 
+use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -46,10 +47,19 @@ struct Foreign;
 
 /// `Foreign`'s type object, for the table's functions.
 static FOREIGN_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
-/// Calls of the table's functions with an object of another type.
-static WRONG_OBJECTS: AtomicUsize = AtomicUsize::new(0);
-/// Calls of the table's functions.
-static CALLS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Calls of the table's functions with an object of another type, on this thread.
+    static WRONG_OBJECTS: Cell<usize> = const { Cell::new(0) };
+    /// Calls of the table's functions, on this thread. Per thread, because the tests run
+    /// side by side: another test's calls (made whenever the interpreter hands the GIL over)
+    /// must not count as this one's.
+    static CALLS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Adds one to a counter of this thread.
+fn count(counter: &'static std::thread::LocalKey<Cell<usize>>) {
+    counter.with(|calls| calls.set(calls.get() + 1));
+}
 /// The one element `describe` hands out.
 static ELEMENT: [u8; 1] = [7];
 static ONE: [i64; 1] = [1];
@@ -60,13 +70,13 @@ static ONE: [i64; 1] = [1];
 ///
 /// `object` is a live object; the GIL is held.
 unsafe fn own_object(object: *mut c_void) -> bool {
-    CALLS.fetch_add(1, Ordering::SeqCst);
+    count(&CALLS);
     // SAFETY: a live object; its type is read.
     let kind = unsafe { ffi::Py_TYPE(object.cast()) };
     if kind == FOREIGN_TYPE.load(Ordering::SeqCst) {
         return true;
     }
-    WRONG_OBJECTS.fetch_add(1, Ordering::SeqCst);
+    count(&WRONG_OBJECTS);
     // SAFETY: the GIL is held; a static message.
     unsafe { ffi::PyErr_SetString(ffi::PyExc_RuntimeError, c"not a Foreign".as_ptr()) };
     false
@@ -148,7 +158,7 @@ fn an_exchange_table_is_handed_objects_of_its_own_type_only() {
         // Any other object is refused before the producer's functions see it: they would read
         // a bytearray's struct as a `Foreign`'s (PyTorch's as a tensor's).
         let other = PyByteArray::new(py, b"not a tensor").into_any();
-        let before = WRONG_OBJECTS.load(Ordering::SeqCst);
+        let before = WRONG_OBJECTS.get();
         let refused = api.describe(&other).unwrap_err();
         assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
         assert!(
@@ -160,7 +170,7 @@ fn an_exchange_table_is_handed_objects_of_its_own_type_only() {
         );
         let refused = api.managed_tensor(&other).unwrap_err();
         assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
-        assert_eq!(WRONG_OBJECTS.load(Ordering::SeqCst), before);
+        assert_eq!(WRONG_OBJECTS.get(), before);
     });
 }
 
@@ -180,15 +190,11 @@ fn an_address_in_a_python_int_is_never_taken_for_an_exchange_table() {
         );
         let forged = locals.get_item("forged").unwrap().unwrap();
         assert!(exchange_api(&forged).unwrap().is_none());
-        let before = CALLS.load(Ordering::SeqCst);
+        let before = CALLS.get();
         let refused = from_dlpack(&forged, &ImportOptions::default()).unwrap_err();
         assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
         assert!(explain_argument(&forged, true).is_err());
-        assert_eq!(
-            CALLS.load(Ordering::SeqCst),
-            before,
-            "the table was followed"
-        );
+        assert_eq!(CALLS.get(), before, "the table was followed");
         // A capsule under the 1.2 draft's name is still read (only C code makes one).
         // SAFETY: the table lives for the process (the capsule has no destructor).
         let capsule =
