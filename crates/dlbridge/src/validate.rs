@@ -144,12 +144,10 @@ unsafe fn accept_common_descriptor(
     }
     let rank = tensor.ndim as usize;
     let dtype = tensor.dtype;
-    let whole_bytes = dtype.bits >= 8 && dtype.lanes != 0 && !flags.is_subbyte_type_padded();
-    let width_agrees = match dtype.code.required_bits() {
-        Some(bits) => bits == dtype.bits,
-        None => true,
-    };
-    if !whole_bytes || !width_agrees || tensor.data.is_null() {
+    // Whole bytes (`size_in_bytes` is `None` for sub-byte types and zero bits or lanes), a
+    // data type that passes its check, and no padded flag (which only sub-byte types carry).
+    let size = dtype.size_in_bytes()? as u64;
+    if dtype.check().is_err() || flags.is_subbyte_type_padded() || tensor.data.is_null() {
         return None;
     }
     let (elements, (low, high)) = if rank == 0 {
@@ -166,8 +164,6 @@ unsafe fn accept_common_descriptor(
         };
         layout::count_and_reach(shape, strides)?
     };
-    // Whole bytes: an element takes ceil(bits * lanes / 8) bytes (`DataType::size_in_bytes`).
-    let size = u64::from(dtype.bits_per_element().div_ceil(8));
     let limit = isize::MAX as u64;
     // V5: the compact storage; V8: the bytes from offset `low` to the end of offset `high`
     // (`low <= 0 <= high`).
@@ -348,6 +344,7 @@ impl DataType {
     /// Checks what the header requires of a data type whatever the tensor: non-zero `bits` and
     /// `lanes`, and the width fixed by the code's name (6 for float6, 4 for float4, 8 for the
     /// float8 family, 16 for bfloat). Unknown codes pass: their width is taken as given.
+    #[inline]
     pub fn check(self) -> Result<()> {
         if self.bits == 0 || self.lanes == 0 {
             return Err(Error::InvalidDataType {
