@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test stubtest example-build example-c bench-python bench-peers
+.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test stubtest example-build example-c bench-python bench-peers bench-distributed
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -24,14 +24,16 @@ CORE_FEATURES := $(subst $(eval) ,$(comma),$(addprefix dlbridge/,ndarray cudarc 
 PYO3_BRIDGE_FEATURES := $(subst $(eval) ,$(comma),$(addprefix dlbridge-pyo3/,$(BRIDGES)))
 
 ## The main job: the Rust tour (export, import, validate, print), a NumPy -> dlbridge ->
-## PyTorch round trip through the Python package, the example kernels on NumPy, PyTorch and
-## JAX, TVM's compiled matmul through dlbridge on NumPy, PyTorch, JAX and MXNet tensors (MXNet
+## PyTorch round trip through the Python package, NumPy, PyTorch and JAX tensors through Ray's
+## object store and Dask's workers with dlbridge as the serializer (about 17 s), the example
+## kernels on NumPy, PyTorch and JAX, TVM's compiled matmul through dlbridge on NumPy, PyTorch, JAX and MXNet tensors (MXNet
 ## in its own environment, made by scripts/mxnet-env.sh), then `dlbridge check` on every
 ## installed framework. The check's exit status 1 only says that a framework breaks a MUST
 ## rule (the report shows which); 2 or more is an error.
 tour: python-build example-build
 	$(CARGO) run --example tour
 	$(PYTHON) python/examples/round_trip.py
+	$(PYTHON) python/examples/distributed_exchange.py
 	$(PYTHON) examples/matmul/demo.py
 	$(PYTHON) examples/tensor_libraries/demo.py
 	VENV=$(VENV) bash scripts/mxnet-env.sh
@@ -275,6 +277,13 @@ bench:
 ## (valgrind).
 bench-python: python-build example-build bench-peers
 	$(PYTHON) benches/python_exchange.py
+
+## Large tensors through Ray (one node, and between the two nodes of a local test cluster) and
+## Dask (a LocalCluster): Ray's and Dask's own paths for NumPy and PyTorch beside dlbridge's
+## serializer (dlbridge.distributed) on NumPy, PyTorch and JAX, interleaved; time and the peak
+## memory each step adds (BENCHMARKS.md, "Beyond one process").
+bench-distributed: python-build
+	$(PYTHON) benches/distributed_transfer.py
 
 ## The peer extensions the benchmark compares with (nanobind from PyPI, dlpark and rust-numpy
 ## from crates.io, and a hand-written C++ floor against the installed torch), and the same

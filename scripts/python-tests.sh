@@ -8,7 +8,7 @@
 # Python process, because some frameworks cannot share one (importing TensorFlow and then
 # PaddlePaddle crashes the interpreter); the files directly under python/tests
 # (protocol, bad input, exchange API, kernel arguments, the matmul example, leaks, threads,
-# pickling, one semantics on every path, autograd, aliasing, the catalogue, the import rules, the
+# pickling, frames for Ray and Dask, one semantics on every path, autograd, aliasing, the catalogue, the import rules, the
 # installed package: version, command line, what works without NumPy) share one
 # more process; the TVM example's test (TVM's compiler beside PyTorch and JAX) has its own. A run fails when pytest fails, when its report counts a failure (whatever the
 # exit status: a sanitizer runtime may rewrite it), when it collects no tests (exit code 5),
@@ -49,7 +49,7 @@ REPORTS="$(mktemp -d "${TMPDIR:-/tmp}/dlbridge-pytest.XXXXXX")"
 trap 'rm -rf "$REPORTS"' EXIT
 
 # name|files (space-separated, relative to python/tests)
-RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_example_tensor_libraries.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py test_pickle.py test_device_args.py test_device_streams.py test_inplace_rules.py test_kernel_messages.py"
+RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_example_tensor_libraries.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py test_pickle.py test_frames.py test_device_args.py test_device_streams.py test_inplace_rules.py test_kernel_messages.py"
       "check|test_check.py test_check_device.py test_check_dtype_rule.py"
       "tvm-example|test_example_tvm_matmul.py"
       "cuda-example|test_example_cuda_saxpy.py")
@@ -58,6 +58,8 @@ for file in "$TESTS"/interop/test_*.py; do
     name="$(basename "$file" .py)"
     RUNS+=("${name#test_}|interop/$(basename "$file")")
 done
+# dlbridge.distributed on real clusters: Ray's (two nodes) and Dask's, each in its own process.
+RUNS+=("ray|distributed/test_ray.py" "dask|distributed/test_dask.py")
 # MXNet 1.9.1 needs NumPy < 1.24 and so an environment of its own (scripts/mxnet-env.sh, run
 # by `make python-test`): a third field names the run's interpreter.
 RUNS+=("mxnet|mxnet/test_mxnet.py|${MXNET_PYTHON:-$ROOT/target/mxnet-venv/bin/python}")

@@ -185,15 +185,40 @@ def test_read_only_tensor_travels_as_a_read_only_buffer_and_is_shared():
     assert v.readonly and not v.flags & IS_COPIED
 
 
-def test_writable_tensor_over_a_read_only_buffer_is_copied():
+def test_writable_tensor_over_a_read_only_buffer_is_a_read_only_view_of_it():
+    # As Ray's object store hands buffers back: read-only shared memory. The tensor is a view
+    # of it (no copy), read-only, as NumPy's arrays come back; explain says why.
     t = dlbridge.arange(8, "int32")
     data, buffers = dumps_out_of_band(t)
     frozen = bytes(buffers[0].raw())
     u = pickle.loads(data, buffers=[frozen])
+    assert u.readonly and not u.flags & IS_COPIED
+    assert u.data_ptr == buffer_address(frozen)
+    with pytest.raises(ValueError, match="read-only"):
+        np.from_dlpack(u)[0] = 1
+    rebuilt = dlbridge.explain(u)["rebuilt"]
+    assert rebuilt["from"] == "pickle" and rebuilt["shared"]
+    assert "read-only: the buffer is read-only" in rebuilt["reason"]
+    # Writing means copying, explicitly.
+    w = u.copy()
+    np.from_dlpack(w)[:] = -1
+    assert frozen == bytes(buffers[0].raw())  # the transport's memory is untouched
+
+
+def test_pickles_made_before_read_only_views_still_copy_a_writable_tensor():
+    # The reconstructor's five-argument form (pickles written before the sixth argument):
+    # a writable tensor over read-only bytes is copied and stays writable, as it did.
+    frozen = bytes(range(16))
+    u = _tensor_from_pickle(frozen, "int32", (4,), False, False)
     assert not u.readonly and u.flags & IS_COPIED
     assert u.data_ptr != buffer_address(frozen)
-    np.from_dlpack(u)[:] = -1
-    assert frozen == bytes(buffers[0].raw())  # the transport's memory is untouched
+    rebuilt = dlbridge.explain(u)["rebuilt"]
+    assert not rebuilt["shared"] and "read-only bytes" in rebuilt["reason"]
+
+
+def test_explain_has_no_rebuilt_entry_for_other_tensors():
+    assert dlbridge.explain(dlbridge.arange(3, "int8"))["rebuilt"] is None
+    assert dlbridge.explain(np.arange(3))["rebuilt"] is None
 
 
 def test_writable_tensor_over_a_writable_buffer_is_shared():
@@ -238,6 +263,11 @@ def test_misaligned_buffer_is_copied_to_aligned_memory():
     u = pickle.loads(data, buffers=[view])
     assert u.flags & IS_COPIED and u.data_ptr % 8 == 0
     np.testing.assert_array_equal(np.from_dlpack(u), [0.0, 1.0, 2.0, 3.0])
+    rebuilt = dlbridge.explain(u)["rebuilt"]
+    assert not rebuilt["shared"] and "not aligned for float64 (8 bytes)" in rebuilt["reason"]
+    # Misaligned and read-only, as a transport may hand it: the copy is dlbridge's, writable.
+    w = pickle.loads(data, buffers=[view.toreadonly()])
+    assert not w.readonly and w.flags & IS_COPIED
     # Read-only, misaligned: the copy stays read-only.
     r = _tensor_from_pickle(view.toreadonly(), "float64", (4,), True, False)
     assert r.readonly and r.flags & IS_COPIED and r.data_ptr % 8 == 0

@@ -107,7 +107,7 @@ fn shape_argument(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
         .collect()
 }
 
-fn dtype_argument(dtype: &str) -> PyResult<DataType> {
+pub(crate) fn dtype_argument(dtype: &str) -> PyResult<DataType> {
     let parsed: DataType = dtype
         .parse()
         .map_err(|e: dlbridge::ParseDataTypeError| PyValueError::new_err(e.to_string()))?;
@@ -204,18 +204,29 @@ pub(crate) fn arange(n: i64, dtype: &str) -> PyResult<Tensor> {
 
 /// The reconstructor of pickled tensors (`Tensor.__reduce_ex__` names it): a CPU tensor of
 /// `dtype` and `shape` over the bytes of `data`, shared when they allow it, copied otherwise
-/// (see the module `pickling`). Every argument is checked: a corrupted pickle is an error.
+/// (see the module `pickling`; `view_read_only_buffers`, False in pickles made before it
+/// existed, says whether a read-only buffer is shared read-only). Every argument is checked:
+/// a corrupted pickle is an error.
 #[pyfunction]
-#[pyo3(signature = (data, dtype, shape, read_only, subbyte_padded, /))]
+#[pyo3(signature = (data, dtype, shape, read_only, subbyte_padded, view_read_only_buffers=false, /))]
 pub(crate) fn _tensor_from_pickle(
     data: &Bound<'_, PyAny>,
     dtype: &str,
     shape: &Bound<'_, PyAny>,
     read_only: bool,
     subbyte_padded: bool,
+    view_read_only_buffers: bool,
 ) -> PyResult<Tensor> {
     let dtype = dtype_argument(dtype)?;
     let shape = shape_argument(shape)?;
-    let tensor = pickling::rebuild(data, dtype, &shape, read_only, subbyte_padded)?;
-    Ok(Tensor::new(tensor))
+    let (tensor, rebuilt) = pickling::rebuild(
+        data,
+        dtype,
+        &shape,
+        read_only,
+        subbyte_padded,
+        view_read_only_buffers,
+        "pickle",
+    )?;
+    Ok(Tensor::rebuilt(tensor, rebuilt))
 }

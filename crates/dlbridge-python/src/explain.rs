@@ -10,6 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::creation::{import_options, vouch_legacy_writable};
+use crate::pickling::Rebuilt;
+use crate::tensor::Tensor;
 
 /// What dlbridge does with `x`: a dict with the object's `type` and three entries, each either
 /// what is seen (below) or why it is refused (`refused`: the exception's type and message, as
@@ -36,6 +38,9 @@ use crate::creation::{import_options, vouch_legacy_writable};
 ///   `"exchange-export"`, `"numpy"`, `"buffer"` or `"dlpack"`), `dtype`, `shape`, `strides`,
 ///   `device`, `read_only`, and `copied`: always False, arguments are views of the caller's
 ///   memory. Nothing is claimed or copied. `device` and `copy` do not apply to arguments.
+/// - `rebuilt`: for a `dlbridge.Tensor` rebuilt from a pickle or a frame (Ray, Dask), how:
+///   `from` (`"pickle"` or `"frame"`), `shared` (a view of the buffer it arrived in, or a
+///   copy) and `reason` (why shared or copied, read-only or writable); None otherwise.
 #[pyfunction]
 #[pyo3(signature = (x, /, *, device=None, copy=None, stream=None, legacy_writable=false))]
 pub(crate) fn explain<'py>(
@@ -68,7 +73,27 @@ pub(crate) fn explain<'py>(
         "writable_argument",
         described(py, explain_argument(x, true))?,
     )?;
+    let rebuilt = match x.cast::<Tensor>() {
+        Ok(tensor) => tensor.get().rebuilt_from().cloned(),
+        Err(_) => None,
+    };
+    explained.set_item("rebuilt", rebuilt_described(py, rebuilt.as_ref())?)?;
     Ok(explained)
+}
+
+/// `explain`'s `rebuilt` entry: None, or a dict of `from`, `shared` and `reason`.
+fn rebuilt_described<'py>(
+    py: Python<'py>,
+    rebuilt: Option<&Rebuilt>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Some(rebuilt) = rebuilt else {
+        return Ok(py.None().into_bound(py));
+    };
+    let dict = PyDict::new(py);
+    dict.set_item("from", rebuilt.from)?;
+    dict.set_item("shared", rebuilt.shared)?;
+    dict.set_item("reason", &rebuilt.reason)?;
+    Ok(dict.into_any())
 }
 
 /// An import's report as a dict, or its refusal.

@@ -5,6 +5,8 @@
 //! - `buffer`: its buffer protocol (layout and `struct` formats);
 //! - `pickling`: pickling it (`__reduce_ex__`, protocol 5's out-of-band buffers) and the
 //!   reconstructor's checks;
+//! - `frames`: a tensor as a header and its bytes, `dlbridge.distributed`'s format for Ray
+//!   and Dask (`_frame_of`, `_tensor_from_frame`);
 //! - `creation`: `from_dlpack`, `empty`, `zeros`, `arange`, the pickle reconstructor and their
 //!   arguments;
 //! - `minifloat`: float8 encodings, for `arange`;
@@ -18,6 +20,7 @@ mod minifloat;
 mod pickling;
 mod tensor;
 mod creation;
+mod frames;
 mod explain;
 #[cfg(feature = "testing")]
 mod testing;
@@ -45,6 +48,8 @@ fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(creation::zeros, module)?)?;
     module.add_function(wrap_pyfunction!(creation::arange, module)?)?;
     module.add_function(wrap_pyfunction!(creation::_tensor_from_pickle, module)?)?;
+    module.add_function(wrap_pyfunction!(frames::_frame_of, module)?)?;
+    module.add_function(wrap_pyfunction!(frames::_tensor_from_frame, module)?)?;
     module.add_function(wrap_pyfunction!(explain::explain, module)?)?;
     module.add(
         "DLPACK_VERSION",

@@ -1,7 +1,7 @@
 //! Pickling `dlbridge.Tensor` (`__reduce_ex__`) and rebuilding it (the reconstructor,
 //! `dlbridge._dlbridge._tensor_from_pickle`, whose arguments are an input boundary: a
 //! corrupted or hostile pickle gives a clear error, never a tensor over memory it does not
-//! describe).
+//! describe). The frames of `dlbridge.distributed` (the module `frames`) are rebuilt here too.
 //!
 //! What travels: the tensor's bytes in C order, its dtype's name, its shape, whether it is
 //! read-only and whether its sub-byte elements are padded. Strides do not travel: a
@@ -13,11 +13,15 @@
 //!   are; without, pickle writes them in-band (`bytes` for a read-only tensor, `bytearray`
 //!   for a writable one).
 //! - Protocols 0 to 4: a copy of the bytes, in-band, as `bytes`.
-//! - Rebuilding is zero-copy over the buffer pickle hands back (out-of-band: what the
-//!   transport gave; in-band: the `bytes` or `bytearray` pickle made) when that buffer is
-//!   C-contiguous, aligned for the dtype, and writable unless the tensor was read-only. It
-//!   copies otherwise (flagged IS_COPIED): a writable tensor never gets write access to memory
-//!   whose owner made it read-only, and keeps its writability.
+//! - Rebuilding a protocol-5 pickle (or a frame) is zero-copy over the buffer handed back
+//!   (out-of-band: what the transport gave; in-band: the `bytes` or `bytearray` pickle made)
+//!   when that buffer is C-contiguous and aligned for the dtype. The tensor is a view of the
+//!   buffer, read-only when the tensor was or when the buffer is (Ray's object store hands out
+//!   read-only memory: the tensor is then read-only, as NumPy's arrays are, not a copy). It
+//!   copies only a misaligned or strided buffer (flagged IS_COPIED, writable unless the tensor
+//!   was read-only). Pickles of protocols 0 to 4 carry `bytes`, which are never written: a
+//!   writable tensor is copied out of them and stays writable. `dlbridge.explain` says which
+//!   happened and why (its `rebuilt` entry: [`Rebuilt`]).
 //! - Tensors whose memory the host cannot read are refused with a `TypeError` naming their
 //!   device.
 
@@ -65,49 +69,29 @@ impl TensorBytes {
 }
 
 /// `Tensor.__reduce_ex__(protocol)`: `(reconstructor, (data, dtype, shape, read_only,
-/// subbyte_padded))`, `data` a `PickleBuffer` from protocol 5 on, `bytes` before.
+/// subbyte_padded, view_read_only_buffers))`, `data` a `PickleBuffer` from protocol 5 on
+/// (`view_read_only_buffers` True: a read-only buffer is shared read-only), `bytes` before
+/// (False: copied out of the `bytes` when the tensor was writable).
 pub(crate) fn reduce<'py>(
     py: Python<'py>,
     tensor: &Arc<ManagedTensor>,
     protocol: i64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let view = tensor.view();
-    let device = view.device();
-    if !device.is_host_readable() {
-        return Err(PyTypeError::new_err(format!(
-            "cannot pickle a dlbridge.Tensor on {device}: pickling needs memory the host can \
-             read; copy the tensor to the CPU first"
-        )));
-    }
     let read_only = view.is_read_only();
     let padded = view.flags().is_subbyte_type_padded();
-    let source = if view.is_c_contiguous() {
-        Arc::clone(tensor)
-    } else if view.dtype().is_sub_byte() {
-        // Sub-byte elements are copied as whole bytes (`to_compact_copy`), so only compact.
-        return Err(PyBufferError::new_err(format!(
-            "cannot pickle a strided {} tensor: sub-byte elements are pickled C-contiguous \
-             only, and its strides are {:?}",
-            view.dtype(),
-            view.strides()
-        )));
-    } else {
-        Arc::new(view.to_compact_copy().map_err(to_py_err)?)
-    };
-    let bytes = Py::new(
-        py,
-        TensorBytes {
-            tensor: source,
-            read_only,
-        },
-    )?;
+    let source = compact_host_bytes(tensor, "pickle")?;
     let data = if protocol >= 5 {
-        static PICKLE_BUFFER: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
-        PICKLE_BUFFER
-            .import(py, "pickle", "PickleBuffer")?
-            .call1((bytes,))?
+        pickle_buffer(py, source, read_only)?
     } else {
         // `bytes(buffer)`: one copy, made by CPython from the buffer.
+        let bytes = Py::new(
+            py,
+            TensorBytes {
+                tensor: source,
+                read_only,
+            },
+        )?;
         py.get_type::<PyBytes>().call1((bytes,))?
     };
     static REBUILD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -122,11 +106,63 @@ pub(crate) fn reduce<'py>(
         PyTuple::new(py, view.shape())?,
         read_only,
         padded,
+        protocol >= 5,
     );
     PyTuple::new(
         py,
         [rebuild.bind(py).clone(), args.into_pyobject(py)?.into_any()],
     )
+}
+
+/// The tensor itself when it is C-contiguous, else a compact C-order copy of it: the bytes
+/// that pickling (`action` "pickle") and frames ("send") carry. A tensor the host cannot read
+/// is refused with a `TypeError` naming its device, and a strided sub-byte tensor (whose
+/// elements share bytes) with a `BufferError`.
+pub(crate) fn compact_host_bytes(
+    tensor: &Arc<ManagedTensor>,
+    action: &str,
+) -> PyResult<Arc<ManagedTensor>> {
+    let view = tensor.view();
+    let device = view.device();
+    if !device.is_host_readable() {
+        return Err(PyTypeError::new_err(format!(
+            "cannot {action} a dlbridge.Tensor on {device}: this needs memory the host can \
+             read; copy the tensor to the CPU first"
+        )));
+    }
+    if view.is_c_contiguous() {
+        Ok(Arc::clone(tensor))
+    } else if view.dtype().is_sub_byte() {
+        // Sub-byte elements are copied as whole bytes (`to_compact_copy`), so only compact.
+        Err(PyBufferError::new_err(format!(
+            "cannot {action} a strided {} tensor: sub-byte elements travel C-contiguous only, \
+             and its strides are {:?}",
+            view.dtype(),
+            view.strides()
+        )))
+    } else {
+        Ok(Arc::new(view.to_compact_copy().map_err(to_py_err)?))
+    }
+}
+
+/// A `pickle.PickleBuffer` over the bytes of a C-contiguous host tensor (read-only as
+/// `read_only` says): what protocol 5 and frames carry out-of-band.
+pub(crate) fn pickle_buffer<'py>(
+    py: Python<'py>,
+    compact: Arc<ManagedTensor>,
+    read_only: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = Py::new(
+        py,
+        TensorBytes {
+            tensor: compact,
+            read_only,
+        },
+    )?;
+    static PICKLE_BUFFER: PyOnceLock<Py<pyo3::types::PyType>> = PyOnceLock::new();
+    PICKLE_BUFFER
+        .import(py, "pickle", "PickleBuffer")?
+        .call1((bytes,))
 }
 
 /// A buffer-protocol export of contiguous bytes (`PyBUF_SIMPLE`), held for as long as the
@@ -140,7 +176,10 @@ unsafe impl Send for HeldBytes {}
 
 impl Drop for HeldBytes {
     fn drop(&mut self) {
-        Python::attach(|_py| {
+        // The last tensor over the buffer may be dropped after the interpreter is finalized
+        // (a transport's thread: Ray's frees its objects at exit): the export is then left as
+        // it is, as nothing may be released any more, rather than attaching (which panics).
+        let _released = Python::try_attach(|_py| {
             // SAFETY: filled by a successful `PyObject_GetBuffer`, released once, here, attached.
             unsafe { ffi::PyBuffer_Release(&mut *self.0) }
         });
@@ -150,12 +189,11 @@ impl Drop for HeldBytes {
 impl HeldBytes {
     /// The contiguous bytes of `object`; `None` when it exports a buffer that is not
     /// C-contiguous (or refuses a plain byte view), `TypeError` when it exports none.
-    fn get(object: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
+    fn get(object: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Self>> {
         // SAFETY: a live object; the call only inspects its type.
         if unsafe { ffi::PyObject_CheckBuffer(object.as_ptr()) } != 1 {
             return Err(PyTypeError::new_err(format!(
-                "the data of a pickled dlbridge.Tensor must be a bytes-like object (the buffer \
-                 protocol), got {}",
+                "the data of {what} must be a bytes-like object (the buffer protocol), got {}",
                 object.get_type().name()?
             )));
         }
@@ -194,18 +232,39 @@ fn required_alignment(dtype: DataType) -> usize {
     }
 }
 
+/// How a tensor was rebuilt from a pickle or a frame: `dlbridge.explain`'s `rebuilt` entry.
+#[derive(Clone, Debug)]
+pub(crate) struct Rebuilt {
+    /// `"pickle"` or `"frame"`.
+    pub(crate) from: &'static str,
+    /// Whether the tensor is a view of the buffer it was rebuilt from (else a copy of it).
+    pub(crate) shared: bool,
+    /// Why it is shared or copied, read-only or writable, in words.
+    pub(crate) reason: String,
+}
+
 /// The reconstructor's work: a CPU tensor of `dtype` and `shape` over (or copied from) the
 /// bytes of `data`, validated: the arguments must describe exactly the bytes given.
+/// `view_read_only_buffers`: a read-only buffer is shared read-only (protocol 5, frames); else
+/// a writable tensor is copied out of it (the `bytes` of protocols 0 to 4). `from` names the
+/// source for [`Rebuilt`] and the messages: `"pickle"` or `"frame"`.
 pub(crate) fn rebuild(
     data: &Bound<'_, PyAny>,
     dtype: DataType,
     shape: &[usize],
     read_only: bool,
     subbyte_padded: bool,
-) -> PyResult<ManagedTensor> {
+    view_read_only_buffers: bool,
+    from: &'static str,
+) -> PyResult<(ManagedTensor, Rebuilt)> {
+    let what = if from == "frame" {
+        "a dlbridge frame"
+    } else {
+        "a pickled dlbridge.Tensor"
+    };
     if shape.len() > MAX_NDIM as usize {
         return Err(PyValueError::new_err(format!(
-            "a pickled dlbridge.Tensor has at most {MAX_NDIM} dimensions, got {}",
+            "{what} has at most {MAX_NDIM} dimensions, got {}",
             shape.len()
         )));
     }
@@ -214,54 +273,115 @@ pub(crate) fn rebuild(
             "subbyte_padded is set for {dtype}, which is not a sub-byte type"
         )));
     }
-    let expected = shape
-        .iter()
-        .try_fold(1u64, |count, &extent| count.checked_mul(extent as u64))
-        .and_then(|elements| dtype.storage_bytes(elements, subbyte_padded))
-        .filter(|&bytes| bytes <= isize::MAX as u64)
-        .ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "a pickled {dtype} tensor of shape {shape:?} would not fit in memory"
-            ))
-        })?;
-    let held = match HeldBytes::get(data)? {
-        Some(held) => held,
+    let expected = storage_bytes(dtype, shape, subbyte_padded).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "{what}: a {dtype} tensor of shape {shape:?} would not fit in memory"
+        ))
+    })?;
+    let (held, strided) = match HeldBytes::get(data, what)? {
+        Some(held) => (held, false),
         None => {
             // A strided buffer from the transport: its bytes in C order, copied.
             let copy = PyMemoryView::from(data)?.call_method0("tobytes")?;
-            HeldBytes::get(&copy)?.ok_or_else(|| {
-                PyBufferError::new_err("the bytes of a pickled dlbridge.Tensor cannot be read")
-            })?
+            let held = HeldBytes::get(&copy, what)?.ok_or_else(|| {
+                PyBufferError::new_err(format!("the bytes of {what} cannot be read"))
+            })?;
+            (held, true)
         }
     };
     if held.len() as u64 != expected {
         return Err(PyValueError::new_err(format!(
-            "the data of a pickled {dtype} tensor of shape {shape:?} must hold {expected} \
-             bytes, got {}",
+            "the data of {what} of {dtype} and shape {shape:?} must hold {expected} bytes, \
+             got {}",
             held.len()
         )));
     }
-    let shareable = (read_only || !held.is_read_only())
-        && held.address() as usize % required_alignment(dtype) == 0;
+    let alignment = required_alignment(dtype);
+    let aligned = held.address() as usize % alignment == 0;
+    let buffer_read_only = held.is_read_only();
+    // Why the buffer cannot be shared, if it cannot.
+    let copy_reason = if strided {
+        Some("the buffer is not C-contiguous".to_string())
+    } else if !aligned {
+        Some(format!(
+            "the buffer's address {:#x} is not aligned for {dtype} ({alignment} bytes)",
+            held.address() as usize
+        ))
+    } else if buffer_read_only && !read_only && !view_read_only_buffers {
+        Some(
+            "the buffer is read-only bytes (pickle protocol 0 to 4) and the tensor was \
+             writable"
+                .to_string(),
+        )
+    } else {
+        None
+    };
+    let shareable = copy_reason.is_none();
+    let view_read_only = read_only || buffer_read_only || !shareable;
     let address = held.address();
     // SAFETY: `held` keeps its `expected` contiguous bytes alive at `address` until it is
     // dropped by the tensor's deleter, and the tensor reaches exactly those bytes: a compact
     // row-major layout of `shape` in `dtype` (padded as said) takes `storage_bytes` bytes. The
-    // tensor is writable only where the buffer is (`shareable` and not `read_only`); the one
-    // made only to be copied is read-only.
+    // tensor is writable only where the buffer is (`buffer_read_only` makes it read-only);
+    // the one made only to be copied is read-only.
     let over_buffer = unsafe { Export::from_raw_parts(held, address, dtype, Device::CPU, shape) }
-        .read_only(read_only || !shareable)
+        .read_only(view_read_only)
         .subbyte_padded(subbyte_padded)
         .into_versioned()
         .map_err(to_py_err)?;
-    if shareable {
-        return Ok(over_buffer);
+    if let Some(why) = copy_reason {
+        let copied = copy_of(&over_buffer, dtype, shape, read_only, subbyte_padded)?;
+        let writability = if read_only {
+            "read-only: the tensor was read-only when sent"
+        } else {
+            "writable: the copy is dlbridge's own"
+        };
+        let rebuilt = Rebuilt {
+            from,
+            shared: false,
+            reason: format!("copied: {why}; {writability}"),
+        };
+        return Ok((copied, rebuilt));
     }
+    let writability = match (read_only, buffer_read_only) {
+        (true, _) => "read-only: the tensor was read-only when sent",
+        (false, true) => {
+            "read-only: the buffer is read-only (a transport's memory that no one may write, \
+             such as Ray's object store); copy it to write"
+        }
+        (false, false) => "writable: the buffer is writable",
+    };
+    let rebuilt = Rebuilt {
+        from,
+        shared: true,
+        reason: format!("shared: a view of the {from}'s buffer (zero-copy); {writability}"),
+    };
+    Ok((over_buffer, rebuilt))
+}
+
+/// The bytes a compact tensor of `dtype` and `shape` takes (padded as said), if they fit in
+/// memory.
+pub(crate) fn storage_bytes(dtype: DataType, shape: &[usize], subbyte_padded: bool) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(1u64, |count, &extent| count.checked_mul(extent as u64))
+        .and_then(|elements| dtype.storage_bytes(elements, subbyte_padded))
+        .filter(|&bytes| bytes <= isize::MAX as u64)
+}
+
+/// An aligned copy of `over_buffer` in dlbridge's memory, flagged IS_COPIED, and read-only
+/// when `read_only`.
+fn copy_of(
+    over_buffer: &ManagedTensor,
+    dtype: DataType,
+    shape: &[usize],
+    read_only: bool,
+    subbyte_padded: bool,
+) -> PyResult<ManagedTensor> {
     let copy = over_buffer.view().to_compact_copy().map_err(to_py_err)?;
     if !read_only {
         return Ok(copy);
     }
-    // A read-only tensor over a misaligned buffer: the aligned copy, flagged read-only.
     let data = copy.view().data_ptr();
     // SAFETY: the copy, moved into the new tensor, owns the compact bytes at `data`.
     unsafe { Export::from_raw_parts(copy, data, dtype, Device::CPU, shape) }

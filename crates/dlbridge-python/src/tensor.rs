@@ -12,7 +12,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::pickling;
+use crate::pickling::{self, Rebuilt};
 
 /// A tensor held by dlbridge: imported from any DLPack producer (zero-copy, keeping the
 /// producer's memory alive) or created in Rust memory. Exported again with `__dlpack__`, or
@@ -20,13 +20,29 @@ use crate::pickling;
 #[pyclass(module = "dlbridge", name = "Tensor", frozen)]
 pub struct Tensor {
     inner: Arc<ManagedTensor>,
+    /// How it was rebuilt from a pickle or a frame; None for every other tensor.
+    rebuilt: Option<Rebuilt>,
 }
 
 impl Tensor {
     pub(crate) fn new(tensor: ManagedTensor) -> Self {
         Tensor {
             inner: Arc::new(tensor),
+            rebuilt: None,
         }
+    }
+
+    /// A tensor rebuilt from a pickle or a frame, and how.
+    pub(crate) fn rebuilt(tensor: ManagedTensor, rebuilt: Rebuilt) -> Self {
+        Tensor {
+            inner: Arc::new(tensor),
+            rebuilt: Some(rebuilt),
+        }
+    }
+
+    /// How it was rebuilt from a pickle or a frame, if it was.
+    pub(crate) fn rebuilt_from(&self) -> Option<&Rebuilt> {
+        self.rebuilt.as_ref()
     }
 }
 

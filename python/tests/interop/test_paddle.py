@@ -311,3 +311,25 @@ def test_writing_a_tensor_saved_for_backward_makes_backward_raise(writer):
         w.scale_(2.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
+
+
+# -- dlbridge.distributed (Ray and Dask frames) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("read_only", [True, False], ids=["read-only-bytes", "writable-bytes"])
+def test_frames_rebuild_a_paddle_tensor(read_only):
+    # Paddle has no read-only tensors (it ignores READ_ONLY): over read-only bytes, such as
+    # Ray's object store, the receiver gets a copy; over writable ones, a view.
+    import dlbridge.distributed as dd
+
+    for dtype in ("float32", "bfloat16", "int64", "bool", "complex64"):
+        x = paddle.arange(12).reshape([3, 4]).astype(dtype)
+        header, frames = dd.serialize(x)
+        assert header["kind"] == "paddle"
+        raw = frames[0].raw()
+        data = bytes(raw) if read_only else bytearray(raw)
+        result = dd.deserialize(header, [data])
+        assert isinstance(result, paddle.Tensor) and result.dtype == x.dtype
+        shared = result.data_ptr() == np_address(np.frombuffer(data, np.uint8))
+        assert shared != read_only
+        np.testing.assert_array_equal(result.astype("float64").numpy(), x.astype("float64").numpy())

@@ -260,3 +260,25 @@ def test_memory_from_a_legacy_only_producer_is_never_made_writable():
     with pytest.raises(TypeError, match="read-only"):
         K.fill(source, 0.0)
     assert source.numpy().tolist() == [1.0, 2.0, 3.0]
+
+
+# -- dlbridge.distributed (Ray and Dask frames) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("read_only", [True, False], ids=["read-only-bytes", "writable-bytes"])
+def test_frames_rebuild_a_tensorflow_tensor(read_only):
+    # TensorFlow exports legacy capsules (read-only to dlbridge) and has no read-only tensors:
+    # the receiver copies read-only bytes, and shares writable ones.
+    import dlbridge.distributed as dd
+
+    for dtype in (tf.float32, tf.bfloat16, tf.int64, tf.bool, tf.complex64):
+        x = tf.cast(tf.reshape(tf.range(12), (3, 4)), dtype)
+        header, frames = dd.serialize(x)
+        assert header["kind"] == "tensorflow" and header["flags"] & FLAG_READ_ONLY
+        raw = frames[0].raw()
+        data = bytes(raw) if read_only else bytearray(raw)
+        result = dd.deserialize(header, [data])
+        assert isinstance(result, type(x)) and result.dtype == x.dtype
+        np.testing.assert_array_equal(
+            tf.cast(result, tf.float64).numpy(), tf.cast(x, tf.float64).numpy()
+        )

@@ -142,7 +142,9 @@ pub(crate) struct HeldBuffer(Box<ffi::Py_buffer>);
 
 impl Drop for HeldBuffer {
     fn drop(&mut self) {
-        Python::attach(|_py| {
+        // Where the interpreter is finalizing or gone (a tensor dropped by a thread at exit),
+        // nothing may be released any more: the export is left as it is (attaching panics).
+        let _released = Python::try_attach(|_py| {
             // SAFETY: filled by a successful `PyObject_GetBuffer`, released once, here, with
             // the GIL held.
             unsafe { ffi::PyBuffer_Release(&mut *self.0) }
