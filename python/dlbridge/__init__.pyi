@@ -81,7 +81,10 @@ class Tensor:
         """Pickling: from protocol 5 on the bytes go out-of-band as a `pickle.PickleBuffer`
         over the tensor's memory (no copy of a C-contiguous tensor), before it in-band as a
         copy; dtype, shape, read-only-ness and sub-byte padding travel, strides do not (the
-        tensor comes back C-contiguous). A tensor the host cannot read raises `TypeError`."""
+        tensor comes back C-contiguous). A tensor the host cannot read raises `TypeError`.
+        Unpickled from protocol 5, the tensor is a view of the buffer handed back (read-only
+        when that buffer is, as Ray's object store's are), copied only when the buffer is
+        misaligned or strided."""
     if sys.version_info >= (3, 12):
         # The buffer protocol (PEP 688): a Python-level method from 3.12 on.
         def __buffer__(self, flags: int, /) -> memoryview: ...
@@ -116,5 +119,7 @@ def explain(
     copy=copy, stream=stream)` does (done for real, released at once): `path`, `negotiation`,
     `copied`, `copied_by`, `version`, `dtype`, `shape`, `strides`, `device`, `read_only`,
     `ready_stream`, `writability` (why it is writable or read-only); `argument` and
-    `writable_argument`, how a kernel's typed arguments read it.
+    `writable_argument`, how a kernel's typed arguments read it; `rebuilt`, for a Tensor
+    rebuilt from a pickle or a frame (Ray, Dask), `from`, `shared` (a view of the buffer it
+    arrived in, or a copy) and `reason`, else None.
     Each entry is `{"refused": "ExceptionType: message"}` where that step raises."""

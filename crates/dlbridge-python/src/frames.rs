@@ -249,3 +249,21 @@ fn type_name(object: &Bound<'_, PyAny>) -> String {
         .map(|name| name.to_string())
         .unwrap_or_else(|_| "?".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_row_major;
+
+    #[test]
+    fn row_major_strides_and_the_extents_where_any_stride_goes() {
+        assert!(is_row_major(&[2, 3], &[3, 1]));
+        assert!(is_row_major(&[], &[]));
+        assert!(is_row_major(&[1, 3], &[99, 1]));
+        assert!(is_row_major(&[0, 3], &[7, 7]));
+        assert!(!is_row_major(&[2, 3], &[1, 2]));
+        assert!(!is_row_major(&[2, 3], &[3]));
+        assert!(!is_row_major(&[2, 3], &[3, 1, 1]));
+        // Extents whose product overflows are never row-major (nothing could hold them).
+        assert!(!is_row_major(&[i64::MAX, 3], &[3, 1]));
+    }
+}

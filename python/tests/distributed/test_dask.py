@@ -128,3 +128,32 @@ def test_corrupted_frames_are_clear_errors():
         deserialize(dict(header, **{"sub-header": {"dlbridge": None}}), [empty, data])
     with pytest.raises(ValueError, match="an empty frame and the tensor's, got 1 frames"):
         deserialize(header, [data])
+
+
+def test_default_registration_covers_frameworks_imported_later_and_leaves_subclasses():
+    # In a fresh process: `register()` with no types registers what is imported (NumPy,
+    # dlbridge), and PyTorch when Dask first meets one of its tensors; a subclass (a
+    # Parameter, a masked array) goes to Dask's other serializers, whole.
+    code = """
+import dlbridge.distributed as dd
+assert dd.register(ray=False) == ["numpy", "dlbridge"], dd._REGISTERED
+import numpy as np, torch
+from distributed.protocol import deserialize, serialize
+header, frames = serialize(torch.arange(3.0), serializers=("dask",))
+assert header["sub-header"]["dlbridge"]["kind"] == "torch"
+assert torch.equal(deserialize(header, frames), torch.arange(3.0))
+header, frames = serialize(torch.nn.Parameter(torch.ones(2)), serializers=("dask", "pickle"))
+assert header["serializer"] == "pickle"
+assert isinstance(deserialize(header, frames), torch.nn.Parameter)
+masked = np.ma.masked_array([1.0, 2.0], mask=[False, True])
+header, frames = serialize(masked, serializers=("dask", "pickle"))
+assert "dlbridge" not in header.get("sub-header", {})
+assert deserialize(header, frames).mask.tolist() == [False, True]
+print("ok")
+"""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
