@@ -24,7 +24,7 @@
 
 use std::sync::Arc;
 
-use dlbridge::{DataType, Flags, MAX_NDIM};
+use dlbridge::{DataType, Flags, MAX_NDIM, layout};
 use dlbridge_pyo3::TensorClass;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -56,11 +56,7 @@ pub(crate) fn _frame_of<'py>(
     let compact_view = compact.view();
     let shape = compact_view.shape();
     let mut strides = vec![0i64; shape.len()];
-    let mut step = 1i64;
-    for (stride, &extent) in strides.iter_mut().zip(shape).rev() {
-        *stride = step;
-        step = step.saturating_mul(extent.max(1));
-    }
+    layout::fill_row_major_strides(shape, &mut strides);
     let flags = Flags::NONE.with(Flags::READ_ONLY, read_only).with(
         Flags::IS_SUBBYTE_TYPE_PADDED,
         compact_view.flags().is_subbyte_type_padded(),
@@ -134,7 +130,7 @@ pub(crate) fn _tensor_from_frame(
             ))
         })?;
     let strides: Vec<i64> = field(header, "strides", "a list of ints")?;
-    if !is_row_major(&extents, &strides) {
+    if extents.len() != strides.len() || !layout::is_c_contiguous(&extents, &strides) {
         return Err(PyValueError::new_err(format!(
             "a dlbridge frame's header field 'strides' is {strides:?}, not the row-major \
              strides of shape {extents:?}: this dlbridge reads C-contiguous frames only"
@@ -219,28 +215,6 @@ fn field<'py, T: for<'a> FromPyObject<'a, 'py>>(
     value.extract::<T>().map_err(|_| wrong())
 }
 
-/// Whether `strides` are the row-major strides of `extents` (any stride where an extent is
-/// 1, anything for a tensor with no elements).
-fn is_row_major(extents: &[i64], strides: &[i64]) -> bool {
-    if extents.len() != strides.len() {
-        return false;
-    }
-    if extents.contains(&0) {
-        return true;
-    }
-    let mut step = 1i64;
-    for (&extent, &stride) in extents.iter().zip(strides).rev() {
-        if extent != 1 && stride != step {
-            return false;
-        }
-        step = match step.checked_mul(extent) {
-            Some(next) => next,
-            None => return false,
-        };
-    }
-    true
-}
-
 /// The name of an object's type, for messages.
 fn type_name(object: &Bound<'_, PyAny>) -> String {
     object
@@ -248,22 +222,4 @@ fn type_name(object: &Bound<'_, PyAny>) -> String {
         .name()
         .map(|name| name.to_string())
         .unwrap_or_else(|_| "?".into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_row_major;
-
-    #[test]
-    fn row_major_strides_and_the_extents_where_any_stride_goes() {
-        assert!(is_row_major(&[2, 3], &[3, 1]));
-        assert!(is_row_major(&[], &[]));
-        assert!(is_row_major(&[1, 3], &[99, 1]));
-        assert!(is_row_major(&[0, 3], &[7, 7]));
-        assert!(!is_row_major(&[2, 3], &[1, 2]));
-        assert!(!is_row_major(&[2, 3], &[3]));
-        assert!(!is_row_major(&[2, 3], &[3, 1, 1]));
-        // Extents whose product overflows are never row-major (nothing could hold them).
-        assert!(!is_row_major(&[i64::MAX, 3], &[3, 1]));
-    }
 }
