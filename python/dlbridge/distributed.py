@@ -423,6 +423,13 @@ def _dask_register(entry: TensorType) -> None:
     for dispatch in (dask_serialize, dask_deserialize):
         with contextlib.suppress(TypeError):  # none registered
             dispatch.dispatch(entry.cls)
+    _dask_bind(entry)
+
+
+def _dask_bind(entry: TensorType) -> None:
+    """dlbridge's serializer and deserializer as Dask's for `entry`'s class."""
+    from distributed.protocol.serialize import dask_deserialize, dask_serialize
+
     dask_serialize.register(entry.cls)(_dask_serializer(entry.kind))
     dask_deserialize.register(entry.cls)(_dask_deserialize)
 
@@ -438,22 +445,20 @@ def register_dask(*types: str | type | TensorType, client: Any = None) -> list[s
     for entry in registered:
         _dask_register(entry)
     if not types:
-        for kind, (module, make) in FRAMEWORKS.items():
+        for kind, (module, _) in FRAMEWORKS.items():
             if kind not in _REGISTERED and module not in ("numpy", "dlbridge"):
-                dask_serialize.register_lazy(module)(_lazy_dask_registration(make))
+                dask_serialize.register_lazy(module)(_lazy_dask_registration(kind))
     if client is not None:
         client.register_plugin(_worker_plugin(tuple(types)), name="dlbridge-serializers")
     return [entry.kind for entry in registered]
 
 
-def _lazy_dask_registration(make: Callable[[], TensorType]) -> Callable[[], None]:
+def _lazy_dask_registration(kind: str) -> Callable[[], None]:
+    # Called by Dask's dispatch while it looks the class up: binding directly (asking the
+    # dispatch again here would call this registration again).
     def register_when_imported() -> None:
-        entry = make()
-        _REGISTERED[entry.kind] = entry
-        from distributed.protocol.serialize import dask_deserialize, dask_serialize
-
-        dask_serialize.register(entry.cls)(_dask_serializer(entry.kind))
-        dask_deserialize.register(entry.cls)(_dask_deserialize)
+        entry = _REGISTERED[kind] = _known_type(kind)
+        _dask_bind(entry)
 
     return register_when_imported
 
