@@ -6,6 +6,10 @@
 2. In every crate, each file imports only files listed before it in lib.rs: a folder
    module's files take the folder's place, in the order its mod.rs lists them, and mod.rs
    itself comes after its children. So the `mod` lines read as the layers, from the ground up.
+3. Sides that stay apart: a line `// module-layers: A never imports B, C` in a crate's lib.rs
+   forbids every file of module A (and of the modules below it) to import B or C (or the
+   modules below them), wherever lib.rs lists them. dlbridge-pyo3 says so of its produce side
+   and its consume side, so that reordering the `mod` lines cannot undo it.
 
 Test modules (`#[cfg(test)] mod ... { }` blocks, files of a `tests` module) are left out: a
 test may build its fixtures with any part of the crate.
@@ -32,6 +36,7 @@ PYTHON_PACKAGE = ROOT / "python" / "dlbridge"
 
 RUST_PATH = re.compile(r"(?<!\$)\b(crate|super|self)((?:::\w+)+|::\{)")
 EXPORTED_MACRO = re.compile(r"#\[macro_export\]\s*macro_rules!\s*(\w+)")
+SIDE_RULE = re.compile(r"^\s*// module-layers: (\S+) never imports (.+?)\.?\s*$", re.MULTILINE)
 RUST_MOD = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", re.MULTILINE)
 
 
@@ -215,6 +220,7 @@ def check_rust(crate: Path) -> list[str]:
         return os.path.relpath(modules[module], ROOT)
 
     problems = cycle_problems(graph, name)
+    problems += side_problems(src, graph, name)
     order = declared_order(src, (), modules)
     place = {m: i for i, m in enumerate(order)}
     for module in order:
@@ -224,6 +230,33 @@ def check_rust(crate: Path) -> list[str]:
                     f"layer order: {name(module)} imports {name(target)} "
                     f"({', '.join(sorted(names))}), which lib.rs lists after it"
                 )
+    return problems
+
+
+def side_problems(src: Path, graph: dict, name) -> list[str]:
+    """Imports that cross a `// module-layers: A never imports B, C` line of lib.rs."""
+
+    def path(text: str) -> tuple[str, ...]:
+        return tuple(part for part in text.strip().split("::") if part)
+
+    def within(module: tuple[str, ...], top: tuple[str, ...]) -> bool:
+        return module[: len(top)] == top
+
+    problems = []
+    for importer, forbidden in SIDE_RULE.findall((src / "lib.rs").read_text()):
+        side = path(importer)
+        others = [path(other) for other in forbidden.split(",")]
+        for module, imports in sorted(graph.items()):
+            if not within(module, side):
+                continue
+            for target, names in sorted(imports.items()):
+                crossed = [other for other in others if within(target, other)]
+                if crossed:
+                    problems.append(
+                        f"side rule: {name(module)} imports {name(target)} "
+                        f"({', '.join(sorted(names))}), but lib.rs says "
+                        f"{importer} never imports {'::'.join(crossed[0])}"
+                    )
     return problems
 
 

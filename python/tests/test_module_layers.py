@@ -58,6 +58,32 @@ def test_layers_in_order_with_folders_and_tests_pass(layers, tmp_path):
     assert layers.check_rust(root) == []
 
 
+def test_an_import_across_a_side_rule_is_reported_wherever_the_modules_are_listed(
+    layers, tmp_path
+):
+    # `consumer` is listed first, so the layer order alone would allow the import.
+    root = crate(
+        tmp_path,
+        {
+            "lib.rs": "// module-layers: producer never imports consumer, other.\n"
+            "mod consumer;\nmod other;\nmod producer;\n",
+            "consumer.rs": "pub struct Reader;\n",
+            "other.rs": "pub struct Unrelated;\n",
+            "producer/mod.rs": "mod answers;\n",
+            "producer/answers.rs": "use crate::consumer::Reader;\nuse crate::other::Unrelated;\n",
+        },
+    )
+    problems = layers.check_rust(root)
+    assert len(problems) == 2, problems
+    assert "side rule: " in problems[0] and "producer/answers.rs imports" in problems[0]
+    assert "consumer.rs (Reader)" in problems[0]
+    assert "never imports consumer" in problems[0]
+    assert "other.rs (Unrelated)" in problems[1]
+    # Without the rule the same tree passes.
+    (root / "src" / "lib.rs").write_text("mod consumer;\nmod other;\nmod producer;\n")
+    assert layers.check_rust(root) == []
+
+
 def test_a_cycle_in_a_crate_is_reported_with_what_ties_it(layers, tmp_path):
     root = crate(
         tmp_path,

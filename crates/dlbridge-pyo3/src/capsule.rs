@@ -1,4 +1,5 @@
-//! DLPack capsules: their names, wrapping a managed tensor in one ([`into_capsule`]), taking
+//! DLPack capsules: their names (a tensor's, and [`DLPACK_EXCHANGE_API`], a type's C exchange
+//! table's), wrapping a managed tensor in one ([`into_capsule`]), taking
 //! the tensor out of one ([`from_capsule`]), and the destructor of the capsules this crate
 //! makes, which frees a tensor that no consumer took.
 
@@ -80,6 +81,52 @@ pub const USED_DLTENSOR: &CStr = c"used_dltensor";
 /// # .unwrap();
 /// ```
 pub const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
+
+/// Name of the capsule a tensor type publishes its table in.
+///
+/// A consumer reads the table of a type (here `Image`, the class of
+/// [`TensorClass`](crate::TensorClass)'s example, published with
+/// [`publish_dlpack`](crate::publish_dlpack)) from a capsule of this name:
+///
+/// ```
+/// use dlbridge::ffi::DLPackExchangeAPIHeader;
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::DLPACK_EXCHANGE_API;
+/// use pyo3::prelude::*;
+/// use pyo3::types::PyCapsule;
+/// # use std::sync::Arc;
+/// # #[pyclass(frozen)]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let capsule = py.get_type::<Image>().getattr("__dlpack_c_exchange_api__")?;
+///     let capsule = capsule.cast_into::<PyCapsule>()?;
+///     let table = capsule.pointer_checked(Some(DLPACK_EXCHANGE_API))?;
+///     let header = table.cast::<DLPackExchangeAPIHeader>();
+///     // SAFETY: a capsule of this name holds a table that lives as long as the process.
+///     assert_eq!(unsafe { header.as_ref() }.version.major, 1);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
+pub const DLPACK_EXCHANGE_API: &CStr = c"dlpack_exchange_api";
 
 /// Wraps a managed tensor in a DLPack capsule: `dltensor_versioned` for a versioned tensor,
 /// `dltensor` for a legacy one.

@@ -4,7 +4,7 @@
 //! [`from_dlpack_explained`], the same import saying which path it took and whether anything
 //! was copied ([`ImportReport`]).
 
-use dlbridge::{DataType, Device, DeviceType, ManagedTensor, Version};
+use dlbridge::{Device, DeviceType, ManagedTensor, Version};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -15,10 +15,12 @@ use crate::capsule::from_capsule;
 use crate::device::device_from_tuple;
 use crate::dispatch::{TypeInfo, type_info};
 use crate::errors::{to_py_err, type_name};
-use crate::exchange::exchange_api_enabled;
+use crate::exchange::{ExchangeApi, exchange_api_enabled};
+use crate::explain::{Copier, ImportPath, ImportReport, ImportStep};
 use crate::host::numpy;
+use crate::stream_argument::{ConsumerStream, has_streams, standard_default_stream};
 use crate::stream_order;
-use crate::work_stream::{ConsumerStream, has_streams, standard_default_stream, work_stream_of};
+use crate::work_stream::work_stream_of;
 
 /// What a consumer asks of a producer.
 ///
@@ -179,225 +181,6 @@ pub fn from_dlpack_explained(
     Ok((tensor, report))
 }
 
-/// The path an import took ([`from_dlpack_explained`]), in the order they are tried. Only
-/// [`ImportPath::ExchangeTable`] and [`ImportPath::NumpyStruct`] never go through a capsule.
-///
-/// ```
-/// use dlbridge_pyo3::ImportPath;
-///
-/// assert_eq!(ImportPath::DlpackLegacy.name(), "dlpack-legacy");
-/// assert_eq!(ImportPath::ExchangeTable.to_string(), "exchange");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ImportPath {
-    /// A raw `dltensor` / `dltensor_versioned` capsule passed in directly, no negotiation.
-    Capsule,
-    /// NumPy's array struct, read directly (exactly `numpy.ndarray`, a plain import).
-    NumpyStruct,
-    /// The type's DLPack 1.3 C exchange table (`managed_tensor_from_py_object_no_sync`;
-    /// PyTorch, PaddlePaddle, dlbridge), a plain import: no `__dlpack__`, no capsule.
-    ExchangeTable,
-    /// `__dlpack__` answered with a versioned capsule (`dltensor_versioned`), which has flags:
-    /// READ_ONLY and IS_COPIED are the producer's word.
-    DlpackVersioned,
-    /// `__dlpack__` answered with a legacy capsule (`dltensor`): an older producer, or one
-    /// that writes only those (JAX, TensorFlow), whatever `max_version` asked. Read-only, since
-    /// a legacy tensor cannot say that its memory may be written.
-    DlpackLegacy,
-}
-
-impl ImportPath {
-    /// The path's short name: `"capsule"`, `"numpy"`, `"exchange"`, `"dlpack-versioned"` or
-    /// `"dlpack-legacy"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ImportPath::Capsule => "capsule",
-            ImportPath::NumpyStruct => "numpy",
-            ImportPath::ExchangeTable => "exchange",
-            ImportPath::DlpackVersioned => "dlpack-versioned",
-            ImportPath::DlpackLegacy => "dlpack-legacy",
-        }
-    }
-}
-
-impl std::fmt::Display for ImportPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// One step of an import's negotiation beyond the plain path ([`ImportReport::steps`]): a fast
-/// path left for `__dlpack__`, a retry for an older producer, a device or a copy seen to here.
-///
-/// ```
-/// use dlbridge_pyo3::ImportStep;
-///
-/// assert_eq!(ImportStep::MaxVersionRefused.name(), "max-version-refused");
-/// assert!(ImportStep::CopiedHere.to_string().contains("copy"));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ImportStep {
-    /// The type publishes an exchange table, but `DLBRIDGE_NO_EXCHANGE_API` turned the fast
-    /// path off.
-    ExchangeDisabled,
-    /// The exchange table raised (its error was dropped); `__dlpack__` was asked, whose answer
-    /// is the producer's own.
-    ExchangeFailed,
-    /// The exchange table exported a tensor on a device with streams, but has no
-    /// `current_work_stream` to say which stream its data is ready on: dropped, and taken
-    /// again through `__dlpack__`, which synchronizes.
-    ExchangeDeviceWithStreams,
-    /// NumPy's struct was not read: a data type or layout that NumPy's `__dlpack__` converts
-    /// or refuses, so that its answer is NumPy's.
-    NumpyDeclined,
-    /// `__dlpack__(max_version=...)` raised `TypeError` (an older producer): asked again
-    /// without `max_version`.
-    MaxVersionRefused,
-    /// That raised `TypeError` too: asked again with no keyword at all (`copy` and `dl_device`
-    /// are then done here).
-    KeywordsRefused,
-    /// `__dlpack_device__` named another device than the tensor's, and won (PyTorch's pinned
-    /// memory: CUDAHost there, CPU in the tensor).
-    DeviceFromDlpackDevice,
-    /// Host-readable memory (pinned, managed) relabelled as the CPU device that was asked for:
-    /// a view, no copy.
-    DeviceAsCpu,
-    /// dlbridge made the copy that `copy=True` asked for: the producer could not take the
-    /// keyword, refused to copy, or did not flag its result IS_COPIED (PyTorch 2.15 forgets).
-    CopiedHere,
-    /// `__dlpack__(copy=True)` raised `BufferError` (the producer cannot copy, as tvm-ffi):
-    /// asked again without `copy`, and the copy made here ([`CopiedHere`](Self::CopiedHere)).
-    CopyRefused,
-    /// The CPU was asked for and the producer gave CUDA memory: dlbridge copied it to the host
-    /// on the stream its data is ready on (feature `cuda`).
-    CopiedToHost,
-}
-
-impl ImportStep {
-    /// The step's short name: `"exchange-disabled"`, `"exchange-failed"`,
-    /// `"exchange-device-with-streams"`, `"numpy-declined"`, `"max-version-refused"`,
-    /// `"keywords-refused"`, `"device-from-dlpack-device"`, `"device-as-cpu"`,
-    /// `"copied-here"`, `"copy-refused"` or `"copied-to-host"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ImportStep::ExchangeDisabled => "exchange-disabled",
-            ImportStep::ExchangeFailed => "exchange-failed",
-            ImportStep::ExchangeDeviceWithStreams => "exchange-device-with-streams",
-            ImportStep::NumpyDeclined => "numpy-declined",
-            ImportStep::MaxVersionRefused => "max-version-refused",
-            ImportStep::KeywordsRefused => "keywords-refused",
-            ImportStep::DeviceFromDlpackDevice => "device-from-dlpack-device",
-            ImportStep::DeviceAsCpu => "device-as-cpu",
-            ImportStep::CopiedHere => "copied-here",
-            ImportStep::CopyRefused => "copy-refused",
-            ImportStep::CopiedToHost => "copied-to-host",
-        }
-    }
-
-    /// What the step means, in a sentence.
-    pub fn description(self) -> &'static str {
-        match self {
-            ImportStep::ExchangeDisabled => {
-                "the exchange table was not used: DLBRIDGE_NO_EXCHANGE_API turns it off"
-            }
-            ImportStep::ExchangeFailed => "the exchange table raised; __dlpack__ was asked",
-            ImportStep::ExchangeDeviceWithStreams => {
-                "the exchange table gave a tensor on a device with streams and has no \
-                 current_work_stream; __dlpack__ was asked, which synchronizes"
-            }
-            ImportStep::NumpyDeclined => {
-                "NumPy's struct was not read (a data type or layout NumPy's __dlpack__ \
-                 converts or refuses); __dlpack__ was asked"
-            }
-            ImportStep::MaxVersionRefused => {
-                "__dlpack__(max_version=...) raised TypeError; asked again without max_version"
-            }
-            ImportStep::KeywordsRefused => {
-                "__dlpack__ raised TypeError again; asked again with no keyword"
-            }
-            ImportStep::DeviceFromDlpackDevice => {
-                "the device from __dlpack_device__ replaced the one in the tensor"
-            }
-            ImportStep::DeviceAsCpu => "host-readable memory seen as the CPU device asked for",
-            ImportStep::CopiedHere => "dlbridge made the copy that copy=True asked for",
-            ImportStep::CopyRefused => {
-                "__dlpack__(copy=True) raised BufferError; asked again without copy, to copy here"
-            }
-            ImportStep::CopiedToHost => {
-                "the producer gave device memory where the CPU was asked for; dlbridge copied \
-                 it to the host"
-            }
-        }
-    }
-}
-
-impl std::fmt::Display for ImportStep {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.description())
-    }
-}
-
-/// Who made the copy an import returned ([`ImportReport::copied`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Copier {
-    /// The producer: its tensor is flagged IS_COPIED (asked with `copy=True`, or a copy to
-    /// the device asked for).
-    Producer,
-    /// dlbridge, for `copy=True` ([`ImportStep::CopiedHere`]) or a host copy of device memory
-    /// ([`ImportStep::CopiedToHost`]).
-    Dlbridge,
-}
-
-impl Copier {
-    /// `"producer"` or `"dlbridge"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Copier::Producer => "producer",
-            Copier::Dlbridge => "dlbridge",
-        }
-    }
-}
-
-impl std::fmt::Display for Copier {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// What an import did ([`from_dlpack_explained`]): the path, the negotiation, whether the
-/// memory is a copy, and the tensor that came out of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ImportReport {
-    /// How the tensor was reached.
-    pub path: ImportPath,
-    /// The negotiation's steps beyond the plain path, in order (empty when the first path
-    /// tried gave the tensor as it is).
-    pub steps: Vec<ImportStep>,
-    /// Whether the memory is a private copy, and who made it; `None`: the producer's memory.
-    pub copied: Option<Copier>,
-    /// The DLPack version the tensor arrived with; `None` for a legacy tensor.
-    pub version: Option<Version>,
-    /// Whether the memory must not be written: flagged READ_ONLY, or a legacy tensor.
-    pub read_only: bool,
-    /// The data type.
-    pub dtype: DataType,
-    /// The device (after [`ImportStep::DeviceFromDlpackDevice`] and
-    /// [`ImportStep::DeviceAsCpu`]).
-    pub device: Device,
-    /// The extents.
-    pub shape: Vec<i64>,
-    /// The strides, in elements.
-    pub strides: Vec<i64>,
-    /// The device stream the data is ready on ([`ManagedTensor::ready_stream`]): `None` for
-    /// host memory and where it is unknown (`stream=-1`, a capsule, a producer that took no
-    /// keywords).
-    pub ready_stream: Option<usize>,
-}
-
 /// What an import records as it goes: nothing for [`from_dlpack`] ([`Untraced`], whose calls
 /// compile to nothing), the steps for [`from_dlpack_explained`] ([`Recorder`]).
 trait Trace {
@@ -471,10 +254,10 @@ fn import<T: Trace>(
     // other values than the tensor's), whatever was asked for: on the fast path below once
     // the exported data type and layout are known, else before `__dlpack__`.
     let mut refusals_checked = false;
-    if T::RECORDS && plain && info.exchange.is_some() && !exchange_api_enabled() {
+    if T::RECORDS && plain && info.exchange_table.is_some() && !exchange_api_enabled() {
         trace.step(ImportStep::ExchangeDisabled);
     }
-    if let Some(api) = info.exchange.filter(|_| plain && exchange_api_enabled()) {
+    if let Some(api) = ExchangeApi::of(info).filter(|_| plain && exchange_api_enabled()) {
         // The fast path: the type's C exchange API, for a plain import (no device, copy or
         // stream other than the producer's current one requested). It does not synchronize
         // streams, which a tensor on a device with streams needs none of when its data is

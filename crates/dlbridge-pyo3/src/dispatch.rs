@@ -1,67 +1,26 @@
 //! Dispatch by Python type: what dlbridge knows about a type as a tensor producer, looked up
-//! once per type and then read without a lock: its DLPack 1.3 C exchange API (when it answers as the type's
-//! `__dlpack__` does), whether it is NumPy's `ndarray`, the rules of its framework
-//! ([`crate::framework`]), and how the writability of a borrowed descriptor is known.
+//! once per type and then read without a lock: its DLPack 1.3 C exchange table (found here,
+//! when it answers as the type's `__dlpack__` does), whether it is NumPy's `ndarray`, the rules
+//! of its framework ([`crate::framework`]), and how the writability of a borrowed descriptor is
+//! known. Both sides look types up here: the consume side to choose a path
+//! ([`crate::exchange`] wraps the table for imports), the produce side to return a result as a
+//! tensor of the caller's framework ([`crate::produce`]).
 
 use std::collections::HashMap;
-use std::ptr::null_mut;
+use std::ptr::{NonNull, null_mut};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
+use dlbridge::ffi::{DLPackExchangeAPI, DLPackExchangeAPIHeader};
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::types::{PyCapsule, PyType};
 
-use crate::exchange::{ExchangeApi, lookup_exchange_api};
+use crate::capsule::DLPACK_EXCHANGE_API;
 use crate::framework::{FrameworkRules, defining_class, rules_for};
 use crate::host::numpy;
 use crate::writability_hook::{WritabilityHook, writability_hook};
-
-/// The exchange API of `object`'s type, if it publishes one of major version 1 (walking
-/// `prev_api` to find it). Looked up once per type and cached (the type is kept alive).
-///
-/// Here on `Image`, the class of [`TensorClass`](crate::TensorClass)'s example, which has a
-/// table once published:
-///
-/// ```
-/// use dlbridge_pyo3::exchange_api;
-/// use dlbridge_pyo3::prelude::*;
-/// use pyo3::prelude::*;
-/// use pyo3::types::PyByteArray;
-/// # use std::sync::Arc;
-/// # #[pyclass(frozen)]
-/// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
-/// # }
-/// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
-/// #         &self.pixels
-/// #     }
-/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
-/// #     }
-/// # }
-/// # fn image<'py>(
-/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
-/// # ) -> PyResult<Bound<'py, Image>> {
-/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
-/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
-/// # }
-/// # Python::initialize();
-/// Python::attach(|py| -> PyResult<()> {
-///     publish_dlpack::<Image>(py)?;
-///     let image = image(py, vec![7; 4], &[2, 2])?;
-///     let api = exchange_api(&image)?.expect("a published class has a table");
-///     // The fast path: no `__dlpack__` call, no capsule.
-///     assert_eq!(api.managed_tensor(&image)?.view().shape(), &[2, 2]);
-///     assert!(exchange_api(&PyByteArray::new(py, b"no table"))?.is_none());
-///     Ok(())
-/// })
-/// # .unwrap();
-/// ```
-pub fn exchange_api(object: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
-    Ok(type_info(object)?.exchange)
-}
 
 /// What a producer type offers.
 pub(crate) struct TypeInfo {
@@ -69,10 +28,10 @@ pub(crate) struct TypeInfo {
     address: usize,
     /// Keeps the type alive, so that its address is never reused by another type.
     _type: Py<PyType>,
-    /// The type's C exchange API (major version 1), if it publishes one that answers as its
+    /// The type's C exchange table (major version 1), if it publishes one that answers as its
     /// `__dlpack__` does: not for a subclass that overrides `__dlpack__` below the class that
     /// published the table (nor, for PyTorch, `__torch_function__`).
-    pub(crate) exchange: Option<ExchangeApi>,
+    pub(crate) exchange_table: Option<ExchangeTable>,
     /// The type is exactly `numpy.ndarray`, whose objects are read directly
     /// ([`crate::host::numpy`]).
     pub(crate) numpy_array: bool,
@@ -81,6 +40,34 @@ pub(crate) struct TypeInfo {
     /// How the writability of a descriptor borrowed from the table is known (a `DLTensor`
     /// has no flags).
     pub(crate) borrowed_writability: BorrowedWritability,
+}
+
+/// A type's C exchange table, as the per-type cache holds it: process-lifetime data the
+/// producer published ([`TypeInfo::exchange_table`]).
+#[derive(Clone, Copy)]
+pub(crate) struct ExchangeTable(&'static DLPackExchangeAPI);
+
+// SAFETY: the table is immutable, process-lifetime data of C function pointers (the standard
+// requires both), which any thread may read; its functions are called with the GIL held.
+unsafe impl Send for ExchangeTable {}
+// SAFETY: as above.
+unsafe impl Sync for ExchangeTable {}
+
+impl ExchangeTable {
+    /// The table.
+    #[inline]
+    pub(crate) fn get(self) -> &'static DLPackExchangeAPI {
+        self.0
+    }
+}
+
+impl TypeInfo {
+    /// The type, kept alive by this entry for the process.
+    #[inline]
+    pub(crate) fn type_ptr(&self) -> NonNull<ffi::PyTypeObject> {
+        // The lookup key is the address of the live type this entry holds.
+        NonNull::new(self.address as *mut ffi::PyTypeObject).expect("a live type's address")
+    }
 }
 
 /// How a descriptor borrowed through `dltensor_from_py_object_no_sync` says whether it may
@@ -139,8 +126,8 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
         return Ok(entry);
     }
     let framework = rules_for(&kind)?;
-    let exchange = match lookup_exchange_api(&kind, framework)? {
-        Some(api) if table_answers_for(&kind, framework)? => Some(api),
+    let exchange_table = match lookup_exchange_table(&kind)? {
+        Some(table) if table_answers_for(&kind, framework)? => Some(table),
         _ => None,
     };
     let numpy_array = is_numpy_ndarray(&kind)?;
@@ -156,7 +143,7 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
         Box::leak(Box::new(TypeInfo {
             address,
             _type: kind.clone().unbind(),
-            exchange,
+            exchange_table,
             numpy_array,
             framework,
             borrowed_writability,
@@ -237,4 +224,55 @@ fn is_numpy_ndarray(kind: &Bound<'_, PyType>) -> PyResult<bool> {
         return Ok(false);
     };
     Ok(ndarray.is(kind) && numpy::layout_fits(kind))
+}
+
+/// Reads a type's C exchange table (major version 1), for the per-type cache. The table must come in a capsule named
+/// [`DLPACK_EXCHANGE_API`], under `__dlpack_c_exchange_api__` or the 1.2 draft's
+/// `__c_dlpack_exchange_api__`. An address in a Python int (as the 1.2 draft had it) is never
+/// taken: pure Python code can write any int there (`class X: __c_dlpack_exchange_api__ = 8`),
+/// and following it would read whatever lies at that address as a table of functions. A
+/// capsule of that name can only be made by C code.
+fn lookup_exchange_table(kind: &Bound<'_, PyType>) -> PyResult<Option<ExchangeTable>> {
+    let py = kind.py();
+    let mut capsule = None;
+    for name in [
+        intern!(py, "__dlpack_c_exchange_api__"),
+        intern!(py, "__c_dlpack_exchange_api__"),
+    ] {
+        if let Some(found) = kind.getattr_opt(name)? {
+            capsule = Some(found);
+            break;
+        }
+    }
+    let Some(Ok(capsule)) = capsule.map(|found| found.cast_into::<PyCapsule>()) else {
+        return Ok(None);
+    };
+    // SAFETY: a live capsule; the name is checked by `PyCapsule_GetPointer`.
+    let pointer =
+        unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPACK_EXCHANGE_API.as_ptr()) };
+    if pointer.is_null() {
+        drop(PyErr::take(py));
+        return Ok(None);
+    }
+    let mut header: *const DLPackExchangeAPIHeader = pointer.cast();
+    // Walk the chain to a table of major version 1 (bounded, against a cyclic chain).
+    for _ in 0..16 {
+        if header.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: the producer publishes a process-lifetime table; the header is its stable
+        // prefix, readable whatever the version.
+        let version = unsafe { (*header).version };
+        if version.major == dlbridge::ffi::DLPACK_MAJOR_VERSION {
+            // SAFETY: major version 1: the full `DLPackExchangeAPI` layout, process lifetime.
+            let table = unsafe { &*header.cast::<DLPackExchangeAPI>() };
+            if table.managed_tensor_from_py_object_no_sync.is_none() {
+                return Ok(None);
+            }
+            return Ok(Some(ExchangeTable(table)));
+        }
+        // SAFETY: as above; `prev_api` is in the stable header.
+        header = unsafe { (*header).prev_api };
+    }
+    Ok(None)
 }

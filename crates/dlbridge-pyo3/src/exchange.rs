@@ -1,69 +1,20 @@
-//! The C exchange API of DLPack 1.3 (`__dlpack_c_exchange_api__`), consumer side: finding a
-//! type's function table ([`lookup_exchange_api`], once per type, by [`crate::dispatch`]) and
-//! importing or describing a tensor through it, without calling `__dlpack__`.
+//! The C exchange API of DLPack 1.3 (`__dlpack_c_exchange_api__`), consumer side: importing or
+//! describing a tensor through a type's function table ([`ExchangeApi`], over the table
+//! [`crate::dispatch`] found once per type), without calling `__dlpack__`.
 
-use std::ffi::CStr;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
 
-use dlbridge::ffi::{
-    DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLTensor,
-};
+use dlbridge::ffi::{DLManagedTensorVersioned, DLPackExchangeAPI, DLTensor};
 use dlbridge::{ManagedTensor, TensorView};
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
-use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyType};
+use pyo3::types::PyType;
 
+use crate::dispatch::{TypeInfo, type_info};
 use crate::errors::{to_py_err, type_name};
 use crate::framework::FrameworkRules;
-
-/// Name of the capsule a tensor type publishes its table in.
-///
-/// A consumer reads the table of a type (here `Image`, the class of
-/// [`TensorClass`](crate::TensorClass)'s example, published with
-/// [`publish_dlpack`](crate::publish_dlpack)) from a capsule of this name:
-///
-/// ```
-/// use dlbridge::ffi::DLPackExchangeAPIHeader;
-/// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::DLPACK_EXCHANGE_API;
-/// use pyo3::prelude::*;
-/// use pyo3::types::PyCapsule;
-/// # use std::sync::Arc;
-/// # #[pyclass(frozen)]
-/// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
-/// # }
-/// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
-/// #         &self.pixels
-/// #     }
-/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
-/// #     }
-/// # }
-/// # fn image<'py>(
-/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
-/// # ) -> PyResult<Bound<'py, Image>> {
-/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
-/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
-/// # }
-/// # Python::initialize();
-/// Python::attach(|py| -> PyResult<()> {
-///     publish_dlpack::<Image>(py)?;
-///     let capsule = py.get_type::<Image>().getattr("__dlpack_c_exchange_api__")?;
-///     let capsule = capsule.cast_into::<PyCapsule>()?;
-///     let table = capsule.pointer_checked(Some(DLPACK_EXCHANGE_API))?;
-///     let header = table.cast::<DLPackExchangeAPIHeader>();
-///     // SAFETY: a capsule of this name holds a table that lives as long as the process.
-///     assert_eq!(unsafe { header.as_ref() }.version.major, 1);
-///     Ok(())
-/// })
-/// # .unwrap();
-/// ```
-pub const DLPACK_EXCHANGE_API: &CStr = c"dlpack_exchange_api";
 
 /// The environment variable that turns the fast path off (`DLBRIDGE_NO_EXCHANGE_API=1`), read
 /// once per process.
@@ -180,6 +131,16 @@ unsafe impl Send for ExchangeApi {}
 unsafe impl Sync for ExchangeApi {}
 
 impl ExchangeApi {
+    /// The exchange API of a type looked up in the per-type cache, if it has a table.
+    #[inline]
+    pub(crate) fn of(info: &TypeInfo) -> Option<ExchangeApi> {
+        info.exchange_table.map(|table| ExchangeApi {
+            table: table.get(),
+            kind: info.type_ptr(),
+            framework: info.framework,
+        })
+    }
+
     /// The raw table.
     pub fn table(&self) -> &'static DLPackExchangeAPI {
         self.table
@@ -310,66 +271,48 @@ pub fn exchange_api_enabled() -> bool {
     })
 }
 
-/// Reads a type's exchange API, for the per-type cache; `framework` is the type's framework's
-/// rules, which the table's users need. The table must come in a capsule named
-/// [`DLPACK_EXCHANGE_API`], under `__dlpack_c_exchange_api__` or the 1.2 draft's
-/// `__c_dlpack_exchange_api__`. An address in a Python int (as the 1.2 draft had it) is never
-/// taken: pure Python code can write any int there (`class X: __c_dlpack_exchange_api__ = 8`),
-/// and following it would read whatever lies at that address as a table of functions. A
-/// capsule of that name can only be made by C code.
+/// The exchange API of `object`'s type, if it publishes one of major version 1 (walking
+/// `prev_api` to find it). Looked up once per type and cached (the type is kept alive).
 ///
-/// The result points to `kind` ([`ExchangeApi::describe`] checks objects against it): the
-/// caller keeps `kind` alive for as long as the result is used, as the per-type cache does
-/// for the process.
-pub(crate) fn lookup_exchange_api(
-    kind: &Bound<'_, PyType>,
-    framework: Option<&'static FrameworkRules>,
-) -> PyResult<Option<ExchangeApi>> {
-    let py = kind.py();
-    let mut capsule = None;
-    for name in [
-        intern!(py, "__dlpack_c_exchange_api__"),
-        intern!(py, "__c_dlpack_exchange_api__"),
-    ] {
-        if let Some(found) = kind.getattr_opt(name)? {
-            capsule = Some(found);
-            break;
-        }
-    }
-    let Some(Ok(capsule)) = capsule.map(|found| found.cast_into::<PyCapsule>()) else {
-        return Ok(None);
-    };
-    // SAFETY: a live capsule; the name is checked by `PyCapsule_GetPointer`.
-    let pointer =
-        unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), DLPACK_EXCHANGE_API.as_ptr()) };
-    if pointer.is_null() {
-        drop(PyErr::take(py));
-        return Ok(None);
-    }
-    let mut header: *const DLPackExchangeAPIHeader = pointer.cast();
-    // Walk the chain to a table of major version 1 (bounded, against a cyclic chain).
-    for _ in 0..16 {
-        if header.is_null() {
-            return Ok(None);
-        }
-        // SAFETY: the producer publishes a process-lifetime table; the header is its stable
-        // prefix, readable whatever the version.
-        let version = unsafe { (*header).version };
-        if version.major == dlbridge::ffi::DLPACK_MAJOR_VERSION {
-            // SAFETY: major version 1: the full `DLPackExchangeAPI` layout, process lifetime.
-            let table = unsafe { &*header.cast::<DLPackExchangeAPI>() };
-            if table.managed_tensor_from_py_object_no_sync.is_none() {
-                return Ok(None);
-            }
-            let kind = NonNull::new(kind.as_type_ptr()).expect("a live type");
-            return Ok(Some(ExchangeApi {
-                table,
-                kind,
-                framework,
-            }));
-        }
-        // SAFETY: as above; `prev_api` is in the stable header.
-        header = unsafe { (*header).prev_api };
-    }
-    Ok(None)
+/// Here on `Image`, the class of [`TensorClass`](crate::TensorClass)'s example, which has a
+/// table once published:
+///
+/// ```
+/// use dlbridge_pyo3::exchange_api;
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+/// use pyo3::types::PyByteArray;
+/// # use std::sync::Arc;
+/// # #[pyclass(frozen)]
+/// # struct Image {
+/// #     pixels: Arc<ManagedTensor>,
+/// # }
+/// # impl TensorClass for Image {
+/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #         &self.pixels
+/// #     }
+/// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #     }
+/// # }
+/// # fn image<'py>(
+/// #     py: Python<'py>, pixels: Vec<u8>, shape: &[usize],
+/// # ) -> PyResult<Bound<'py, Image>> {
+/// #     let tensor = Export::new(pixels, shape).into_versioned().map_err(to_py_err)?;
+/// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
+/// # }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     publish_dlpack::<Image>(py)?;
+///     let image = image(py, vec![7; 4], &[2, 2])?;
+///     let api = exchange_api(&image)?.expect("a published class has a table");
+///     // The fast path: no `__dlpack__` call, no capsule.
+///     assert_eq!(api.managed_tensor(&image)?.view().shape(), &[2, 2]);
+///     assert!(exchange_api(&PyByteArray::new(py, b"no table"))?.is_none());
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
+pub fn exchange_api(object: &Bound<'_, PyAny>) -> PyResult<Option<ExchangeApi>> {
+    Ok(ExchangeApi::of(type_info(object)?))
 }

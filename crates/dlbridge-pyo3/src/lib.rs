@@ -271,32 +271,38 @@
 #![warn(missing_docs)]
 
 // The modules in layers: each imports only modules listed before it (`make lint` checks it
-// with scripts/module-layers.py). Leaves first (stream ordering and host copies through the
-// CUDA driver among them); then host memory without DLPack; then the consumer side (the
-// exchange table, per-type dispatch, producers' work streams, consumption); then the producer
-// side, which never imports the consumer side; on top, typed arguments, which read tensors as
-// the consumer does and return results as the producer does.
+// with scripts/module-layers.py). Leaves first (capsules and their names, the protocol's
+// `stream=` values, stream ordering and host copies through the CUDA driver among them); then
+// host memory without DLPack; then what both sides look up about a Python type (its
+// framework's rules, its C exchange table); then the producer side, which never imports the
+// consumer side (module-layers.py refuses any import of a consumer-side module in produce/);
+// then the consumer side (explain's report vocabulary, imports through the exchange table,
+// producers' work streams, consumption); on top, typed arguments, which read tensors as the
+// consumer does and return results as the producer does, and the Rust libraries' adapters.
+// module-layers: produce never imports explain, exchange, work_stream, consume, args, libraries.
 mod errors;
 mod owner;
 mod trampoline;
 mod capsule;
 mod device;
+mod stream_argument;
 mod stream_order;
 mod writability_hook;
 mod host;
 mod framework;
-mod exchange;
 mod dispatch;
+mod produce;
+mod explain;
+mod exchange;
 mod work_stream;
 mod consume;
-mod produce;
 mod args;
 mod libraries;
 pub mod prelude;
 
+pub use args::borrow::explain_argument;
 #[doc(hidden)]
 pub use args::borrow::{ArgumentInspection, inspect_argument};
-pub use args::borrow::{ArgumentPath, ArgumentReport, explain_argument};
 pub use args::constraints::{
     AnyDevice, AnyLayout, CContiguous, Constraints, Contiguous, Cuda, DeviceConstraint,
     Dimensionality, DimsBetween, FContiguous, HostMemory, Layout, LayoutWith, Rocm,
@@ -307,16 +313,16 @@ pub use args::tensor_arg::{
     TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
 };
 pub use capsule::{
-    DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR, USED_DLTENSOR_VERSIONED, from_capsule,
-    into_capsule,
+    DLPACK_EXCHANGE_API, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR, USED_DLTENSOR_VERSIONED,
+    from_capsule, into_capsule,
 };
-pub use consume::{Copier, ImportPath, ImportReport, ImportStep, from_dlpack_explained};
+pub use consume::from_dlpack_explained;
 pub use consume::{ImportOptions, from_dlpack};
 pub use device::{device_argument, device_from_tuple, dlpack_device};
-pub use dispatch::exchange_api;
 pub use dlbridge;
 pub use errors::{KernelError, KernelResult, to_py_err};
-pub use exchange::{DLPACK_EXCHANGE_API, ExchangeApi, NO_EXCHANGE_API_ENV, exchange_api_enabled};
+pub use exchange::{ExchangeApi, NO_EXCHANGE_API_ENV, exchange_api, exchange_api_enabled};
+pub use explain::{ArgumentPath, ArgumentReport, Copier, ImportPath, ImportReport, ImportStep};
 pub use host::formats::buffer_format;
 pub use ndarray;
 pub use owner::PyObjectOwner;
@@ -328,7 +334,8 @@ pub use produce::methods::{ExportRequest, export_capsule, publish_dlpack_methods
 pub use produce::publish_dlpack;
 pub use produce::returning::{IntoTensor, TensorProducer, return_like};
 pub use pyo3;
-pub use work_stream::{ConsumerStream, StreamHandle, WorkStream, WorkStreamSource};
+pub use stream_argument::{ConsumerStream, StreamHandle};
+pub use work_stream::{WorkStream, WorkStreamSource};
 pub use writability_hook::{WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE, WritabilityHook};
 
 /// The crate's README (its crates.io page), whose example is compiled as a doc test.

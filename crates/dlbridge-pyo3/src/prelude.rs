@@ -60,7 +60,7 @@
 //! # .unwrap();
 //! ```
 
-pub use crate::args::borrow::{ArgumentPath, explain_argument};
+pub use crate::args::borrow::explain_argument;
 pub use crate::args::constraints::{
     AnyDevice, AnyLayout, CContiguous, Constraints, Contiguous, Cuda, DeviceConstraint,
     Dimensionality, DimsBetween, FContiguous, HostMemory, Layout, Rocm,
@@ -70,8 +70,10 @@ pub use crate::args::tensor_arg::{
     ContiguousArg, ContiguousArgMut, TensorArg, TensorArg1, TensorArg2, TensorArg3, TensorArg4,
     TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
 };
-pub use crate::consume::{ImportOptions, ImportPath, from_dlpack, from_dlpack_explained};
+pub use crate::consume::{ImportOptions, from_dlpack, from_dlpack_explained};
 pub use crate::errors::{KernelError, KernelResult, to_py_err};
+pub use crate::explain::ArgumentPath;
+pub use crate::explain::ImportPath;
 pub use crate::owner::PyObjectOwner;
 pub use crate::produce::class::TensorClass;
 pub use crate::produce::publish_dlpack;

@@ -105,24 +105,16 @@ fn import_described<'py>(
         Ok(report) => report,
         Err(error) => return refusal(py, error),
     };
-    let dict = PyDict::new(py);
-    dict.set_item("path", report.path.name())?;
-    let steps = report.steps.iter().map(|step| step.name());
-    dict.set_item("negotiation", PyTuple::new(py, steps)?)?;
-    dict.set_item("copied", report.copied.is_some())?;
-    dict.set_item("copied_by", report.copied.map(|copier| copier.name()))?;
-    dict.set_item(
-        "version",
-        report.version.map(|version| (version.major, version.minor)),
-    )?;
-    set_tensor(
-        &dict,
-        report.dtype,
-        &report.shape,
-        &report.strides,
-        report.device,
-        report.read_only,
-    )?;
+    let dict = seen(py, &report, |dict| {
+        let steps = report.steps.iter().map(|step| step.name());
+        dict.set_item("negotiation", PyTuple::new(py, steps)?)?;
+        dict.set_item("copied", report.copied.is_some())?;
+        dict.set_item("copied_by", report.copied.map(|copier| copier.name()))?;
+        dict.set_item(
+            "version",
+            report.version.map(|version| (version.major, version.minor)),
+        )
+    })?;
     dict.set_item("ready_stream", report.ready_stream)?;
     dict.set_item("writability", writability)?;
     Ok(dict)
@@ -157,40 +149,72 @@ fn described<'py>(
     py: Python<'py>,
     report: PyResult<ArgumentReport>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let report = match report {
-        Ok(report) => report,
+    let dict = match report {
+        Ok(report) => seen(py, &report, |_| Ok(()))?,
         Err(error) => return refusal(py, error),
     };
-    let dict = PyDict::new(py);
-    dict.set_item("path", report.path.name())?;
-    set_tensor(
-        &dict,
-        report.dtype,
-        &report.shape,
-        &report.strides,
-        report.device,
-        report.read_only,
-    )?;
     dict.set_item("copied", false)?;
     Ok(dict)
 }
 
-/// The tensor an import or an argument sees, as both entries describe it: `dtype`, `shape`,
-/// `strides` (in elements), `device` (`(device_type, device_id)`) and `read_only`.
-fn set_tensor(
-    dict: &Bound<'_, PyDict>,
-    dtype: DataType,
-    shape: &[i64],
-    strides: &[i64],
-    device: Device,
-    read_only: bool,
-) -> PyResult<()> {
-    let py = dict.py();
+/// What an import's report and an argument's both say, in the same words: the path they took
+/// (the one vocabulary of `dlbridge_pyo3`'s explain module) and the tensor seen there.
+trait SeenTensor {
+    /// The path's name (`"exchange"`, `"numpy"`, `"dlpack-versioned"`, ...).
+    fn path_name(&self) -> &'static str;
+    /// The data type, the shape and strides (in elements), the device, and whether the memory
+    /// may not be written.
+    fn tensor(&self) -> (DataType, &[i64], &[i64], Device, bool);
+}
+
+impl SeenTensor for ImportReport {
+    fn path_name(&self) -> &'static str {
+        self.path.name()
+    }
+    fn tensor(&self) -> (DataType, &[i64], &[i64], Device, bool) {
+        (
+            self.dtype,
+            &self.shape,
+            &self.strides,
+            self.device,
+            self.read_only,
+        )
+    }
+}
+
+impl SeenTensor for ArgumentReport {
+    fn path_name(&self) -> &'static str {
+        self.path.name()
+    }
+    fn tensor(&self) -> (DataType, &[i64], &[i64], Device, bool) {
+        (
+            self.dtype,
+            &self.shape,
+            &self.strides,
+            self.device,
+            self.read_only,
+        )
+    }
+}
+
+/// The entries an import and an argument share, in the order `explain` shows them: `path`, the
+/// report's own entries that follow it (`after_path`), then `dtype`, `shape`, `strides` (in
+/// elements), `device` (`(device_type, device_id)`) and `read_only`.
+fn seen<'py>(
+    py: Python<'py>,
+    report: &impl SeenTensor,
+    after_path: impl FnOnce(&Bound<'py, PyDict>) -> PyResult<()>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (dtype, shape, strides, device, read_only) = report.tensor();
+    let dict = PyDict::new(py);
+    dict.set_item("path", report.path_name())?;
+    after_path(&dict)?;
     dict.set_item("dtype", dtype.to_string())?;
     dict.set_item("shape", PyTuple::new(py, shape)?)?;
     dict.set_item("strides", PyTuple::new(py, strides)?)?;
     dict.set_item("device", (device.device_type.0, device.device_id))?;
-    dict.set_item("read_only", read_only)
+    dict.set_item("read_only", read_only)?;
+    Ok(dict)
 }
 
 /// `{"refused": "ExceptionType: message"}`.

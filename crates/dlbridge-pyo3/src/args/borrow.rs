@@ -10,9 +10,10 @@ use crate::consume::{ImportOptions, from_dlpack};
 use crate::dispatch::{BorrowedWritability, TypeInfo, type_info};
 use crate::errors::{argument_error, to_py_err};
 use crate::exchange::{ExchangeApi, exchange_api_enabled};
+use crate::explain::{ArgumentPath, ArgumentReport};
 use crate::host::buffer::{HeldBuffer, with_buffer_view};
 use crate::host::numpy;
-use crate::work_stream::ConsumerStream;
+use crate::stream_argument::ConsumerStream;
 use crate::writability_hook;
 
 /// Where an argument's descriptor came from: borrowed from the producer through its exchange
@@ -57,54 +58,6 @@ impl Source {
             Source::Owned(owned) if owned.through_table => ArgumentPath::ExchangeExport,
             Source::Owned(_) => ArgumentPath::Dlpack,
         }
-    }
-}
-
-/// How a typed argument reached its tensor; the variants are in the order the sources are tried
-/// ([how an argument is read](crate#how-an-argument-is-read-and-what-is-copied)).
-/// None of them copies the elements: the argument is a view of the caller's memory.
-///
-/// ```
-/// use dlbridge_pyo3::ArgumentPath;
-///
-/// assert_eq!(ArgumentPath::NumpyStruct.name(), "numpy");
-/// assert_eq!(ArgumentPath::Dlpack.to_string(), "dlpack");
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ArgumentPath {
-    /// A descriptor borrowed from the producer's DLPack 1.3 exchange table
-    /// (`dltensor_from_py_object_no_sync`; PyTorch, PaddlePaddle, dlbridge), no allocation.
-    ExchangeTable,
-    /// An owned export through the exchange table (`managed_tensor_from_py_object_no_sync`):
-    /// for a writable argument whose type cannot say otherwise whether it may be written.
-    ExchangeExport,
-    /// NumPy's array struct, read directly (exactly `numpy.ndarray`).
-    NumpyStruct,
-    /// The buffer protocol (other host-memory exporters: `array.array`, `memoryview`, ...).
-    BufferProtocol,
-    /// A full DLPack import through `__dlpack__`, held for the call: the reference path, for
-    /// every other producer (JAX, TensorFlow, CuPy, ...) and whatever a fast path cannot take.
-    Dlpack,
-}
-
-impl ArgumentPath {
-    /// The path's short name: `"exchange"`, `"exchange-export"`, `"numpy"`, `"buffer"` or
-    /// `"dlpack"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            ArgumentPath::ExchangeTable => "exchange",
-            ArgumentPath::ExchangeExport => "exchange-export",
-            ArgumentPath::NumpyStruct => "numpy",
-            ArgumentPath::BufferProtocol => "buffer",
-            ArgumentPath::Dlpack => "dlpack",
-        }
-    }
-}
-
-impl std::fmt::Display for ArgumentPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -155,7 +108,7 @@ pub(crate) fn extract_with<R>(
             rules.check_writable(object)?;
         }
     }
-    if let Some(api) = info.exchange {
+    if let Some(api) = ExchangeApi::of(info) {
         // A type with a table takes no other fast path: its buffer export (if any) may name
         // its data type differently (dlbridge's own shows bfloat16 as uint16 bits); with the
         // table turned off it goes to the reference.
@@ -256,25 +209,6 @@ fn extract_from_table<R>(
     };
     let access = Access::new(writability, ArgumentPath::ExchangeTable);
     Ok(Some((Source::ExchangeTable, make(&view, access)?)))
-}
-
-/// What a typed argument sees of a Python object ([`explain_argument`]): the path it took,
-/// and the tensor as described there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ArgumentReport {
-    /// How the tensor was reached.
-    pub path: ArgumentPath,
-    /// The data type.
-    pub dtype: DataType,
-    /// The device.
-    pub device: dlbridge::Device,
-    /// The extents.
-    pub shape: Vec<i64>,
-    /// The strides, in elements.
-    pub strides: Vec<i64>,
-    /// Whether the memory may not be written through this path (a `TensorArgMut` refuses it).
-    pub read_only: bool,
 }
 
 /// Says how a typed argument would read `object` (`writable`: a `TensorArgMut`, whose

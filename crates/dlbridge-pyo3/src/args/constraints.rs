@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 
 use dlbridge::{Device, DeviceType, Element, TensorView, Writability};
 
-use super::borrow::{Access, ArgumentPath};
+use super::borrow::Access;
 use crate::errors::tuple;
+use crate::explain::ArgumentPath;
 use ndarray::{Dimension, Ix0, Ix1, Ix2, Ix3, Ix4, Ix5, Ix6, IxDyn};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;

@@ -11,15 +11,15 @@ use dlbridge::{Device, Element, TensorView};
 use ndarray::{Dimension, IxDyn};
 use pyo3::prelude::*;
 
-use super::borrow::ArgumentPath;
+use super::accessors::argument_accessors;
 use super::constraints::{
     Constraints, Cuda, DeviceConstraint, Dimensionality, check_at, placement,
 };
 use super::tensor_arg::{Held, WriteReport, extract_argument};
 use crate::device::dlpack_device;
 use crate::dispatch::type_info;
-use crate::produce::returning::{IntoTensor, return_like};
-use crate::work_stream::{ConsumerStream, StreamHandle, WorkStream, has_streams, work_stream_of};
+use crate::stream_argument::{ConsumerStream, StreamHandle, has_streams};
+use crate::work_stream::{WorkStream, work_stream_of};
 
 /// A read-only tensor argument in device memory: element type `T`, device constraint `P`
 /// ([`DeviceConstraint`]: [`Cuda`] by default, [`Rocm`](crate::Rocm),
@@ -79,6 +79,13 @@ pub struct DeviceTensorArg<
 > {
     tensor: DeviceTensor<D>,
     held: Held,
+    /// Held so that both device argument types are made by one extraction (their fields are
+    /// the same); never read, since a read-only argument reports no write.
+    #[expect(
+        dead_code,
+        reason = "the same fields as DeviceTensorArgMut, which reports writes"
+    )]
+    report: WriteReport,
     _types: TypeMarker<'py, T, P, C>,
 }
 
@@ -248,36 +255,30 @@ fn extract_device<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constra
     Ok((held, tensor, report))
 }
 
-impl<'a, 'py, T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints>
-    FromPyObject<'a, 'py> for DeviceTensorArg<'py, T, P, D, C>
-{
-    type Error = PyErr;
+/// The extraction of a device argument type, the same for both but for whether it writes (the
+/// two have the same fields).
+macro_rules! device_argument_from_py_object {
+    ($name:ident, writable: $writable:literal) => {
+        impl<'a, 'py, T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints>
+            FromPyObject<'a, 'py> for $name<'py, T, P, D, C>
+        {
+            type Error = PyErr;
 
-    fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let (held, tensor, _) = extract_device::<T, P, D, C>(&object, false)?;
-        Ok(DeviceTensorArg {
-            tensor,
-            held,
-            _types: PhantomData,
-        })
-    }
+            fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+                let (held, tensor, report) = extract_device::<T, P, D, C>(&object, $writable)?;
+                Ok($name {
+                    tensor,
+                    held,
+                    report,
+                    _types: PhantomData,
+                })
+            }
+        }
+    };
 }
 
-impl<'a, 'py, T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints>
-    FromPyObject<'a, 'py> for DeviceTensorArgMut<'py, T, P, D, C>
-{
-    type Error = PyErr;
-
-    fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let (held, tensor, report) = extract_device::<T, P, D, C>(&object, true)?;
-        Ok(DeviceTensorArgMut {
-            tensor,
-            held,
-            report,
-            _types: PhantomData,
-        })
-    }
-}
+device_argument_from_py_object!(DeviceTensorArg, writable: false);
+device_argument_from_py_object!(DeviceTensorArgMut, writable: true);
 
 impl<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints> Drop
     for DeviceTensorArgMut<'_, T, P, D, C>
@@ -287,108 +288,18 @@ impl<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints> Drop
     }
 }
 
-/// The accessors both device argument types share.
-macro_rules! device_accessors {
-    ($name:ident) => {
-        impl<'py, T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints>
-            $name<'py, T, P, D, C>
-        {
-            /// The tensor's device (`(kDLCUDA, 0)`, say).
-            pub fn device(&self) -> Device {
-                self.tensor.device
-            }
-
-            /// The stream the kernel must launch on (see [`WorkStream`]).
-            pub fn stream(&self) -> WorkStream {
-                self.tensor.stream
-            }
-
-            /// The extents.
-            pub fn shape(&self) -> &[usize] {
-                self.tensor.shape.slice()
-            }
-
-            /// The strides, in elements (negative ones allowed unless a layout constraint
-            /// forbids them).
-            pub fn strides(&self) -> &[isize] {
-                self.tensor.strides()
-            }
-
-            /// The number of dimensions.
-            pub fn ndim(&self) -> usize {
-                self.tensor.shape.ndim()
-            }
-
-            /// The number of elements.
-            pub fn len(&self) -> usize {
-                self.tensor.elements
-            }
-
-            /// Whether the tensor has no elements (its address may then be anything, NULL
-            /// included).
-            pub fn is_empty(&self) -> bool {
-                self.tensor.elements == 0
-            }
-
-            /// The first element's device address (`data + byte_offset`), as the CUDA driver
-            /// API takes it (`CUdeviceptr`, cudarc's `sys::CUdeviceptr`). The kernel may read
-            /// the elements the shape and strides reach, on [`stream`](Self::stream), until
-            /// the call returns.
-            pub fn device_ptr(&self) -> u64 {
-                self.tensor.first as usize as u64
-            }
-
-            /// The first element as a typed pointer (device memory: never dereference it on
-            /// the host).
-            pub fn as_ptr(&self) -> *const T {
-                self.tensor.first.cast::<T>().cast_const()
-            }
-
-            /// The Python object passed as this argument.
-            pub fn object<'b>(&self, py: Python<'b>) -> &Bound<'b, PyAny> {
-                self.held.object.bind(py)
-            }
-
-            /// How the argument reached its tensor (which fast path, or a full DLPack import).
-            pub fn path(&self) -> ArgumentPath {
-                self.held.source.path()
-            }
-
-            /// Returns `result` (a [`dlbridge::ManagedTensor`] on the argument's device, a
-            /// cudarc buffer exported with `dlbridge::Export::from_cuda_slice`) to Python as a
-            /// tensor of this argument's framework, zero-copy: [`return_like`]. Enqueue the
-            /// work that fills it on [`stream`](Self::stream): the caller's framework uses
-            /// that stream, so its later work is ordered after it (PyTorch's exchange table
-            /// takes the tensor without synchronising; CuPy's `from_dlpack` asks for its
-            /// current stream, the same one).
-            pub fn return_like<'b>(
-                &self,
-                py: Python<'b>,
-                result: impl IntoTensor,
-            ) -> PyResult<Bound<'b, PyAny>> {
-                return_like(py, result, self.object(py))
-            }
-        }
-
-        impl<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints> std::fmt::Debug
-            for $name<'_, T, P, D, C>
-        {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.debug_struct(stringify!($name))
-                    .field("dtype", &format_args!("{}", T::DTYPE))
-                    .field("device", &format_args!("{}", self.device()))
-                    .field("shape", &self.shape())
-                    .field("strides", &self.strides())
-                    .field("stream", &self.stream())
-                    .field("path", &format_args!("{}", self.path()))
-                    .finish()
-            }
-        }
-    };
-}
-
-device_accessors!(DeviceTensorArg);
-device_accessors!(DeviceTensorArgMut);
+// The accessors all typed arguments share, and those of device arguments
+// (`args/accessors.rs`).
+argument_accessors!(
+    every device: impl['py, T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints]
+        DeviceTensorArg['py, T, P, D, C],
+    token 'b
+);
+argument_accessors!(
+    every device: impl['py, T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints]
+        DeviceTensorArgMut['py, T, P, D, C],
+    token 'b
+);
 
 impl<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints>
     DeviceTensorArgMut<'_, T, P, D, C>

@@ -14,12 +14,15 @@
 //!   whether its memory may be written;
 //! - [`constraints`]: what an argument's type requires (dimensions, layout, extents, in any
 //!   combination) and the check, whose message names why memory is read-only;
-//! - [`tensor_arg`]: the argument types themselves, built from the three above;
+//! - [`accessors`]: the accessors of all four argument types, written once (a macro each type
+//!   invokes for the kinds it has: every argument's, a host or a device argument's);
+//! - [`tensor_arg`]: the argument types themselves, built from the four above;
 //! - [`device_arg`]: the argument types in device memory (a device constraint, the device
 //!   pointer, the stream to launch on), built on `tensor_arg`'s extraction.
 
 pub(crate) mod claims;
 pub(crate) mod borrow;
 pub(crate) mod constraints;
+pub(crate) mod accessors;
 pub(crate) mod tensor_arg;
 pub(crate) mod device_arg;

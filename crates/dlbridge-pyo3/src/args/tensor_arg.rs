@@ -6,16 +6,16 @@
 use std::marker::PhantomData;
 
 use dlbridge::{Element, TensorView};
-use ndarray::{ArrayView, ArrayViewMut, Dimension, Ix1, Ix2, Ix3, Ix4, IxDyn};
+use ndarray::{ArrayView, ArrayViewMut, Ix1, Ix2, Ix3, Ix4, IxDyn};
 use pyo3::prelude::*;
 
-use super::borrow::{Access, ArgumentPath, ImportStream, Source, extract_with};
+use super::accessors::{argument_accessors, contiguous_slice_mut};
+use super::borrow::{Access, ImportStream, Source, extract_with};
 use super::claims::Claim;
 use super::constraints::{CContiguous, Constraints, Contiguous, Dimensionality, check};
 use crate::dispatch::type_info;
 use crate::errors::argument_error;
 use crate::framework::FrameworkRules;
-use crate::produce::returning::{IntoTensor, return_like};
 
 /// A read-only tensor argument of element type `T` ([`Element`]: `f32`, `u8`, ...), number of
 /// dimensions `D` ([`Dimensionality`]: `Ix2`, or `IxDyn` for any) and constraints `C`
@@ -302,14 +302,8 @@ impl<T: Element, D: Dimensionality, C: Constraints> Drop for TensorArgMut<'_, T,
     }
 }
 
-impl<'a, T: Element, D: Dimensionality, C: Constraints> TensorArg<'a, T, D, C> {
-    /// The Python object passed as this argument.
-    pub fn object<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
-        self.held.object.bind(py)
-    }
-
-    /// How the argument reached its tensor (which fast path, or a full DLPack import); `{:?}`
-    /// on the argument shows it too.
+// The accessors all typed arguments share, and those of host arguments (`args/accessors.rs`).
+argument_accessors!(
     ///
     /// ```
     /// use dlbridge_pyo3::prelude::*;
@@ -326,82 +320,15 @@ impl<'a, T: Element, D: Dimensionality, C: Constraints> TensorArg<'a, T, D, C> {
     /// #     assert_eq!(text, "buffer TensorArg { dtype: uint8, shape: [3], strides: [1], path: buffer }");
     /// # });
     /// ```
-    pub fn path(&self) -> ArgumentPath {
-        self.held.source.path()
-    }
-
-    /// Returns `result` (an ndarray `Array`, a [`dlbridge::ManagedTensor`]) to Python as a
-    /// tensor of this argument's framework, zero-copy: [`return_like`] with this argument.
-    pub fn return_like<'py>(
-        &self,
-        py: Python<'py>,
-        result: impl IntoTensor,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        return_like(py, result, self.object(py))
-    }
-
-    /// The elements as an `ndarray` view.
-    pub fn view(&self) -> ArrayView<'_, T, D> {
-        self.view.view()
-    }
-
-    /// The elements as one slice in memory order (the order of their indices for
-    /// [`CContiguous`](crate::CContiguous), first index fastest for
-    /// [`FContiguous`](crate::FContiguous)): for argument types that require a contiguous
-    /// layout, which extraction checked, so that this cannot fail. For other layouts it does
-    /// not compile; [`try_as_slice`](Self::try_as_slice) is there for them.
-    pub fn as_slice(&self) -> &[T]
-    where
-        C::Layout: Contiguous,
-    {
-        contiguous_slice(self.view.view())
-    }
-
-    /// The elements as one slice in memory order, when the tensor happens to be contiguous
-    /// (in either order); `None` otherwise.
-    ///
-    /// ```
-    /// use dlbridge_pyo3::prelude::*;
-    ///
-    /// /// The sum, through one slice where the tensor allows it.
-    /// fn total(x: &TensorArg<'_, f64>) -> f64 {
-    ///     match x.try_as_slice() {
-    ///         Some(values) => values.iter().sum(),
-    ///         None => x.view().sum(),
-    ///     }
-    /// }
-    /// ```
-    pub fn try_as_slice(&self) -> Option<&[T]> {
-        self.view.as_slice_memory_order()
-    }
-}
+    every host: impl['a, T: Element, D: Dimensionality, C: Constraints] TensorArg['a, T, D, C],
+    token 'py
+);
+argument_accessors!(
+    every host: impl['a, T: Element, D: Dimensionality, C: Constraints] TensorArgMut['a, T, D, C],
+    token 'py
+);
 
 impl<'a, T: Element, D: Dimensionality, C: Constraints> TensorArgMut<'a, T, D, C> {
-    /// The Python object passed as this argument.
-    pub fn object<'py>(&self, py: Python<'py>) -> &Bound<'py, PyAny> {
-        self.held.object.bind(py)
-    }
-
-    /// How the argument reached its tensor (which fast path, or a full DLPack import).
-    pub fn path(&self) -> ArgumentPath {
-        self.held.source.path()
-    }
-
-    /// Returns `result` to Python as a tensor of this argument's framework, zero-copy:
-    /// [`return_like`] with this argument.
-    pub fn return_like<'py>(
-        &self,
-        py: Python<'py>,
-        result: impl IntoTensor,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        return_like(py, result, self.object(py))
-    }
-
-    /// The elements as an `ndarray` view.
-    pub fn view(&self) -> ArrayView<'_, T, D> {
-        self.view.view()
-    }
-
     /// The elements as a mutable `ndarray` view.
     ///
     /// Taking it counts as writing: for a PyTorch or PaddlePaddle tensor, the tensor's version
@@ -410,21 +337,6 @@ impl<'a, T: Element, D: Dimensionality, C: Constraints> TensorArgMut<'a, T, D, C
     pub fn view_mut(&mut self) -> ArrayViewMut<'_, T, D> {
         self.report.written = true;
         self.view.view_mut()
-    }
-
-    /// The elements as one slice in memory order, for argument types that require a
-    /// contiguous layout (as [`TensorArg::as_slice`]).
-    pub fn as_slice(&self) -> &[T]
-    where
-        C::Layout: Contiguous,
-    {
-        contiguous_slice(self.view.view())
-    }
-
-    /// The elements as one slice in memory order, when the tensor happens to be contiguous;
-    /// `None` otherwise.
-    pub fn try_as_slice(&self) -> Option<&[T]> {
-        self.view.as_slice_memory_order()
     }
 
     /// The elements as one mutable slice in memory order, for argument types that require a
@@ -445,27 +357,6 @@ impl<'a, T: Element, D: Dimensionality, C: Constraints> TensorArgMut<'a, T, D, C
         self.report.written = true;
         self.view.as_slice_memory_order_mut()
     }
-}
-
-/// The elements of a view whose layout extraction found contiguous, as one slice in memory
-/// order. ndarray agrees with the core's contiguity check for every tensor with elements; an
-/// empty one, whose strides the core does not look at, is the empty slice.
-fn contiguous_slice<T, D: Dimension>(view: ArrayView<'_, T, D>) -> &[T] {
-    if view.is_empty() {
-        return &[];
-    }
-    view.to_slice_memory_order()
-        .expect("a contiguous layout, checked at extraction")
-}
-
-/// The elements of a mutable view whose layout extraction found contiguous, as one mutable
-/// slice in memory order, by the same rule as [`contiguous_slice`].
-fn contiguous_slice_mut<T, D: Dimension>(view: ArrayViewMut<'_, T, D>) -> &mut [T] {
-    if view.is_empty() {
-        return &mut [];
-    }
-    view.into_slice_memory_order()
-        .expect("a contiguous layout, checked at extraction")
 }
 
 /// What the two argument types share at extraction: borrow or import the tensor, check it
@@ -566,38 +457,5 @@ impl<'a, 'py, T: Element, D: Dimensionality, C: Constraints> FromPyObject<'a, 'p
             report,
             _constraints: PhantomData,
         })
-    }
-}
-
-/// The argument's element type, extents, strides (in elements) and path, for `{:?}`:
-/// `TensorArg { dtype: float32, shape: [4, 4], strides: [4, 1], path: numpy }`.
-fn debug_argument<T: Element, D: Dimension>(
-    f: &mut std::fmt::Formatter<'_>,
-    name: &str,
-    view: &ArrayView<'_, T, D>,
-    path: ArgumentPath,
-) -> std::fmt::Result {
-    f.debug_struct(name)
-        .field("dtype", &format_args!("{}", T::DTYPE))
-        .field("shape", &view.shape())
-        .field("strides", &view.strides())
-        .field("path", &format_args!("{path}"))
-        .finish()
-}
-
-impl<T: Element, D: Dimensionality, C: Constraints> std::fmt::Debug for TensorArg<'_, T, D, C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        debug_argument(f, "TensorArg", &self.view, self.held.source.path())
-    }
-}
-
-impl<T: Element, D: Dimensionality, C: Constraints> std::fmt::Debug for TensorArgMut<'_, T, D, C> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        debug_argument(
-            f,
-            "TensorArgMut",
-            &self.view.view(),
-            self.held.source.path(),
-        )
     }
 }

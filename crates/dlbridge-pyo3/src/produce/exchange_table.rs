@@ -20,8 +20,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
 use super::class::{TensorClass, instance, once_per_class};
+use crate::capsule::DLPACK_EXCHANGE_API;
 use crate::errors::to_py_err;
-use crate::exchange::DLPACK_EXCHANGE_API;
 use crate::trampoline;
 use crate::writability_hook::{
     WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE, WritabilityHook, writability_code,

@@ -22,9 +22,9 @@ use super::class::{TensorClass, instance, once_per_class};
 use crate::capsule::into_capsule;
 use crate::device::device_argument;
 use crate::errors::{repr_of, to_py_err};
+use crate::stream_argument::{ConsumerStream, has_streams, standard_default_stream};
 use crate::stream_order;
 use crate::trampoline;
-use crate::work_stream::{ConsumerStream, has_streams, standard_default_stream};
 
 /// What a consumer asked `__dlpack__` for (the array API's four keywords).
 ///

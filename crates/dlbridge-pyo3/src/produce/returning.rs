@@ -251,8 +251,8 @@ pub fn return_like<'py>(
     } else {
         result.into_tensor().map_err(to_py_err)?
     };
-    if let Some(api) = info.exchange {
-        if let Some(wrap) = api.table().managed_tensor_to_py_object_no_sync {
+    if let Some(table) = info.exchange_table {
+        if let Some(wrap) = table.get().managed_tensor_to_py_object_no_sync {
             // The table takes versioned tensors: a legacy one is shared as one, no copy.
             let raw = tensor.into_raw_versioned().map_err(to_py_err)?;
             let mut out: *mut std::ffi::c_void = std::ptr::null_mut();
