@@ -32,9 +32,24 @@ ITEM_LISTS = {"items", "impls", "fields", "variants", "implementations"}
 def rustdoc_json(crate: str, target: Path) -> dict:
     env = dict(os.environ, RUSTDOCFLAGS="", CARGO_TARGET_DIR=str(target))
     subprocess.run(
-        ["cargo", "+nightly", "rustdoc", "-q", "-p", crate, "--lib", "--all-features", "--",
-         "-Z", "unstable-options", "--output-format", "json"],
-        cwd=ROOT, env=env, check=True,
+        [
+            "cargo",
+            "+nightly",
+            "rustdoc",
+            "-q",
+            "-p",
+            crate,
+            "--lib",
+            "--all-features",
+            "--",
+            "-Z",
+            "unstable-options",
+            "--output-format",
+            "json",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
     )
     return json.loads((target / "doc" / f"{crate.replace('-', '_')}.json").read_text())
 

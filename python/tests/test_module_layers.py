@@ -58,9 +58,7 @@ def test_layers_in_order_with_folders_and_tests_pass(layers, tmp_path):
     assert layers.check_rust(root) == []
 
 
-def test_an_import_across_a_side_rule_is_reported_wherever_the_modules_are_listed(
-    layers, tmp_path
-):
+def test_an_import_across_a_side_rule_is_reported_wherever_the_modules_are_listed(layers, tmp_path):
     # `consumer` is listed first, so the layer order alone would allow the import.
     root = crate(
         tmp_path,

@@ -253,7 +253,7 @@ pub struct ImportReport {
     pub shape: Vec<i64>,
     /// The strides, in elements.
     pub strides: Vec<i64>,
-    /// The device stream the data is ready on ([`ManagedTensor::ready_stream`]): `None` for
+    /// The device stream the data is ready on ([`ManagedTensor::ready_stream`](dlbridge::ManagedTensor::ready_stream)): `None` for
     /// host memory and where it is unknown (`stream=-1`, a capsule, a producer that took no
     /// keywords).
     pub ready_stream: Option<usize>,

@@ -74,7 +74,7 @@ pub(crate) fn has_streams(device: Device) -> bool {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConsumerStream {
-    /// The producer's current work stream on the tensor's device ([`WorkStream`]: its
+    /// The producer's current work stream on the tensor's device ([`WorkStream`](crate::WorkStream): its
     /// exchange table's `current_work_stream`, else PyTorch's or CuPy's current stream, else
     /// the legacy default stream). The producer then has nothing to synchronise (its current
     /// stream is the one asked for), a CUDA graph being captured on that stream stays intact,
