@@ -19,11 +19,11 @@ use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
 /// Implements the accessors of the kinds named (`every`, then `host` or `device`), and `{:?}`,
 /// for one argument type: `argument_accessors!(every host: impl['a, T: Element, ...]
-/// TensorArg['a, T, D, C], token 'py);`. `token` names the lifetime of the Python token the accessors take (distinct
+/// TensorArg['a, T, D, C], token 'py);`, the type's lifetime first. `token` names the lifetime of the Python token the accessors take (distinct
 /// from the type's own). Attributes before the kinds are added to `path`'s docs (an example).
 macro_rules! argument_accessors {
-    ($(#[$path_doc:meta])* every $kind:ident : impl[$($generics:tt)*] $name:ident[$($args:tt)*], token $py:lifetime) => {
-        impl<$($generics)*> $name<$($args)*> {
+    ($(#[$path_doc:meta])* every $kind:ident : impl[$lt:lifetime, $($generics:tt)*] $name:ident[$arg_lt:lifetime, $($args:tt)*], token $py:lifetime) => {
+        impl<$lt, $($generics)*> $name<$arg_lt, $($args)*> {
             /// The Python object passed as this argument.
             pub fn object<$py>(&self, py: $crate::pyo3::Python<$py>) -> &$crate::pyo3::Bound<$py, $crate::pyo3::PyAny> {
                 self.held.object.bind(py)
@@ -53,11 +53,11 @@ macro_rules! argument_accessors {
                 $crate::return_like(py, result, self.object(py))
             }
         }
-        $crate::args::accessors::argument_accessors!(@$kind impl[$($generics)*] $name[$($args)*]);
+        $crate::args::accessors::argument_accessors!(@$kind impl[$lt, $($generics)*] $name[$arg_lt, $($args)*]);
     };
 
-    (@host impl[$($generics:tt)*] $name:ident[$($args:tt)*]) => {
-        impl<$($generics)*> $name<$($args)*> {
+    (@host impl[$lt:lifetime, $($generics:tt)*] $name:ident[$arg_lt:lifetime, $($args:tt)*]) => {
+        impl<$lt, $($generics)*> $name<$arg_lt, $($args)*> {
             /// The elements as an `ndarray` view.
             pub fn view(&self) -> $crate::ndarray::ArrayView<'_, T, D> {
                 self.view.view()
@@ -95,7 +95,7 @@ macro_rules! argument_accessors {
             }
         }
 
-        impl<$($generics)*> std::fmt::Debug for $name<$($args)*> {
+        impl<$($generics)*> std::fmt::Debug for $name<'_, $($args)*> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($name))
                     .field("dtype", &format_args!("{}", T::DTYPE))
@@ -107,8 +107,8 @@ macro_rules! argument_accessors {
         }
     };
 
-    (@device impl[$($generics:tt)*] $name:ident[$($args:tt)*]) => {
-        impl<$($generics)*> $name<$($args)*> {
+    (@device impl[$lt:lifetime, $($generics:tt)*] $name:ident[$arg_lt:lifetime, $($args:tt)*]) => {
+        impl<$lt, $($generics)*> $name<$arg_lt, $($args)*> {
             /// The tensor's device (`(kDLCUDA, 0)`, say).
             pub fn device(&self) -> $crate::dlbridge::Device {
                 self.tensor.device
@@ -161,7 +161,7 @@ macro_rules! argument_accessors {
             }
         }
 
-        impl<$($generics)*> std::fmt::Debug for $name<$($args)*> {
+        impl<$($generics)*> std::fmt::Debug for $name<'_, $($args)*> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($name))
                     .field("dtype", &format_args!("{}", T::DTYPE))

@@ -79,13 +79,6 @@ pub struct DeviceTensorArg<
 > {
     tensor: DeviceTensor<D>,
     held: Held,
-    /// Held so that both device argument types are made by one extraction (their fields are
-    /// the same); never read, since a read-only argument reports no write.
-    #[expect(
-        dead_code,
-        reason = "the same fields as DeviceTensorArgMut, which reports writes"
-    )]
-    report: WriteReport,
     _types: TypeMarker<'py, T, P, C>,
 }
 
@@ -255,8 +248,8 @@ fn extract_device<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constra
     Ok((held, tensor, report))
 }
 
-/// The extraction of a device argument type, the same for both but for whether it writes (the
-/// two have the same fields).
+/// The extraction of a device argument type, the same for both but for whether it writes and
+/// what the argument keeps of it (`assemble`).
 macro_rules! device_argument_from_py_object {
     ($name:ident, writable: $writable:literal) => {
         impl<'a, 'py, T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints>
@@ -266,12 +259,7 @@ macro_rules! device_argument_from_py_object {
 
             fn extract(object: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
                 let (held, tensor, report) = extract_device::<T, P, D, C>(&object, $writable)?;
-                Ok($name {
-                    tensor,
-                    held,
-                    report,
-                    _types: PhantomData,
-                })
+                Ok($name::assemble(held, tensor, report))
             }
         }
     };
@@ -279,6 +267,33 @@ macro_rules! device_argument_from_py_object {
 
 device_argument_from_py_object!(DeviceTensorArg, writable: false);
 device_argument_from_py_object!(DeviceTensorArgMut, writable: true);
+
+impl<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints>
+    DeviceTensorArg<'_, T, P, D, C>
+{
+    /// The argument made of what extraction found: a read-only argument reports no write.
+    fn assemble(held: Held, tensor: DeviceTensor<D>, _report: WriteReport) -> Self {
+        DeviceTensorArg {
+            tensor,
+            held,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints>
+    DeviceTensorArgMut<'_, T, P, D, C>
+{
+    /// The argument made of what extraction found.
+    fn assemble(held: Held, tensor: DeviceTensor<D>, report: WriteReport) -> Self {
+        DeviceTensorArgMut {
+            tensor,
+            held,
+            report,
+            _types: PhantomData,
+        }
+    }
+}
 
 impl<T: Element, P: DeviceConstraint, D: Dimensionality, C: Constraints> Drop
     for DeviceTensorArgMut<'_, T, P, D, C>
