@@ -10,6 +10,17 @@
    forbids every file of module A (and of the modules below it) to import B or C (or the
    modules below them), wherever lib.rs lists them. dlbridge-pyo3 says so of its produce side
    and its consume side, so that reordering the `mod` lines cannot undo it.
+4. In the Python package, each module imports only modules on lower floors. The floors are
+   declared here, package by package, from the ground up (`PYTHON_FLOORS`): a floor names the
+   modules and subpackages of one package that stand side by side, `__init__` is the
+   package's own module, and a subpackage takes its place in its parent's floors as a whole
+   (its own floors are inside it). Of two modules, the package they both belong to, nearest
+   them, decides: what stands for each there (the module, or the subpackage holding it) must
+   be on a lower floor for the import, so siblings on one floor never import each other. A
+   module or subpackage named on no floor of its package is itself a problem (a new file must
+   be placed), as is a name declared for nothing; `*` places every module of its package not
+   named on another floor (the framework modules of `dlbridge.check.frameworks`, which a new
+   framework joins without a change here).
 
 Test modules (`#[cfg(test)] mod ... { }` blocks, files of a `tests` module) are left out: a
 test may build its fixtures with any part of the crate.
@@ -17,8 +28,8 @@ test may build its fixtures with any part of the crate.
 Rust imports are the `crate::`, `super::` and `self::` paths of the code (comments and doc
 comments are not read); a path is charged to the longest module it names. Python imports are
 `import`/`from ... import` statements of package modules, wherever they stand (a lazy import
-inside a function still ties two files). Prints each cycle or out-of-order import, with the
-names that tie the files, and exits 1 if there is any.
+inside a function still ties two files). Prints each cycle, out-of-order import or unplaced
+module, with the names that tie the files, and exits 1 if there is any.
 
     python3 scripts/module-layers.py
 """
@@ -293,6 +304,8 @@ def python_imports(file: Path, package: Path) -> dict[str, set]:
 
 
 def module_file(module: str, package: Path) -> Path | None:
+    """The file of the dotted `module` in `package`'s tree (a package's `__init__.py`), or
+    None when it is not a Python file there."""
     path = package.parent.joinpath(*module.split("."))
     for candidate in (path.with_suffix(".py"), path / "__init__.py"):
         if candidate.is_file():
@@ -301,6 +314,7 @@ def module_file(module: str, package: Path) -> Path | None:
 
 
 def check_python(package: Path) -> list[str]:
+    """Every import cycle among the modules of `package` (rule 1)."""
     files = sorted(package.rglob("*.py"))
     graph = {}
     for file in files:
@@ -310,12 +324,150 @@ def check_python(package: Path) -> list[str]:
     return cycle_problems(graph, str)
 
 
+# ---- Python: the floors of each package ------------------------------------------------------
+
+#: The floors of the Python package, from the ground up, for each package (dotted name ->
+#: floors): a floor is the names of the package's modules and subpackages that stand side by
+#: side (`__init__`: the package's own module; `*`: every module not named on another floor).
+PYTHON_FLOORS = {
+    "dlbridge": (
+        ("__init__",),  # the extension's names
+        ("distributed", "check"),
+        ("__main__",),  # the command line
+    ),
+    "dlbridge.check": (
+        ("rules", "abi", "capi"),
+        ("capsules", "records"),
+        ("capsule_only", "fake_producers"),
+        ("frameworks",),
+        ("catalogue", "probes"),
+        # The check families, side by side on what they share (`probes`).
+        ("producer_checks", "exchange_checks", "device_checks", "consumer_checks", "matrix"),
+        ("report", "worker"),
+        ("cli",),
+        ("__init__",),
+    ),
+    "dlbridge.check.frameworks": (
+        ("base",),  # the record and the protocol
+        ("*",),  # one module per framework
+        ("__init__",),  # the registry
+    ),
+}
+#: The floor name that stands for every module of a package not named on another floor.
+EVERY_OTHER = "*"
+
+
+def python_modules(package: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of `package` (a package's own module is
+    named as the package)."""
+    modules = {}
+    for file in sorted(package.rglob("*.py")):
+        module = ".".join(file.relative_to(package.parent).with_suffix("").parts)
+        modules[module.removesuffix(".__init__")] = file
+    return modules
+
+
+def python_placement(module: str, modules: dict[str, Path]) -> list[tuple[str, str]]:
+    """What stands for `module` in each package above it, from the outermost: (package, the
+    name of the module or subpackage there, `__init__` for a package's own module)."""
+    parts = module.split(".")
+    is_package = modules[module].name == "__init__.py"
+    path = [(".".join(parts[:i]), parts[i]) for i in range(1, len(parts))]
+    return [*path, (module, "__init__")] if is_package else path
+
+
+def python_floor_of(floors: dict, package: str, name: str) -> int | None:
+    """The floor of `name` in `package`'s declared floors (counted from 0), or None."""
+    declared = floors.get(package, ())
+    for index, floor in enumerate(declared):
+        if name in floor:
+            return index
+    for index, floor in enumerate(declared):
+        if EVERY_OTHER in floor and name != "__init__":
+            return index
+    return None
+
+
+def python_floor_declaration_problems(floors: dict, modules: dict[str, Path]) -> list[str]:
+    """Names declared for nothing or twice, and modules or subpackages placed on no floor."""
+    problems = []
+    present: dict[str, set] = {}
+    for module in modules:
+        for package, name in python_placement(module, modules):
+            present.setdefault(package, set()).add(name)
+    for package, declared in floors.items():
+        named = [name for floor in declared for name in floor if name != EVERY_OTHER]
+        problems.extend(
+            f"layer order: {package}: {name} is named on two floors"
+            for name in sorted({n for n in named if named.count(n) > 1})
+        )
+        problems.extend(
+            f"layer order: {package}: {name} is declared on a floor, but there is no such "
+            "module or subpackage"
+            for name in named
+            if name not in present.get(package, set())
+        )
+    problems.extend(
+        f"layer order: package {package} has no floors: declare them (PYTHON_FLOORS in "
+        "scripts/module-layers.py)"
+        for package in sorted(present)
+        if package not in floors
+    )
+    problems.extend(
+        f"layer order: {package if name == '__init__' else f'{package}.{name}'} is on no "
+        f"floor: name {name} on a floor of {package} (PYTHON_FLOORS in "
+        "scripts/module-layers.py)"
+        for package in sorted(present)
+        if package in floors
+        for name in sorted(present[package])
+        if python_floor_of(floors, package, name) is None
+    )
+    return problems
+
+
+def python_meeting_point(placement: list, target_placement: list) -> tuple[str, str, str]:
+    """Where two modules' placements part: (the package nearest both, what stands for the
+    first module there, what stands for the second)."""
+    for (package, name), (_, target_name) in zip(placement, target_placement):
+        if name != target_name:
+            return package, name, target_name
+    raise ValueError("a module and itself have no meeting point")
+
+
+def check_python_floors(package: Path, floors: dict) -> list[str]:
+    """Every import of `package` from a module on the same floor or a higher one, and every
+    module placed on no floor (rule 4)."""
+    modules = python_modules(package)
+    problems = python_floor_declaration_problems(floors, modules)
+    for module, file in modules.items():
+        placement = python_placement(module, modules)
+        for target, names in sorted(python_imports(file, package).items()):
+            package_name, name, target_name = python_meeting_point(
+                placement, python_placement(target, modules)
+            )
+            here = python_floor_of(floors, package_name, name)
+            there = python_floor_of(floors, package_name, target_name)
+            if here is None or there is None or there < here:
+                continue
+            where = (
+                f"on the same floor of {package_name} (siblings never import each other)"
+                if there == here
+                else f"on a higher floor of {package_name} ({target_name} above {name})"
+            )
+            problems.append(
+                f"layer order: {module} imports {target} ({', '.join(sorted(names))}), which "
+                f"stands {where}"
+            )
+    return problems
+
+
 def main() -> int:
     problems = []
     crates = sorted(p.parent for p in ROOT.glob("crates/*/Cargo.toml"))
     for crate in crates:
         problems += check_rust(crate)
     problems += check_python(PYTHON_PACKAGE)
+    problems += check_python_floors(PYTHON_PACKAGE, PYTHON_FLOORS)
     for problem in problems:
         print(problem)
     checked = ", ".join(str(c.relative_to(ROOT)) for c in crates)

@@ -78,9 +78,10 @@ def _torch_bytes(tensor) -> bytes:
 
 
 def test_frameworks_and_unknown_name():
+    # The frameworks whose modules define `kinds()`, in the registry's order.
     assert catalogue.FRAMEWORKS == (
-        "torch",
         "numpy",
+        "torch",
         "jax",
         "tensorflow",
         "paddle",

@@ -45,6 +45,7 @@ from dlbridge.check.capsules import (
 from dlbridge.check.cli import check_framework, run_matrix
 from dlbridge.check.frameworks import FRAMEWORKS, Framework, capsule_only_framework, custom
 from dlbridge.check.matrix import run_pair
+from dlbridge.check.probes import usable_table_of
 from dlbridge.check.records import ManagedRecord, make_from_numpy
 from dlbridge.check.rules import RULES
 
@@ -142,14 +143,7 @@ def _exchange_outcome(rule, cls):
 
 
 def test_exchange_rules_pass_for_dlbridge_tensors():
-    fw = Framework(
-        "dlbridge",
-        "dlbridge",
-        make=lambda a: dlbridge.from_dlpack(a).copy(),
-        consume=dlbridge.from_dlpack,
-        to_numpy=np.from_dlpack,
-    )
-    subject = producer_checks.Subject(fw)
+    subject = producer_checks.Subject(FRAMEWORKS["dlbridge"])
     for rule, check in exchange_checks.CHECKS.items():
         if rule == "exchange.refusal-error-type":  # no catalogued dlbridge tensor is refused
             assert check(subject)[0] == "n/a", check(subject)
@@ -472,7 +466,7 @@ def test_legacy_capsules_copied_pass_and_dlbridge_imports_them_read_only():
 def blind_table_consumer(obj):
     """A from_dlpack that takes the type's exchange table whenever there is one, as tvm-ffi
     does PyTorch's, without asking __dlpack__: the export is copied into NumPy bytes."""
-    table = exchange_checks._usable_table_of(type(obj))[0]
+    table = usable_table_of(type(obj))[0]
     if table is None:
         return np.from_dlpack(obj)
     out = ctypes.POINTER(DLManagedTensorVersioned)()

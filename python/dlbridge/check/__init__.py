@@ -7,23 +7,28 @@ built here that send what the standard allows), and its interop with every other
 framework. Each framework runs in processes of its own, so one that crashes or hangs is
 reported as such.
 
-Modules, each importing only modules listed before it:
-- `rules`: the rules (level, section, text) and the outcome vocabulary;
-- `abi`: the C ABI of `dlpack.h` in ctypes (structs, constants, capsule names, the C
-  exchange table's layout and prototypes);
-- `capi`: the functions of Python's C API called through ctypes, bound once;
-- `capsules`: what a producer hands out, read without dlbridge (tensor capsules, the
-  reference reader `reference`, the C exchange table a type publishes);
-- `capsule_only`: `CapsuleOnly`, the adapter for frameworks with DLPack functions but no
-  `__dlpack__` (MXNet), and the rules that say nothing about them;
-- `records`: hand-built managed tensors with any field values and counted deleters;
-- `fake_producers`: hostile and odd producers over those tensors (fed to consumers);
-- `catalogue`: the odd tensors each framework can produce;
-- `frameworks`: how each framework is driven (make, consume, read back);
-- `producer_checks`, `exchange_checks` (the C exchange table), `consumer_checks`: the checks;
-- `matrix`: the interop matrix;
-- `report`: text, Markdown, JSON;
-- `worker`: the subprocess side; `cli`: orchestration.
+Modules, in floors from the ground up: each imports only modules on floors below its own,
+never a sibling on its floor (`scripts/module-layers.py` checks it):
+1. `rules`: the rules (level, section, text) and the outcome vocabulary; `abi`: the C ABI of
+   `dlpack.h` in ctypes (structs, constants, capsule names, the C exchange table's layout and
+   prototypes); `capi`: the functions of Python's C API called through ctypes, bound once;
+2. `capsules`: what a producer hands out, read without dlbridge (tensor capsules, the
+   reference reader `reference`, the C exchange table a type publishes); `records`:
+   hand-built managed tensors with any field values and counted deleters;
+3. `capsule_only`: `CapsuleOnly`, the adapter for frameworks with DLPack functions but no
+   `__dlpack__` (MXNet), and the rules that say nothing about them; `fake_producers`: hostile
+   and odd producers over hand-built tensors (fed to consumers);
+4. `frameworks`: the frameworks the checker knows, one module each (how its tensors are made
+   and read back, its `from_dlpack`, its catalogue of odd tensors, its CUDA tensors and
+   streams, its import quirks), following the protocol of `frameworks.base`, in the order of
+   the registry `frameworks.REGISTRY`;
+5. `catalogue`: the odd tensors of every framework; `probes`: what the check families share
+   (the tensors probed, calls whose exception is a finding, values read back, the C exchange
+   table's members);
+6. the check families, side by side: `producer_checks`, `exchange_checks` (the C exchange
+   table), `device_checks` (CUDA tensors), `consumer_checks`, `matrix` (the interop matrix);
+7. `report`: text, Markdown, JSON; `worker`: the subprocess side;
+8. `cli`: orchestration; then this package's own module.
 
 The checker builds its tensors with NumPy, which dlbridge itself does not need: it comes with
 the extra `check` (`pip install "dlbridge[check]"`). Without it, importing this package raises

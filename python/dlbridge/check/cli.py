@@ -159,18 +159,15 @@ def _progress_printer(enabled: bool):
 
 
 def _versions(names: Iterable[str]) -> dict:
+    """The installed version of each framework of `names`, read from its distribution
+    (`Framework.distribution`), else from the distribution of its name."""
     from importlib import metadata
 
-    distributions = {
-        "tensorflow": "tensorflow-cpu",
-        "paddle": "paddlepaddle",
-        "tvm_ffi": "apache-tvm-ffi",
-        "torch": "torch",
-        "jax": "jax",
-    }
     versions = {}
     for name in names:
-        for candidate in (distributions.get(name, name), name):
+        framework = FRAMEWORKS.get(name)
+        distribution = (framework.distribution if framework else None) or name
+        for candidate in (distribution, name):
             try:
                 versions[name] = metadata.version(candidate)
                 break

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from . import capsules, catalogue
+from . import capsules
 from .abi import FLAG_READ_ONLY
 from .capsules import Refused
 from .fake_producers import (
@@ -27,7 +27,7 @@ from .fake_producers import (
     OneTensorProducer,
     RecordingProducer,
 )
-from .frameworks import Framework, data_address
+from .frameworks import FRAMEWORKS, Framework, data_address
 from .records import LOST_EXCEPTIONS, ManagedRecord, make_major2, make_managed
 from .rules import FAIL, NA, PASS
 
@@ -241,14 +241,6 @@ WIDE_VALUES = {
     "float32": np.array([1 / 3, 3e38, -2.5], np.float32),  # the control: nothing to narrow
 }
 
-#: How to keep the dtypes, by the framework's top-level module, where the framework narrows
-#: because of its configuration.
-NARROWING_FIXES = {
-    "jax": "JAX narrows 64-bit dtypes while jax_enable_x64 is off, its default: "
-    'jax.config.update("jax_enable_x64", True) (or JAX_ENABLE_X64=1) before any JAX array '
-    "is made keeps them",
-}
-
 
 def _wide_case(framework: Framework, dtype: str):
     """(verdict, detail) of importing `WIDE_VALUES[dtype]`: a verdict is "kept", "refused",
@@ -284,7 +276,7 @@ def keeps_dtype_and_values(framework: Framework):
     gc.collect()
     problems = [detail for verdict, detail in cases.values() if verdict not in ("kept", "refused")]
     if problems:
-        fix = NARROWING_FIXES.get(framework.module.split(".")[0])
+        fix = framework.narrowing_fix
         narrowed = any(verdict == "narrowed" for verdict, _ in cases.values())
         return FAIL, "; ".join(problems) + (f" ({fix})" if fix and narrowed else "")
     kept = [detail for verdict, detail in cases.values() if verdict == "kept"]
@@ -538,34 +530,33 @@ def copy_true_refused(framework: Framework):
 
 # ---- what real producers refuse ---------------------------------------------------------------
 
-#: Producers of the catalogue whose C exchange table exports tensors their `__dlpack__`
-#: refuses (PyTorch: requires grad, conjugate bit; PaddlePaddle: stop_gradient=False): a
-#: consumer taking the table must still refuse them. Every catalogued kind they refuse is fed.
-TABLE_PRODUCERS = ("torch", "paddle")
+#: The frameworks whose C exchange table exports tensors their `__dlpack__` refuses
+#: (`Framework.table_exports_refused`: PyTorch's requires grad and conjugate bit,
+#: PaddlePaddle's stop_gradient=False): a consumer taking the table must still refuse them.
+#: Every catalogued kind they refuse is fed.
+TABLE_PRODUCERS = tuple(
+    name for name, fw in FRAMEWORKS.items() if fw.table_exports_refused and fw.kinds is not None
+)
 
 #: The two checks below import other frameworks: the worker runs them before anything imports
 #: the framework checked, and they build every tensor before feeding any.
 IMPORTS_OTHERS = ("consumer.producer-refusals", "consumer.producer-refusal-error-type")
 
-#: Frameworks that must never be imported into one process (TensorFlow and PaddlePaddle
-#: crash the interpreter together).
-CONFLICTS = {"tensorflow": {"paddle"}, "paddle": {"tensorflow"}}
-#: Producers whose tensors must be built before another framework is loaded (PyTorch aborts
-#: building a jagged nested tensor once TensorFlow is loaded: two copies of LLVM register the
-#: same command-line options).
-BUILT_BEFORE = {"torch": {"tensorflow"}}
-
 _REFUSAL_SURVEYS: dict = {}
 
 
 def _can_import(producer: str, framework: Framework):
-    """None when `producer` may be imported next to `framework` here, else why not."""
-    if importlib.util.find_spec(producer) is None:
+    """None when the framework `producer` may be imported next to `framework` here, else why
+    not: never beside a framework it crashes with (`Framework.conflicts`: TensorFlow and
+    PaddlePaddle), nor once a module that keeps its tensors from being built is loaded
+    (`Framework.built_before`: PyTorch's jagged nested tensor once TensorFlow is)."""
+    known = FRAMEWORKS[producer]
+    if importlib.util.find_spec(known.module) is None:
         return "not installed"
-    for other in CONFLICTS.get(producer, ()):
+    for other in sorted(known.conflicts):
         if framework.module.split(".")[0] == other or other in sys.modules:
             return f"never imported with {other}"
-    for other in BUILT_BEFORE.get(producer, ()):
+    for other in sorted(known.built_before):
         if other in sys.modules:
             return f"its tensors cannot be built once {other} is loaded"
     return None
@@ -576,7 +567,7 @@ def _refused_kinds(producer: str) -> list:
     fresh object to feed)] for every catalogued kind of `producer` that __dlpack__ refuses.
     Every object is built before any is fed: a consumer's import must not come between."""
     cases = []
-    for kind in catalogue.kinds(producer):
+    for kind in FRAMEWORKS[producer].kinds():
         try:
             reference = capsules.reference(kind.make())
             obj = kind.make()

@@ -14,12 +14,19 @@ import ctypes
 
 import numpy as np
 
-from . import producer_checks
 from .abi import FLAG_IS_COPIED
 from .capsules import read_capsule
-from .exchange_checks import STREAM_SENTINEL, _failed_call, _member
 from .frameworks import Framework, cuda_driver_present
-from .producer_checks import BASE, call, describe_error
+from .probes import (
+    BASE,
+    STREAM_SENTINEL,
+    call,
+    copy_false_needs_copy,
+    describe_error,
+    failed_table_call,
+    read_values,
+    table_function,
+)
 from .rules import FAIL, NA, PASS
 
 kDLCPU, kDLCUDA = 1, 2
@@ -138,7 +145,7 @@ def host_copy(s: DeviceSubject):
     info = read_capsule(capsule)
     if info["device"] != (kDLCPU, 0):
         return FAIL, f"dl_device=(1, 0) gave a capsule on device {info['device']}"
-    values = producer_checks.read_values(capsule)
+    values = read_values(capsule)
     if not np.array_equal(values, BASE):
         return FAIL, f"the host copy holds {values.tolist()}, not {BASE.tolist()}"
     if info["version"] is not None and not info["flags"] & FLAG_IS_COPIED:
@@ -147,14 +154,14 @@ def host_copy(s: DeviceSubject):
 
 
 def work_stream_cuda(s: DeviceSubject):
-    current, outcome = _member(s, "current_work_stream")
+    current, outcome = table_function(s, "current_work_stream")
     if current is None:
         return outcome
     if s.framework.current_cuda_stream is None:
         return NA, f"the checker cannot ask {s.framework.name} for its current CUDA stream"
     stream = ctypes.c_void_p(STREAM_SENTINEL)
     status, error = call(current, kDLCUDA, 0, ctypes.byref(stream))
-    if failure := _failed_call(status, error):
+    if failure := failed_table_call(status, error):
         return failure
     if stream.value == STREAM_SENTINEL:
         return FAIL, "returned 0 without writing the stream"
@@ -169,7 +176,8 @@ CHECKS = {
     "device.stream-zero-refused": stream_zero_refused,
     "device.stream-honoured": stream_honoured,
     "device.host-copy": host_copy,
-    # The producer rule's check, on the CUDA tensor: there a copy to the CPU is needed.
-    "device.copy-false-needs-copy": producer_checks.copy_false_needs_copy,
+    # The producer rule's check (`probes`), on the CUDA tensor: there a copy to the CPU is
+    # needed.
+    "device.copy-false-needs-copy": copy_false_needs_copy,
     "exchange.work-stream-cuda": work_stream_cuda,
 }

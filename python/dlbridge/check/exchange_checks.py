@@ -2,8 +2,8 @@
 tensor type publishes, each member called through ctypes and compared with what `__dlpack__`
 exports, then the table against `__dlpack__` over every catalogued kind of the framework.
 
-Each check is a function of the producer checks' `Subject` that returns `(outcome, detail)`,
-as `producer_checks` does.
+Each check is a function of the `Subject` (`probes`, as the producer checks) that returns
+`(outcome, detail)`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import ctypes
 
 import numpy as np
 
-from . import capi, catalogue
+from . import capi
 from .abi import (
     EXCHANGE_MEMBERS,
     NAME_VERSIONED,
@@ -25,7 +25,6 @@ from .capsules import (
     Exported,
     Refused,
     capsule_name,
-    capsule_table,
     free,
     major_one,
     normalized_strides,
@@ -34,70 +33,29 @@ from .capsules import (
     reference,
     table_member,
 )
-from .producer_checks import BASE, Subject, call, describe_error, read_values
+from .probes import (
+    BASE,
+    STREAM_SENTINEL,
+    Subject,
+    call,
+    failed_table_call,
+    read_values,
+    table_function,
+    table_of,
+    usable_table_of,
+)
 from .records import make_from_numpy, make_managed
 from .rules import FAIL, NA, PASS
 
 MANAGED = "managed_tensor_from_py_object_no_sync"
 DESCRIBE = "dltensor_from_py_object_no_sync"
 NO_ERROR = "no exception set"
-#: What the stream holds before `current_work_stream` is called: a value it never writes, so
-#: that a call returning 0 without writing the stream is seen.
-STREAM_SENTINEL = 0x5EED
 
 # ---- the table, member by member ----------------------------------------------------------
 
 
-def _table_of(kind: type):
-    """(the table `kind` publishes, None), or (None, why) when it publishes none, or (False,
-    why) when its capsule is not a table's."""
-    capsule = getattr(kind, "__dlpack_c_exchange_api__", None)
-    if capsule is None:
-        return None, "the type publishes no __dlpack_c_exchange_api__"
-    try:
-        return capsule_table(capsule), None
-    except ValueError as error:
-        return False, str(error)
-
-
-def _table(s: Subject):
-    return _table_of(type(s.tensor))
-
-
-def _usable_table_of(kind: type):
-    """(the major-1 table `kind` publishes, None), or (None, why)."""
-    table, why = _table_of(kind)
-    if not table:
-        return None, why
-    table = major_one(table)
-    if table is None:
-        return None, "no table of major version 1"
-    return table, None
-
-
-def _usable_table(s: Subject):
-    return _usable_table_of(type(s.tensor))
-
-
-def _member(s: Subject, member: str, missing=(FAIL, "NULL")):
-    """(callable, None) for a member of the type's major-1 table, or (None, the outcome to
-    report): n/a without a usable table, `missing` when the member is NULL."""
-    table, why = _usable_table(s)
-    if table is None:
-        return None, (NA, why)
-    function = table_member(table, member)
-    return (function, None) if function is not None else (None, missing)
-
-
-def _failed_call(status, error):
-    """The failure to report for a table call that did not return 0, else None."""
-    if error is not None or status != 0:
-        return FAIL, f"returned {status}: {describe_error(error) if error else 'no error set'}"
-    return None
-
-
 def exchange_capsule(s: Subject):
-    table, why = _table(s)
+    table, why = table_of(type(s.tensor))
     if table is None:
         return NA, why
     if table is False:
@@ -106,7 +64,7 @@ def exchange_capsule(s: Subject):
 
 
 def exchange_version(s: Subject):
-    table, why = _table(s)
+    table, why = table_of(type(s.tensor))
     if not table:
         return NA, why
     version = (table.header.version.major, table.header.version.minor)
@@ -116,7 +74,7 @@ def exchange_version(s: Subject):
 
 
 def exchange_members(s: Subject):
-    table, why = _usable_table(s)
+    table, why = usable_table_of(type(s.tensor))
     if table is None:
         return NA, why
     missing = [m for m in EXCHANGE_MEMBERS if m != DESCRIBE and not getattr(table, m)]
@@ -147,12 +105,12 @@ def _same_tensor(info: dict, tensor: DLTensor) -> list:
 
 
 def exchange_from_py_object(s: Subject):
-    export, outcome = _member(s, MANAGED)
+    export, outcome = table_function(s, MANAGED)
     if export is None:
         return outcome
     out = ctypes.POINTER(DLManagedTensorVersioned)()
     status, error = call(export, id(s.tensor), ctypes.byref(out))
-    if failure := _failed_call(status, error):
+    if failure := failed_table_call(status, error):
         return failure
     try:
         managed = out.contents
@@ -165,26 +123,26 @@ def exchange_from_py_object(s: Subject):
 
 
 def exchange_dltensor(s: Subject):
-    describe, outcome = _member(s, DESCRIBE, missing=(NA, "NULL (allowed)"))
+    describe, outcome = table_function(s, DESCRIBE, missing=(NA, "NULL (allowed)"))
     if describe is None:
         return outcome
     tensor = DLTensor()
     status, error = call(describe, id(s.tensor), ctypes.byref(tensor))
-    if failure := _failed_call(status, error):
+    if failure := failed_table_call(status, error):
         return failure
     differences = _same_tensor(_dlpack_info(s), tensor)
     return (FAIL, "; ".join(differences)) if differences else (PASS, "same as __dlpack__")
 
 
 def exchange_to_py_object(s: Subject):
-    wrap, outcome = _member(s, "managed_tensor_to_py_object_no_sync")
+    wrap, outcome = table_function(s, "managed_tensor_to_py_object_no_sync")
     if wrap is None:
         return outcome
     record = make_from_numpy(np.array(BASE, copy=True))
     out = ctypes.c_void_p()
     pointer = ctypes.cast(record.address, ctypes.POINTER(DLManagedTensorVersioned))
     status, error = call(wrap, pointer, ctypes.byref(out))
-    if failure := _failed_call(status, error):
+    if failure := failed_table_call(status, error):
         return failure
     wrapped = ctypes.cast(out, ctypes.py_object).value
     capi.Py_DecRef(wrapped)  # the call handed us a reference
@@ -197,7 +155,7 @@ def exchange_to_py_object(s: Subject):
 
 
 def exchange_allocator(s: Subject):
-    allocate, outcome = _member(s, "managed_tensor_allocator")
+    allocate, outcome = table_function(s, "managed_tensor_allocator")
     if allocate is None:
         return outcome
     prototype = make_managed((3, 4), "float32").struct.dl_tensor
@@ -224,12 +182,12 @@ def exchange_allocator(s: Subject):
 
 
 def exchange_work_stream(s: Subject):
-    current, outcome = _member(s, "current_work_stream")
+    current, outcome = table_function(s, "current_work_stream")
     if current is None:
         return outcome
     stream = ctypes.c_void_p(STREAM_SENTINEL)
     status, error = call(current, 1, 0, ctypes.byref(stream))
-    if failure := _failed_call(status, error):
+    if failure := failed_table_call(status, error):
         return failure
     if stream.value == STREAM_SENTINEL:
         return FAIL, "returned 0 without writing the stream"
@@ -241,7 +199,7 @@ def exchange_work_stream(s: Subject):
 # ---- the table against __dlpack__, kind by kind -------------------------------------------
 #
 # A consumer that takes the table's fast path must still give `__dlpack__`'s answer (protocol
-# 6): for a framework of the catalogue (`catalogue.kinds`), every catalogued kind is exported
+# 6): for a framework with a catalogue (`Framework.kinds`), every catalogued kind is exported
 # both ways and compared; for anything else (a user's `module:factory`, a framework without a
 # catalogue) the one tensor the checker made. The table comes from each object's own type, as
 # a consumer looks it up.
@@ -379,13 +337,13 @@ def _survey(s: Subject):
     """(_Survey, None), or (None, why the table rules do not apply); computed once."""
     if "survey" in s.cache:
         return s.cache["survey"]
-    table, why = _usable_table(s)
+    table, why = usable_table_of(type(s.tensor))
     if table is None:
         result = (None, why)
     else:
         name = s.framework.name
-        if not s.framework.user_factory and name in catalogue.FRAMEWORKS:
-            kinds = [(kind.name, kind.make) for kind in catalogue.kinds(name)]
+        if s.framework.kinds is not None:
+            kinds = [(kind.name, kind.make) for kind in s.framework.kinds()]
             scope = f"{len(kinds)} catalogued kinds"
         else:
             kinds = [("the tensor", lambda: s.tensor)]
@@ -397,7 +355,7 @@ def _survey(s: Subject):
         probes, skipped = [], []
         for kind, make in kinds:
             obj, error = call(make)
-            kind_table = _usable_table_of(type(obj))[0] if error is None else None
+            kind_table = usable_table_of(type(obj))[0] if error is None else None
             if kind_table is None:
                 skipped.append(kind)
                 continue

@@ -1,76 +1,37 @@
 """Producer checks: what a framework's tensors do when asked for DLPack capsules through
 `__dlpack__` and `__dlpack_device__` (the C exchange table's checks are `exchange_checks`).
 
-Each check is a function of the `Subject` (the framework's tensors, made once) that returns
-`(outcome, detail)` for its rule: PASS, FAIL or NA (the rule does not apply, with the
-reason). Capsules are read with ctypes without being consumed, and imported with dlbridge's
-validating importer when their values matter.
+Each check is a function of the `Subject` (`probes`: the framework's tensors, made once)
+that returns `(outcome, detail)` for its rule: PASS, FAIL or NA (the rule does not apply,
+with the reason). Capsules are read with ctypes without being consumed, and imported with
+dlbridge's validating importer when their values matter. `producer.copy-false-needs-copy`'s
+check is `probes.copy_false_needs_copy`, which the device checks run on a CUDA tensor too.
 """
 
 from __future__ import annotations
 
 import gc
 import sys
-from typing import Callable
 
 import numpy as np
 
-from .abi import FLAG_IS_COPIED, FLAG_READ_ONLY, HOST_DEVICES, NAME_LEGACY, NAME_VERSIONED
+from .abi import FLAG_IS_COPIED, FLAG_READ_ONLY, NAME_LEGACY, NAME_VERSIONED
 from .capsule_only import CapsuleOnly
 from .capsules import capsule_name, read_capsule
-from .frameworks import Framework
+from .probes import (
+    BASE,
+    Subject,
+    call,
+    copy_false_needs_copy,
+    describe_error,
+    expect_raised,
+    on_host,
+    read_values,
+)
 from .rules import FAIL, NA, PASS
 
-#: The values of the tensors the checks make.
-BASE = np.arange(6, dtype=np.float32).reshape(2, 3)
 #: How many exchanges `producer.no-leak` makes.
 EXCHANGES = 10_000
-
-
-class Subject:
-    """The tensors a framework's producer and exchange-table checks use, made once."""
-
-    def __init__(self, framework: Framework):
-        self.framework = framework
-        #: What is asked for capsules: the framework's tensor, or a capsule-only framework's
-        #: adapter over it.
-        self.tensor = framework.exporter(framework.make(BASE))
-        self.known_values = not framework.user_factory
-        #: What checks sharing one costly survey computed (the exchange table's kinds).
-        self.cache: dict = {}
-
-    def plain_data(self) -> int:
-        info = read_capsule(self.tensor.__dlpack__(max_version=(1, 3)))
-        return (info["data"] or 0) + info["byte_offset"]
-
-
-def call(function: Callable, *args, **kwargs):
-    """(result, None) or (None, exception)."""
-    try:
-        return function(*args, **kwargs), None
-    except Exception as error:  # noqa: BLE001 - every exception is a finding here
-        return None, error
-
-
-def describe_error(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}".strip()[:200]
-
-
-def _raised(error, expected: type, when_nothing: str):
-    """The outcome of a call that must raise `expected`: `when_nothing` fails it when it
-    raised nothing."""
-    if error is None:
-        return FAIL, when_nothing
-    if isinstance(error, expected):
-        return PASS, expected.__name__
-    return FAIL, f"raised {describe_error(error)}, not {expected.__name__}"
-
-
-def read_values(capsule) -> np.ndarray:
-    """The values of a capsule (or producer), imported with dlbridge's validating importer."""
-    import dlbridge
-
-    return np.from_dlpack(dlbridge.from_dlpack(capsule))
 
 
 # ---- __dlpack__ ---------------------------------------------------------------------------
@@ -78,7 +39,7 @@ def read_values(capsule) -> np.ndarray:
 
 def keyword_only(s: Subject):
     _, error = call(s.tensor.__dlpack__, None)
-    return _raised(
+    return expect_raised(
         error, TypeError, "__dlpack__(None) returned a capsule: a positional argument was accepted"
     )
 
@@ -198,7 +159,7 @@ def read_only_legacy_refused(s: Subject):
         return NA, "the framework has no read-only tensors"
     tensor = s.framework.make_read_only(BASE)
     _, error = call(tensor.__dlpack__)
-    return _raised(error, BufferError, "a legacy capsule was made for read-only data")
+    return expect_raised(error, BufferError, "a legacy capsule was made for read-only data")
 
 
 def copy_flag(s: Subject):
@@ -284,17 +245,12 @@ def device_matches_capsule(s: Subject):
     return PASS, f"{reported}"
 
 
-def _host_tensor(s: Subject) -> bool:
-    device, error = _device(s)
-    return error is None and int(device[0]) in HOST_DEVICES
-
-
 def _bad_stream_error(s: Subject):
     return call(s.tensor.__dlpack__, stream=5)
 
 
 def bad_stream(s: Subject):
-    if not _host_tensor(s):
+    if not on_host(s):
         return NA, "the tensor is not in host memory"
     _, error = _bad_stream_error(s)
     if error is None:
@@ -305,7 +261,7 @@ def bad_stream(s: Subject):
 
 
 def bad_stream_error_type(s: Subject):
-    if not _host_tensor(s):
+    if not on_host(s):
         return NA, "the tensor is not in host memory"
     _, error = _bad_stream_error(s)
     if error is None:
@@ -316,21 +272,14 @@ def bad_stream_error_type(s: Subject):
 
 
 def unreachable_device(s: Subject):
-    if not _host_tensor(s):
+    if not on_host(s):
         return NA, "the tensor is not in host memory"
     _, error = call(s.tensor.__dlpack__, max_version=(1, 3), dl_device=(2, 0))
-    return _raised(
+    return expect_raised(
         error,
         BufferError,
         "dl_device=(2, 0) (CUDA) accepted for a CPU tensor on a machine checked without a GPU",
     )
-
-
-def copy_false_needs_copy(s: Subject):
-    if _host_tensor(s):
-        return NA, "a tensor in host memory never needs a copy to reach the CPU"
-    _, error = call(s.tensor.__dlpack__, max_version=(1, 3), dl_device=(1, 0), copy=False)
-    return _raised(error, BufferError, "copy=False to the CPU from a device tensor succeeded")
 
 
 def consumed_once(s: Subject):

@@ -96,10 +96,10 @@ def _rules_on_one_subject(checks: dict, make_subject, skip: set, rules_not_appli
 
 def _producer_subject(framework):
     """The framework's tensors for the producer and exchange-table checks, or why not."""
-    from . import producer_checks
+    from .probes import Subject
 
     try:
-        return producer_checks.Subject(framework), None
+        return Subject(framework), None
     except Exception as error:  # noqa: BLE001
         return None, f"cannot make a tensor: {type(error).__name__}: {error}"
 
