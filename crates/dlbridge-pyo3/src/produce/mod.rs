@@ -10,8 +10,11 @@
 //!   ([`get_buffer`](crate::get_buffer)), for classes of one's own and for results returned
 //!   like buffer-protocol inputs.
 //!
-//! The produce side never imports the consume side ([`crate::consume`], [`crate::args`]):
-//! a producer's answers do not depend on how dlbridge reads other producers.
+//! The produce side never imports the consume side (`explain`, `exchange`, `work_stream`,
+//! [`crate::consume`], [`crate::args`], `libraries`): a producer's answers do not depend on how
+//! dlbridge reads other producers. `lib.rs` lists it before them and declares the rule, which
+//! `scripts/module-layers.py` checks; what both sides need (the `stream=` values, the type
+//! lookup with its exchange table, the capsules' names) lies beneath both.
 
 #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
 pub(crate) mod buffer;
