@@ -167,35 +167,21 @@ trait SeenTensor {
     fn tensor(&self) -> (DataType, &[i64], &[i64], Device, bool);
 }
 
-impl SeenTensor for ImportReport {
-    fn path_name(&self) -> &'static str {
-        self.path.name()
-    }
-    fn tensor(&self) -> (DataType, &[i64], &[i64], Device, bool) {
-        (
-            self.dtype,
-            &self.shape,
-            &self.strides,
-            self.device,
-            self.read_only,
-        )
-    }
+// Both reports name these fields alike.
+macro_rules! seen_tensor {
+    ($($report:ty),*) => {$(
+        impl SeenTensor for $report {
+            fn path_name(&self) -> &'static str {
+                self.path.name()
+            }
+            fn tensor(&self) -> (DataType, &[i64], &[i64], Device, bool) {
+                (self.dtype, &self.shape, &self.strides, self.device, self.read_only)
+            }
+        }
+    )*};
 }
 
-impl SeenTensor for ArgumentReport {
-    fn path_name(&self) -> &'static str {
-        self.path.name()
-    }
-    fn tensor(&self) -> (DataType, &[i64], &[i64], Device, bool) {
-        (
-            self.dtype,
-            &self.shape,
-            &self.strides,
-            self.device,
-            self.read_only,
-        )
-    }
-}
+seen_tensor!(ImportReport, ArgumentReport);
 
 /// The entries an import and an argument share, in the order `explain` shows them: `path`, the
 /// report's own entries that follow it (`after_path`), then `dtype`, `shape`, `strides` (in
