@@ -242,21 +242,27 @@ sanitize: venv
 		echo "sanitize: needs the nightly toolchain on x86_64; skipped"; \
 	fi
 
-## Fuzzing (cargo-fuzz / libFuzzer, nightly, AddressSanitizer): hostile DLPack descriptors
-## through import, validation, every view and ndarray (fuzz/fuzz_targets). `fuzz-smoke` runs
-## FUZZ_SECONDS (60) from the seeds in fuzz/seeds, installing cargo-fuzz when it is missing,
-## and is skipped with a note where the nightly toolchain is not there; `make fuzz
-## FUZZ_SECONDS=3600` is the long run. The growing corpus stays in fuzz/corpus (not tracked).
-FUZZ_SECONDS ?= 60
+## Fuzzing (cargo-fuzz / libFuzzer, nightly, AddressSanitizer; fuzz/fuzz_targets): hostile
+## DLPack descriptors through import, validation, every view and ndarray (import_descriptor),
+## and the exact overlap test of the aliasing registry against a brute-force search of every
+## byte (overlap). `fuzz-smoke` runs each of FUZZ_TARGETS for FUZZ_SECONDS (30) from its seeds
+## in fuzz/seeds, installing cargo-fuzz when it is missing, and is skipped with a note where
+## the nightly toolchain is not there; `make fuzz FUZZ_SECONDS=3600` (or `FUZZ_TARGETS=overlap`)
+## is the long run. The growing corpora stay in fuzz/corpus (not tracked).
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?= import_descriptor overlap
 fuzz-smoke fuzz:
 	@if $(CARGO) +nightly --version >/dev/null 2>&1; then \
 		$(CARGO) fuzz --version >/dev/null 2>&1 || $(CARGO) install --quiet --locked cargo-fuzz \
 			|| { echo "fuzz-smoke: cargo-fuzz could not be installed; skipped"; exit 0; }; \
-		mkdir -p fuzz/corpus/import_descriptor && cd fuzz && \
-		$(CARGO) +nightly fuzz run import_descriptor corpus/import_descriptor \
-			seeds/import_descriptor -- -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
-			-rss_limit_mb=2048 -print_final_stats=1 2>&1 | grep -v "^#[0-9]"; \
-		exit $${PIPESTATUS[0]}; \
+		cd fuzz && for target in $(FUZZ_TARGETS); do \
+			echo "fuzz: $$target, $(FUZZ_SECONDS) s"; \
+			mkdir -p corpus/$$target seeds/$$target && \
+			$(CARGO) +nightly fuzz run $$target corpus/$$target seeds/$$target -- \
+				-max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+				-print_final_stats=1 2>&1 | grep -v "^#[0-9]"; \
+			status=$${PIPESTATUS[0]}; [ $$status -eq 0 ] || exit $$status; \
+		done; \
 	else \
 		echo "fuzz-smoke: the nightly toolchain is not installed; skipped"; \
 	fi

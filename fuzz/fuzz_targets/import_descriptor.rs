@@ -20,6 +20,9 @@ use half::{bf16, f16};
 use libfuzzer_sys::fuzz_target;
 use num_complex::Complex;
 
+mod choices;
+use choices::Choices;
+
 static DELETES: AtomicUsize = AtomicUsize::new(0);
 
 unsafe extern "C" fn delete_versioned(_: *mut DLManagedTensorVersioned) {
@@ -28,46 +31,6 @@ unsafe extern "C" fn delete_versioned(_: *mut DLManagedTensorVersioned) {
 
 unsafe extern "C" fn delete_legacy(_: *mut DLManagedTensor) {
     DELETES.fetch_add(1, Ordering::SeqCst);
-}
-
-/// Reads the fuzzer's bytes as a stream of choices (zeros once they run out).
-struct Choices<'a>(&'a [u8]);
-
-impl Choices<'_> {
-    fn byte(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((&first, rest)) => {
-                self.0 = rest;
-                first
-            }
-            None => 0,
-        }
-    }
-
-    fn u64(&mut self) -> u64 {
-        (0..8).fold(0, |value, _| (value << 8) | u64::from(self.byte()))
-    }
-
-    /// Mostly small values, sometimes edge cases, sometimes anything.
-    fn extent(&mut self) -> i64 {
-        match self.byte() % 16 {
-            0..=11 => i64::from(self.byte() % 6),
-            12 => -i64::from(self.byte() % 4) - 1,
-            13 => i64::MAX - i64::from(self.byte()),
-            14 => 1 << (self.byte() % 63),
-            _ => self.u64() as i64,
-        }
-    }
-
-    fn stride(&mut self) -> i64 {
-        match self.byte() % 16 {
-            0..=11 => i64::from(self.byte() % 13) - 6,
-            12 => i64::from(self.byte()) * 7,
-            13 => i64::MIN + i64::from(self.byte()),
-            14 => 1 << (self.byte() % 63),
-            _ => self.u64() as i64,
-        }
-    }
 }
 
 /// The element offsets reached, by the harness's own (wide) arithmetic: (low, high) or None
