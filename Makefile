@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz soak bench doc venv python-build python-test stubtest example-build example-c bench-python bench-peers bench-distributed
+.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python soak bench doc venv python-build python-test stubtest example-build example-c bench-python bench-peers bench-distributed
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -157,7 +157,7 @@ stubtest: python-build
 ## alone, none and all (DOC_FEATURE_SETS: a link valid only with one feature breaks docs.rs
 ## readers' builds without it); ruff (format, then lints; its configuration is
 ## pyproject.toml's [tool.ruff]) for the Python code.
-PYTHON_SOURCES := python benches scripts examples
+PYTHON_SOURCES := python benches scripts examples fuzz/python
 DOC_FEATURE_SETS := dlbridge: dlbridge:ndarray dlbridge:cudarc dlbridge:ndarray,cudarc \
 	dlbridge:$(subst $(eval) ,$(comma),$(BRIDGES)) dlbridge-pyo3: dlbridge-pyo3:cuda \
 	dlbridge-pyo3:$(subst $(eval) ,$(comma),$(BRIDGES))
@@ -266,6 +266,19 @@ fuzz-smoke fuzz:
 	else \
 		echo "fuzz-smoke: the nightly toolchain is not installed; skipped"; \
 	fi
+
+## The Python-level fuzzer (atheris, installed into the virtual environment when missing;
+## fuzz/python): distributed frames and pickle arguments, corrupted, through dlbridge's
+## rebuilding, for FUZZ_SECONDS; its corpus grows in fuzz/corpus/python_rebuild (not tracked)
+## and findings go to fuzz/artifacts/python_rebuild. Not yet part of `make test`.
+fuzz-python: python-build
+	@$(PYTHON) -c "import atheris" 2>/dev/null || \
+		$(PYTHON) -m pip install --quiet --only-binary=:all: "atheris>=3"
+	@mkdir -p fuzz/corpus/python_rebuild fuzz/artifacts/python_rebuild
+	$(PYTHON) fuzz/python/fuzz_rebuild.py fuzz/corpus/python_rebuild \
+		-max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
+		-artifact_prefix=fuzz/artifacts/python_rebuild/ 2>&1 | grep -v "^#[0-9]"; \
+		exit $${PIPESTATUS[0]}
 
 ## The long soak: the leak tests with 1,000,000 exchanges each (CI runs them with 100,000).
 soak: python-build

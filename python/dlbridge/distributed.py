@@ -315,7 +315,35 @@ def deserialize(header: dict[str, Any], frames: Sequence[Any]) -> Any:
     tensor = _tensor_from_frame(header, frames[0])
     if tensor.readonly and not target.holds_read_only:
         tensor = tensor.copy()
-    return target.from_dlpack(tensor)
+    rebuilt = target.from_dlpack(tensor)
+    if kind != "dlbridge":
+        _check_rebuilt(rebuilt, tensor, kind)
+    return rebuilt
+
+
+def _check_rebuilt(rebuilt: Any, tensor: dlbridge.Tensor, kind: str) -> None:
+    """Refuses, on the receiver, a tensor its framework rebuilt with another dtype or shape
+    than the frame's, rather than hand over other values: JAX narrows 64-bit dtypes while
+    `jax_enable_x64` is off (a uint64 frame would arrive as uint32, its values cut), which the
+    sender cannot know of when the two processes are configured differently. Read through
+    DLPack, without a copy; a framework whose tensors do not export DLPack is not checked."""
+    try:
+        seen = dlbridge.from_dlpack(rebuilt)
+    except (TypeError, BufferError):
+        return
+    if seen.dtype == tensor.dtype and tuple(seen.shape) == tuple(tensor.shape):
+        return
+    hint = ""
+    if kind == "jax":
+        hint = (
+            " (JAX narrows 64-bit dtypes while jax_enable_x64 is off: "
+            "jax.config.update('jax_enable_x64', True) in the receiving process keeps them)"
+        )
+    raise TypeError(
+        f"dlbridge.distributed: {kind} rebuilt a {tensor.dtype} frame of shape "
+        f"{tuple(tensor.shape)} as {seen.dtype} of shape {tuple(seen.shape)}{hint}; refused "
+        "rather than handing over other values"
+    )
 
 
 def _types(given: Iterable[str | type | TensorType]) -> list[TensorType]:

@@ -415,3 +415,20 @@ def test_copy_module_and_pickle_of_a_rebuilt_tensor():
     assert not copy.copy(u).readonly
     v = pickle.loads(pickle.dumps(u, protocol=5))
     assert contents(v) == contents(u)
+
+
+@pytest.mark.cpp_exception  # JAX's backend throws a C++ exception while it starts
+@pytest.mark.parametrize("dtype", ["uint64", "int64", "float64", "complex128"])
+def test_a_receiver_that_would_narrow_the_dtype_refuses_the_frame(dtype):
+    # A sender whose JAX has jax_enable_x64 on ships 64-bit JAX arrays; a receiver whose JAX
+    # has it off (the default) would rebuild them narrowed, their values cut. Found by the
+    # atheris fuzzer (fuzz/python/fuzz_rebuild.py): refused, saying how to keep them.
+    import jax
+
+    if jax.config.read("jax_enable_x64"):
+        pytest.skip("this process's JAX keeps 64-bit dtypes")
+    values = dlbridge.from_dlpack(np.array([2**40 + 5, 7], dtype=np.float64).astype(dtype))
+    header, frames = dd.serialize(values)
+    header["kind"] = "jax"
+    with pytest.raises(TypeError, match=r"jax rebuilt a .* frame .* jax_enable_x64"):
+        dd.deserialize(header, received(frames, read_only=True))
