@@ -315,7 +315,16 @@ def deserialize(header: dict[str, Any], frames: Sequence[Any]) -> Any:
     tensor = _tensor_from_frame(header, frames[0])
     if tensor.readonly and not target.holds_read_only:
         tensor = tensor.copy()
-    rebuilt = target.from_dlpack(tensor)
+    try:
+        rebuilt = target.from_dlpack(tensor)
+    except (TypeError, ValueError, BufferError, MemoryError):
+        raise
+    except Exception as error:  # a framework's own failure, said as a refusal
+        raise TypeError(
+            f"dlbridge.distributed: {kind} cannot rebuild a {tensor.dtype} frame of shape "
+            f"{tuple(tensor.shape)} ({type(error).__name__}: {error}); a sender of the same "
+            "configuration would have refused to send it"
+        ) from error
     if kind != "dlbridge":
         _check_rebuilt(rebuilt, tensor, kind)
     return rebuilt

@@ -432,3 +432,14 @@ def test_a_receiver_that_would_narrow_the_dtype_refuses_the_frame(dtype):
     header["kind"] = "jax"
     with pytest.raises(TypeError, match=r"jax rebuilt a .* frame .* jax_enable_x64"):
         dd.deserialize(header, received(frames, read_only=True))
+
+
+def test_a_receiver_whose_framework_cannot_hold_the_dtype_refuses_with_a_type_error():
+    # NumPy has no float8: its from_dlpack raises RuntimeError("Unsupported dtype in
+    # DLTensor."), which reached the caller as it was. Found by fuzz/python/fuzz_rebuild.py.
+    header, frames = dd.serialize(dlbridge.zeros(3, "float8_e4m3fn"))
+    header["kind"] = "numpy"
+    with pytest.raises(
+        TypeError, match=r"numpy cannot rebuild a float8_e4m3fn frame .*RuntimeError"
+    ):
+        dd.deserialize(header, received(frames, read_only=False))
