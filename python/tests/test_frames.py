@@ -443,3 +443,14 @@ def test_a_receiver_whose_framework_cannot_hold_the_dtype_refuses_with_a_type_er
         TypeError, match=r"numpy cannot rebuild a float8_e4m3fn frame .*RuntimeError"
     ):
         dd.deserialize(header, received(frames, read_only=False))
+
+
+@pytest.mark.parametrize("field", ["shape", "strides", "version", "device"])
+@pytest.mark.parametrize("value", [b"", b"\x02\x03", bytearray(b"\x01"), range(2)])
+def test_list_fields_are_lists_not_other_sequences_of_ints(field, value):
+    # bytes is a sequence of ints in Python: b"" was read as the shape [] (found by
+    # fuzz/python/fuzz_rebuild.py). The format writes lists; anything else is refused.
+    header, data = good_frame()
+    header[field] = value
+    with pytest.raises(TypeError, match=f"header field '{field}' must be a list"):
+        dd.deserialize(header, [data])

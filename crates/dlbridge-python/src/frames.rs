@@ -28,7 +28,7 @@ use dlbridge::{DataType, Flags, MAX_NDIM, layout};
 use dlbridge_pyo3::TensorClass;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::creation::dtype_argument;
 use crate::pickling::{self, compact_host_bytes, pickle_buffer, storage_bytes};
@@ -94,7 +94,7 @@ pub(crate) fn _tensor_from_frame(
             "a dlbridge frame's header field 'format' must be {FORMAT:?}, got {format:?}"
         )));
     }
-    let version: Vec<i64> = field(header, "version", "a list [major, minor]")?;
+    let version = list_field(header, "version", "a list [major, minor]")?;
     match version.as_slice() {
         [major, _] if *major == i64::from(VERSION.0) => {}
         _ => {
@@ -112,7 +112,7 @@ pub(crate) fn _tensor_from_frame(
             error.value(header.py())
         ))
     })?;
-    let extents: Vec<i64> = field(header, "shape", "a list of ints")?;
+    let extents = list_field(header, "shape", "a list of ints")?;
     if extents.len() > MAX_NDIM as usize {
         return Err(PyValueError::new_err(format!(
             "a dlbridge frame's header field 'shape' has {} dimensions, at most {MAX_NDIM} \
@@ -129,14 +129,14 @@ pub(crate) fn _tensor_from_frame(
                 "a dlbridge frame's header field 'shape' is {extents:?}: extents must be >= 0"
             ))
         })?;
-    let strides: Vec<i64> = field(header, "strides", "a list of ints")?;
+    let strides = list_field(header, "strides", "a list of ints")?;
     if extents.len() != strides.len() || !layout::is_c_contiguous(&extents, &strides) {
         return Err(PyValueError::new_err(format!(
             "a dlbridge frame's header field 'strides' is {strides:?}, not the row-major \
              strides of shape {extents:?}: this dlbridge reads C-contiguous frames only"
         )));
     }
-    let device: Vec<i64> = field(header, "device", "a list [device_type, device_id]")?;
+    let device = list_field(header, "device", "a list [device_type, device_id]")?;
     match device.as_slice() {
         [device_type, 0] if *device_type == i64::from(CPU) => {}
         [_, _] => {
@@ -213,6 +213,24 @@ fn field<'py, T: for<'a> FromPyObject<'a, 'py>>(
         return Err(wrong());
     }
     value.extract::<T>().map_err(|_| wrong())
+}
+
+/// Header field `name`, a list (or tuple) of ints as `expected` describes: not any other
+/// sequence of ints (`bytes`, a `range`), which the header's format does not write.
+fn list_field(header: &Bound<'_, PyDict>, name: &str, expected: &str) -> PyResult<Vec<i64>> {
+    if let Some(value) = header.get_item(name)? {
+        if !(value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>()) {
+            let shown = value
+                .repr()
+                .map(|repr| repr.to_string())
+                .unwrap_or_else(|_| "?".into());
+            return Err(PyTypeError::new_err(format!(
+                "a dlbridge frame's header field '{name}' must be {expected}, got {} {shown}",
+                type_name(&value)
+            )));
+        }
+    }
+    field(header, name, expected)
 }
 
 /// The name of an object's type, for messages.
