@@ -145,7 +145,8 @@ def one_frame(data: atheris.FuzzedDataProvider) -> None:
     dtype, shape, content = contents(dlbridge.from_dlpack(result))
     assert content == bytes(given), "the tensor is not over exactly the bytes given"
     assert len(content) == header["nbytes"], (len(content), header["nbytes"])
-    assert list(shape) == header["shape"] and dtype == header["dtype"], (dtype, shape, header)
+    # A list, or a tuple: the two sequences the header may hold its shape in.
+    assert list(shape) == list(header["shape"]) and dtype == header["dtype"], (dtype, shape, header)
 
 
 def one_pickle(data: atheris.FuzzedDataProvider) -> None:
