@@ -198,16 +198,7 @@ fn field<'py, T: for<'a> FromPyObject<'a, 'py>>(
     let value = header.get_item(name)?.ok_or_else(|| {
         PyValueError::new_err(format!("a dlbridge frame's header has no field '{name}'"))
     })?;
-    let wrong = || {
-        let shown = value
-            .repr()
-            .map(|repr| repr.to_string())
-            .unwrap_or_else(|_| "?".into());
-        PyTypeError::new_err(format!(
-            "a dlbridge frame's header field '{name}' must be {expected}, got {} {shown}",
-            type_name(&value)
-        ))
-    };
+    let wrong = || wrong_type(name, expected, &value);
     let wants_text = std::any::type_name::<T>() == std::any::type_name::<String>();
     if value.is_instance_of::<PyString>() != wants_text {
         return Err(wrong());
@@ -220,17 +211,22 @@ fn field<'py, T: for<'a> FromPyObject<'a, 'py>>(
 fn list_field(header: &Bound<'_, PyDict>, name: &str, expected: &str) -> PyResult<Vec<i64>> {
     if let Some(value) = header.get_item(name)? {
         if !(value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>()) {
-            let shown = value
-                .repr()
-                .map(|repr| repr.to_string())
-                .unwrap_or_else(|_| "?".into());
-            return Err(PyTypeError::new_err(format!(
-                "a dlbridge frame's header field '{name}' must be {expected}, got {} {shown}",
-                type_name(&value)
-            )));
+            return Err(wrong_type(name, expected, &value));
         }
     }
     field(header, name, expected)
+}
+
+/// The `TypeError` of header field `name` holding `value` where `expected` belongs.
+fn wrong_type(name: &str, expected: &str, value: &Bound<'_, PyAny>) -> PyErr {
+    let shown = value
+        .repr()
+        .map(|repr| repr.to_string())
+        .unwrap_or_else(|_| "?".into());
+    PyTypeError::new_err(format!(
+        "a dlbridge frame's header field '{name}' must be {expected}, got {} {shown}",
+        type_name(value)
+    ))
 }
 
 /// The name of an object's type, for messages.
