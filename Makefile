@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python soak bench doc venv python-build python-test stubtest example-build example-c bench-python bench-peers bench-distributed
+.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python fuzz-python-extension fuzz-python-smoke soak bench doc venv python-build python-test stubtest example-build example-c bench-python bench-peers bench-distributed
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -43,11 +43,12 @@ tour: python-build example-build
 ## Every test: formatting, lints, the free-threaded (3.14t) type check, unit/integration/doc
 ## tests (with the ABI check against the real dlpack.h, fetched from the apache-tvm-ffi
 ## wheel), the published crates as packaged (scripts/package-check.sh), Miri where it is
-## installed, the Python suite against real frameworks, and the quick form of the release
+## installed, the sanitizers, the fuzzers' smoke runs (Rust and Python targets, under two
+## minutes together), the Python suite against real frameworks, and the quick form of the release
 ## wheels' test (wheels-quick).
 ## Each stage is timed (scripts/timed-stages.sh): the table at the end shows where the CI
 ## budget goes.
-TEST_STAGES := lint free-threaded-check rust-test miri sanitize fuzz-smoke python-test wheels-quick
+TEST_STAGES := lint free-threaded-check rust-test miri sanitize fuzz-smoke python-test fuzz-python-smoke wheels-quick
 test:
 	@bash scripts/timed-stages.sh "$(MAKE)" $(TEST_STAGES)
 
@@ -244,13 +245,20 @@ sanitize: venv
 
 ## Fuzzing (cargo-fuzz / libFuzzer, nightly, AddressSanitizer; fuzz/fuzz_targets): hostile
 ## DLPack descriptors through import, validation, every view and ndarray (import_descriptor),
-## and the exact overlap test of the aliasing registry against a brute-force search of every
-## byte (overlap). `fuzz-smoke` runs each of FUZZ_TARGETS for FUZZ_SECONDS (30) from its seeds
-## in fuzz/seeds, installing cargo-fuzz when it is missing, and is skipped with a note where
-## the nightly toolchain is not there; `make fuzz FUZZ_SECONDS=3600` (or `FUZZ_TARGETS=overlap`)
-## is the long run. The growing corpora stay in fuzz/corpus (not tracked).
+## the exact overlap test of the aliasing registry against a brute-force search of every byte
+## (overlap), and the producer side: every kind of export, legacy and versioned, through
+## chains of shares, copies and raw hand-overs (exports). `fuzz-smoke` runs each of
+## FUZZ_TARGETS for FUZZ_SMOKE_SECONDS (20) from its seeds in fuzz/seeds, installing cargo-fuzz
+## when it is missing, and is skipped with a note where the nightly toolchain is not there;
+## `make fuzz FUZZ_SECONDS=3600` (or `FUZZ_TARGETS=overlap`) is the long run, and
+## `FUZZ_SANITIZER=none` runs it uninstrumented by ASan (eight times the executions; panics,
+## debug assertions and the oracles still hold). The growing corpora stay in fuzz/corpus (not
+## tracked); ROBUSTNESS.md keeps the campaign's record.
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS ?= import_descriptor overlap
+FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_SANITIZER ?= address
+FUZZ_TARGETS ?= import_descriptor overlap exports
+fuzz-smoke: FUZZ_SECONDS = $(FUZZ_SMOKE_SECONDS)
 fuzz-smoke fuzz:
 	@if $(CARGO) +nightly --version >/dev/null 2>&1; then \
 		$(CARGO) fuzz --version >/dev/null 2>&1 || $(CARGO) install --quiet --locked cargo-fuzz \
@@ -258,27 +266,69 @@ fuzz-smoke fuzz:
 		cd fuzz && for target in $(FUZZ_TARGETS); do \
 			echo "fuzz: $$target, $(FUZZ_SECONDS) s"; \
 			mkdir -p corpus/$$target seeds/$$target && \
-			$(CARGO) +nightly fuzz run $$target corpus/$$target seeds/$$target -- \
-				-max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
-				-print_final_stats=1 2>&1 | grep -v "^#[0-9]"; \
+			$(CARGO) +nightly fuzz run -s $(FUZZ_SANITIZER) $$target corpus/$$target \
+				seeds/$$target -- -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+				-rss_limit_mb=2048 -print_final_stats=1 2>&1 | grep -v "^#[0-9]"; \
 			status=$${PIPESTATUS[0]}; [ $$status -eq 0 ] || exit $$status; \
 		done; \
 	else \
 		echo "fuzz-smoke: the nightly toolchain is not installed; skipped"; \
 	fi
 
-## The Python-level fuzzer (atheris, installed into the virtual environment when missing;
-## fuzz/python): distributed frames and pickle arguments, corrupted, through dlbridge's
-## rebuilding, for FUZZ_SECONDS; its corpus grows in fuzz/corpus/python_rebuild (not tracked)
-## and findings go to fuzz/artifacts/python_rebuild. Not yet part of `make test`.
-fuzz-python: python-build
-	@$(PYTHON) -c "import atheris" 2>/dev/null || \
-		$(PYTHON) -m pip install --quiet --only-binary=:all: "atheris>=3"
-	@mkdir -p fuzz/corpus/python_rebuild fuzz/artifacts/python_rebuild
-	$(PYTHON) fuzz/python/fuzz_rebuild.py fuzz/corpus/python_rebuild \
-		-max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1 \
-		-artifact_prefix=fuzz/artifacts/python_rebuild/ 2>&1 | grep -v "^#[0-9]"; \
-		exit $${PIPESTATUS[0]}
+## The Python-level fuzzers (atheris; fuzz/python/fuzz.py TARGET): capsules and producers,
+## `from_dlpack`'s keywords and typed kernel arguments (capsules), distributed frames and
+## pickle arguments (rebuild). `fuzz-python` is the long run, FUZZ_SECONDS per target, against
+## the extension built a second time (fuzz-python-extension: target/atheris) with LLVM's
+## SanitizerCoverage, debug assertions and overflow checks, so that the Rust branches an input
+## reaches guide the search; corpora grow in fuzz/corpus/python_TARGET (not tracked), findings
+## go to fuzz/artifacts/python_TARGET. `fuzz-python-smoke`, in `make test`, runs each target
+## for FUZZ_PYTHON_SMOKE_SECONDS (15) from its seeds against the extension of `python-build`
+## (skipped with a note where atheris has no wheel, an error under CI).
+PYTHON_FUZZ_TARGETS ?= capsules rebuild
+FUZZ_PYTHON_SMOKE_SECONDS ?= 15
+ATHERIS_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=3 \
+	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters \
+	-Cllvm-args=-sanitizer-coverage-pc-table -Cllvm-args=-sanitizer-coverage-trace-compares \
+	-Cdebug-assertions -Coverflow-checks
+fuzz-python-extension: venv
+	$(eval HOST := $(shell rustc -vV | sed -n 's/^host: //p'))
+	$(eval SUFFIX := $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))'))
+	PYO3_BUILD_EXTENSION_MODULE=1 PYO3_PYTHON=$(abspath $(PYTHON)) \
+		CARGO_TARGET_DIR=target/atheris CARGO_PROFILE_RELEASE_LTO=off \
+		RUSTFLAGS="$(ATHERIS_RUSTFLAGS)" $(CARGO) build --quiet --release --target $(HOST) \
+		-p dlbridge-python --features testing
+	rm -rf target/atheris/package && mkdir -p target/atheris/package
+	cp -r python/dlbridge target/atheris/package/
+	rm -f target/atheris/package/dlbridge/_dlbridge*.so
+	cp target/atheris/$(HOST)/release/lib_dlbridge.so target/atheris/package/dlbridge/_dlbridge$(SUFFIX)
+
+fuzz-python: fuzz-python-extension
+	@for target in $(PYTHON_FUZZ_TARGETS); do \
+		echo "fuzz-python: $$target, $(FUZZ_SECONDS) s"; \
+		mkdir -p fuzz/corpus/python_$$target fuzz/artifacts/python_$$target; \
+		DLBRIDGE_FUZZ_EXTENSION=target/atheris/package $(PYTHON) fuzz/python/fuzz.py $$target \
+			fuzz/corpus/python_$$target fuzz/seeds/python_$$target \
+			-max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+			-print_final_stats=1 -artifact_prefix=fuzz/artifacts/python_$$target/ 2>&1 \
+			| grep -v "^#[0-9]\|^INFO: Instrumenting"; \
+		status=$${PIPESTATUS[0]}; [ $$status -eq 0 ] || exit $$status; \
+	done
+
+fuzz-python-smoke: python-build
+	@if ! $(PYTHON) -c "import atheris" 2>/dev/null; then \
+		if [ "$$CI" = true ]; then echo "fuzz-python-smoke: atheris is missing"; exit 1; fi; \
+		echo "fuzz-python-smoke: atheris has no wheel here (python/requirements-test.txt); skipped"; \
+		exit 0; \
+	fi; \
+	for target in $(PYTHON_FUZZ_TARGETS); do \
+		echo "fuzz-python-smoke: $$target, $(FUZZ_PYTHON_SMOKE_SECONDS) s"; \
+		rm -rf target/fuzz-smoke/$$target && mkdir -p target/fuzz-smoke/$$target; \
+		$(PYTHON) fuzz/python/fuzz.py $$target target/fuzz-smoke/$$target \
+			fuzz/seeds/python_$$target -max_total_time=$(FUZZ_PYTHON_SMOKE_SECONDS) \
+			-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+			-artifact_prefix=target/fuzz-smoke/ 2>&1 | grep -v "^#[0-9]\|^INFO: Instrumenting"; \
+		status=$${PIPESTATUS[0]}; [ $$status -eq 0 ] || exit $$status; \
+	done
 
 ## The long soak: the leak tests with 1,000,000 exchanges each (CI runs them with 100,000).
 soak: python-build

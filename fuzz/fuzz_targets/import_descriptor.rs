@@ -209,8 +209,11 @@ fn run(bytes: &[u8]) {
             (Some(size), Some((low, high))) => {
                 let first = i128::from(byte_offset);
                 let start = low.checked_mul(size).and_then(|l| first.checked_add(l));
-                let end = (high + 1)
-                    .checked_mul(size)
+                // Checked throughout: 1024 dimensions of i64 extents and strides reach past
+                // i128 (the harness's own overflow, found by the campaign of issue 33).
+                let end = high
+                    .checked_add(1)
+                    .and_then(|h| h.checked_mul(size))
                     .and_then(|h| first.checked_add(h));
                 matches!((start, end), (Some(start), Some(end))
                     if start >= 0 && end <= buffer_bytes as i128)

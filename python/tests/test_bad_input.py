@@ -748,6 +748,26 @@ def test_many_imports_each_release_once():
     assert [r.deleter_calls for r in records] == [1] * 50
 
 
+@pytest.mark.parametrize("where", ["host-copy", "cuda-to-host"])
+def test_a_copy_no_memory_holds_is_memory_error(where):
+    # A petabyte of float32: valid, shared without a copy, and a copy of it is a MemoryError.
+    # On the host, a broadcast layout over one element (its copy is compact); on a CUDA device,
+    # a compact one at a device address (never read: the host copy's buffer comes first).
+    # Found by the capsule fuzzer of issue 33: the CUDA tensor's host copy aborted the
+    # interpreter in the allocator.
+    if where == "host-copy":
+        shape, keywords = (2**40, 2**8), {"copy": True}
+        record = make_managed(shape, "float32", strides=(0, 0))
+    else:
+        shape, keywords = (2**48,), {"device": (kDLCPU, 0)}
+        record = make_managed(shape, "float32", device=(kDLCUDA, 0), data=0x7F0000000000)
+    assert dlbridge.from_dlpack(record.capsule()).shape == shape
+    with pytest.raises(MemoryError, match="1125899906842624 bytes could not be allocated"):
+        dlbridge.from_dlpack(record.capsule(), **keywords)
+    collect()
+    assert record.deleter_calls == 2
+
+
 def test_values_survive_until_tensor_dies():
     values = bytes(range(16))
     rec = make_managed((16,), "uint8", values=values)

@@ -3,11 +3,12 @@
 //!
 //! The protocol decides the class: a tensor that cannot be imported or exported as asked is a
 //! `BufferError` ([`to_py_err`]); a typed argument that cannot be read is the argument's
-//! `TypeError` ([`argument_error`]), as every other mismatch of a typed argument is. A
+//! `TypeError` ([`argument_error`]), as every other mismatch of a typed argument is; a copy
+//! whose bytes the allocator cannot give is a `MemoryError` on either path. A
 //! kernel returns [`KernelResult`], into whose [`KernelError`] both Python's and the core's
 //! errors convert with `?`.
 
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 /// The error of a `#[pyfunction]` kernel: a Python exception, into which the core's
@@ -114,7 +115,7 @@ impl std::error::Error for KernelError {}
 
 /// The Python exception for a core error: `BufferError`, the protocol's error for data that
 /// DLPack (or the request) cannot express, with the core's message (which names the field
-/// and the value).
+/// and the value); `MemoryError` where a copy's bytes could not be allocated.
 ///
 /// ```
 /// use dlbridge::{DataType, ManagedTensor};
@@ -127,7 +128,10 @@ impl std::error::Error for KernelError {}
 /// });
 /// ```
 pub fn to_py_err(error: dlbridge::Error) -> PyErr {
-    PyBufferError::new_err(error.to_string())
+    match error {
+        dlbridge::Error::OutOfMemory { .. } => PyMemoryError::new_err(error.to_string()),
+        _ => PyBufferError::new_err(error.to_string()),
+    }
 }
 
 /// The exception for a core error met while reading a typed tensor argument (a descriptor
@@ -137,7 +141,10 @@ pub fn to_py_err(error: dlbridge::Error) -> PyErr {
 /// "misaligned", the copy that works); a descriptor that fails validation is the producer's
 /// bug, and is said in DLPack's terms, which its authors read.
 pub(crate) fn argument_error(error: dlbridge::Error) -> PyErr {
-    PyTypeError::new_err(argument_message(&error))
+    match error {
+        dlbridge::Error::OutOfMemory { .. } => PyMemoryError::new_err(error.to_string()),
+        _ => PyTypeError::new_err(argument_message(&error)),
+    }
 }
 
 /// [`argument_error`]'s message.

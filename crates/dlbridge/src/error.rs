@@ -283,6 +283,12 @@ pub enum Error {
         /// The tensor's data type.
         dtype: DataType,
     },
+    /// The allocator could not give the bytes of a copy (a valid descriptor may describe
+    /// terabytes; asked to copy them, the answer is this error, never an abort).
+    OutOfMemory {
+        /// The bytes asked for.
+        bytes: u64,
+    },
     /// A library bridge (the features `nalgebra`, `faer`, `image`, `arrow`) was asked for a
     /// value that the other library cannot express: a layout it has no strides for, a data
     /// type it lacks, an Arrow array with nulls.
@@ -535,6 +541,10 @@ impl fmt::Display for Error {
                 asked,
                 given,
             } => write!(f, "{library} cannot express {asked} of {given}"),
+            Error::OutOfMemory { bytes } => write!(
+                f,
+                "out of memory: {bytes} bytes could not be allocated for a copy of the tensor"
+            ),
             Error::ReadOnlyLegacyExport => f.write_str(
                 "a read-only tensor cannot be exported as a legacy DLManagedTensor, which has \
                  no flags to say so; export it as DLManagedTensorVersioned",

@@ -538,6 +538,33 @@ fn zeros_are_aligned_compact_cpu_tensors_of_any_dtype() {
     assert!(ManagedTensor::zeros(DataType::new(DataTypeCode::FLOAT, 0, 1), &[1]).is_err());
 }
 
+/// A copy whose bytes the allocator cannot give (a valid layout may describe petabytes: a
+/// broadcast view, or extents no memory holds) is `Error::OutOfMemory`, never an abort of the
+/// process (which `vec!` would be). Found by the Python fuzzer of issue 33: a CUDA tensor of
+/// 2 TiB asked for on the CPU aborted the interpreter.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "Miri stops at an allocation of a petabyte instead of failing it"
+)]
+fn copies_the_allocator_cannot_give_are_an_error() {
+    let petabyte = 1u64 << 50;
+    assert_eq!(
+        ManagedTensor::zeros(DataType::FLOAT32, &[1 << 40, 1 << 8]).unwrap_err(),
+        Error::OutOfMemory { bytes: petabyte }
+    );
+    let broadcast = Export::new(vec![1.0f32], &[1 << 40, 1 << 8])
+        .strides(&[0, 0])
+        .into_versioned()
+        .unwrap();
+    let error = broadcast.view().to_compact_copy().unwrap_err();
+    assert_eq!(error, Error::OutOfMemory { bytes: petabyte });
+    assert_eq!(
+        error.to_string(),
+        "out of memory: 1125899906842624 bytes could not be allocated for a copy of the tensor"
+    );
+}
+
 /// A legacy tensor from outside cannot say whether its memory may be written, so it is
 /// read-only for everything that can express it; memory this crate exported legacy is known
 /// to be writable; a legacy re-export of unknown memory stays possible.

@@ -203,7 +203,8 @@ impl AllocationController for TensorBytes {
             if !policy.copy_allowed() {
                 return Err(AccessError::WouldCopy);
             }
-            let mut copy = zeroed_storage(self.len);
+            let mut copy =
+                zeroed_storage(self.len).map_err(|error| AccessError::Read(error.to_string()))?;
             // SAFETY: `copy` has room for `len` bytes (`zeroed_storage` rounds up); the
             // source is the tensor's readable bytes (as in `memory`); the two do not overlap.
             unsafe {
@@ -334,7 +335,7 @@ impl ManagedTensor {
             .map_or(1, |size| size.next_power_of_two());
         if len > 0 && (address as usize) % align != 0 {
             // Misaligned bytes (burn's shared or file-backed ones may be): a compact copy.
-            let mut copy = zeroed_storage(len);
+            let mut copy = zeroed_storage(len)?;
             // SAFETY: `address` is readable for `len` bytes (burn's own slice above), `copy`
             // has room for them, and the two do not overlap.
             unsafe {

@@ -184,7 +184,7 @@ pub unsafe fn copy_to_host(view: &TensorView<'_>, stream: usize) -> Result<Manag
         }
         None => (0, view.compact_byte_size()),
     };
-    let mut span = crate::export::zeroed_storage(bytes as usize);
+    let mut span = crate::export::zeroed_storage(bytes as usize)?;
     if bytes > 0 {
         with_primary_context(ordinal, "a host copy of a CUDA tensor", || {
             match capture_state(stream)? {

@@ -18,9 +18,19 @@ use crate::view::TensorView;
 #[derive(Clone, Copy)]
 pub(crate) struct CacheLine([u8; 64]);
 
-/// Zero-filled, 64-byte aligned storage of at least `bytes` bytes.
-pub(crate) fn zeroed_storage(bytes: usize) -> Vec<CacheLine> {
-    vec![CacheLine([0; 64]); bytes.div_ceil(64)]
+/// Zero-filled, 64-byte aligned storage of at least `bytes` bytes, or
+/// [`Error::OutOfMemory`] where the allocator cannot give them: a descriptor may describe
+/// terabytes, and a copy of it asked for is an error to return, not a process to abort.
+pub(crate) fn zeroed_storage(bytes: usize) -> Result<Vec<CacheLine>> {
+    let lines = bytes.div_ceil(64);
+    let mut storage = Vec::new();
+    storage
+        .try_reserve_exact(lines)
+        .map_err(|_| Error::OutOfMemory {
+            bytes: bytes as u64,
+        })?;
+    storage.resize(lines, CacheLine([0; 64]));
+    Ok(storage)
 }
 
 impl ManagedTensor {
@@ -53,7 +63,7 @@ impl ManagedTensor {
             .storage_bytes(elements, false)
             .filter(|&bytes| bytes <= isize::MAX as u64 / 2)
             .ok_or(Error::ByteSizeOverflow { elements, dtype })?;
-        let mut storage = zeroed_storage(bytes as usize);
+        let mut storage = zeroed_storage(bytes as usize)?;
         let data = storage.as_mut_ptr().cast();
         // SAFETY: `storage` holds the compact bytes of the tensor and moves into it with its
         // heap memory unchanged.
@@ -83,7 +93,7 @@ impl TensorView<'_> {
         }
         let padded = self.flags().is_subbyte_type_padded();
         let bytes = self.compact_byte_size() as usize;
-        let mut storage = zeroed_storage(bytes);
+        let mut storage = zeroed_storage(bytes)?;
         let target = storage.as_mut_ptr().cast::<u8>();
         let compact = self.is_c_contiguous();
         match self.dtype().size_in_bytes() {

@@ -15,25 +15,17 @@ reconstructor's arguments replaced likewise. The oracle:
   shape, over exactly the bytes given (`nbytes` of them);
 - an accepted pickle gives the dtype, shape and bytes the arguments name.
 
-Python code is instrumented for coverage (`atheris.instrument_imports`); the extension
-module, a Rust library, is not (its branches are reached by the corruptions, not guided to):
-building it with libFuzzer's instrumentation under atheris is left for later (ROBUSTNESS.md).
-
-    .venv/bin/python fuzz/python/fuzz_rebuild.py -max_total_time=60 [corpus dir]
-
-`make fuzz-python` runs it (FUZZ_SECONDS).
+Run by `fuzz.py rebuild` (see there; `make fuzz-python`).
 """
 
 from __future__ import annotations
 
 import ctypes
-import sys
 
 import atheris
 
-with atheris.instrument_imports():
-    import dlbridge
-    from dlbridge import distributed
+import dlbridge
+from dlbridge import distributed
 
 #: Every dtype dlbridge makes tensors of (`dlbridge.zeros`), whole bytes per element.
 DTYPES = (
@@ -180,12 +172,3 @@ def test_one_input(raw: bytes) -> None:
         one_frame(data)
     else:
         one_pickle(data)
-
-
-def main() -> None:
-    atheris.Setup(sys.argv, test_one_input)
-    atheris.Fuzz()
-
-
-if __name__ == "__main__":
-    main()
