@@ -207,17 +207,20 @@ package-check:
 ## (no rebuild), and the core with ndarray and cudarc on 32-bit i686 (Miri builds that target's
 ## std itself: the core's layouts and arithmetic on 4-byte pointers, without an installed i686
 ## toolchain; the bridges are left out there, as rebuilding their dependencies for a second
-## target costs minutes and their code has no pointer-width arithmetic of its own).
+## target costs minutes and their code has no pointer-width arithmetic of its own). The doc
+## tests (the API's examples, each a program Miri builds and interprets on its own) run in the
+## first pass only: the second and third take the unit and integration tests, which hold every
+## unsafe path, and leave CI minutes for the rest.
 miri:
 	@$(CARGO) +nightly miri --version >/dev/null 2>&1 || \
 		rustup component add --toolchain nightly miri >/dev/null 2>&1 || true
 	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 		MIRIFLAGS="-Zmiri-strict-provenance" $(CARGO) +nightly miri test -p dlbridge --all-features && \
 		MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-tree-borrows" \
-			$(CARGO) +nightly miri test -p dlbridge --all-features && \
+			$(CARGO) +nightly miri test -p dlbridge --all-features --lib --tests && \
 		MIRIFLAGS="-Zmiri-strict-provenance" \
 			$(CARGO) +nightly miri test -p dlbridge --features ndarray,cudarc \
-			--target i686-unknown-linux-gnu; \
+			--target i686-unknown-linux-gnu --lib --tests; \
 	else \
 		echo "miri: not installed (rustup +nightly component add miri); skipped"; \
 	fi
@@ -227,18 +230,21 @@ miri:
 ## interpreter's objects are tracked and scanned as well), then the Python exchange tests
 ## against an ASan-built extension (scripts/sanitize-python.sh, with a canary that proves the
 ## instrumentation works). The library bridges are left out (their unsafe code runs under Miri,
-## and building their dependencies with the sanitizer costs minutes). Skipped with a note where
-## the nightly toolchain is missing.
+## and building their dependencies with the sanitizer costs minutes). Then ThreadSanitizer on
+## the aliasing registry (scripts/sanitize-threads.sh: its claim/release stress on eight
+## threads and the aliasing tests, after a canary race the sanitizer must report). Skipped with
+## a note where the nightly toolchain is missing.
 SANITIZE_TRIPLE := x86_64-unknown-linux-gnu
 sanitize: venv
 	@if $(CARGO) +nightly --version >/dev/null 2>&1 && [ "$$(uname -m)" = x86_64 ]; then \
-		PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=1 \
+		PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 		RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
 		CARGO_TARGET_DIR=target/sanitize/tests \
 			$(CARGO) +nightly test -p dlbridge -p dlbridge-pyo3 \
 			--features dlbridge/ndarray,dlbridge/cudarc,dlbridge-pyo3/cuda \
 			--target $(SANITIZE_TRIPLE) --lib --tests && \
-		PYTHON=$(PYTHON) bash scripts/sanitize-python.sh; \
+		PYTHON=$(PYTHON) bash scripts/sanitize-python.sh && \
+		CARGO="$(CARGO)" TRIPLE=$(SANITIZE_TRIPLE) bash scripts/sanitize-threads.sh; \
 	else \
 		echo "sanitize: needs the nightly toolchain on x86_64; skipped"; \
 	fi
@@ -252,8 +258,10 @@ sanitize: venv
 ## when it is missing, and is skipped with a note where the nightly toolchain is not there;
 ## `make fuzz FUZZ_SECONDS=3600` (or `FUZZ_TARGETS=overlap`) is the long run, and
 ## `FUZZ_SANITIZER=none` runs it uninstrumented by ASan (eight times the executions; panics,
-## debug assertions and the oracles still hold). The growing corpora stay in fuzz/corpus (not
-## tracked); ROBUSTNESS.md keeps the campaign's record.
+## debug assertions and the oracles still hold). AddressSanitizer's allocator returns NULL for
+## a request it cannot give, as the system's does (allocator_may_return_null), so that
+## `Error::OutOfMemory` is tested rather than the sanitizer's own abort. The growing corpora
+## stay in fuzz/corpus (not tracked); ROBUSTNESS.md keeps the campaign's record.
 FUZZ_SECONDS ?= 30
 FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_SANITIZER ?= address
@@ -266,6 +274,7 @@ fuzz-smoke fuzz:
 		cd fuzz && for target in $(FUZZ_TARGETS); do \
 			echo "fuzz: $$target, $(FUZZ_SECONDS) s"; \
 			mkdir -p corpus/$$target seeds/$$target && \
+			ASAN_OPTIONS=allocator_may_return_null=1 \
 			$(CARGO) +nightly fuzz run -s $(FUZZ_SANITIZER) $$target corpus/$$target \
 				seeds/$$target -- -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 				-rss_limit_mb=2048 -print_final_stats=1 2>&1 | grep -v "^#[0-9]"; \
@@ -330,10 +339,14 @@ fuzz-python-smoke: python-build
 		status=$${PIPESTATUS[0]}; [ $$status -eq 0 ] || exit $$status; \
 	done
 
-## The long soak: the leak tests with 1,000,000 exchanges each (CI runs them with 100,000).
-soak: python-build
+## The long soak: the leak tests with 1,000,000 exchanges each (CI runs them with 100,000),
+## and the load across two extension modules (python/tests/test_load.py) with 1,000 threads
+## of 10,000 calls each (CI runs 40 of 400), bounded by DLBRIDGE_LOAD_SECONDS (900).
+soak: python-build example-build
 	DLBRIDGE_SOAK_EXCHANGES=1000000 $(PYTHON) -m pytest -q -p no:cacheprovider \
 		python/tests/test_leaks.py
+	DLBRIDGE_LOAD_THREADS=1000 DLBRIDGE_LOAD_CALLS=10000 $(PYTHON) -m pytest -q -s \
+		-p no:cacheprovider python/tests/test_load.py
 
 ## Criterion benchmarks, then their medians as the Markdown table of BENCHMARKS.md.
 bench:

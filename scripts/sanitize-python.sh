@@ -79,9 +79,12 @@ export PYTHONMALLOC=malloc
 # ASAN_FULL_STACKS=1 unwinds every allocation's whole stack (slow), so that a leak of an
 # object made through the C API, whose stack passes through the interpreter's frames (built
 # without frame pointers), is still traced back to whoever made it.
+# allocator_may_return_null=1: an allocation no memory can give returns NULL, as the system's
+# allocator does, so that dlbridge's MemoryError for it is what is tested (the sanitizer's
+# default is to abort).
 unwind=""
 [[ "${ASAN_FULL_STACKS:-0}" == "1" ]] && unwind=":fast_unwind_on_malloc=0:malloc_context_size=40"
-export ASAN_OPTIONS="detect_leaks=1:exitcode=0:log_path=$LOGS/asan$unwind"
+export ASAN_OPTIONS="detect_leaks=1:exitcode=0:allocator_may_return_null=1:log_path=$LOGS/asan$unwind"
 export DLBRIDGE_SOAK_EXCHANGES="${DLBRIDGE_SOAK_EXCHANGES:-10000}"
 
 echo "=== sanitize-python: canary (an out-of-bounds read the sanitizer must catch)"

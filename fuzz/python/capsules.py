@@ -1,8 +1,9 @@
 """Atheris fuzzer of everything a Python producer controls when dlbridge imports from it: the
 capsule (any name, any context, any descriptor bytes, a destructor or none), the producer's
 `__dlpack__` and `__dlpack_device__` (wrong types, exceptions, reused or renamed capsules,
-keywords refused), `from_dlpack`'s own keywords, and dlbridge's typed kernel arguments reading
-and writing what was imported.
+keywords refused), `from_dlpack`'s own keywords, dlbridge's typed kernel arguments reading
+and writing what was imported, and dlbridge exporting it again (`Tensor.__dlpack__` with any
+request: the export rules of dlbridge-pyo3's `ExportRequest`, legacy and versioned).
 
 Each input describes one managed tensor, built with ctypes in either layout (legacy
 `DLManagedTensor` or `DLManagedTensorVersioned`) with every field from the input (version,
@@ -18,6 +19,10 @@ NULL), one producer around it, and a few operations on the result. The oracle:
   exactly the bytes the descriptor addresses;
 - a kernel that writes (`dlbridge._testing.fill`) is refused on a read-only tensor and
   leaves its memory alone; on a writable one it writes exactly the addressed elements;
+- an export is a typed refusal or a capsule of the layout asked for (versioned for
+  `max_version >= (1, 0)`), over the tensor's memory unless a copy was asked for or needed
+  (then flagged IS_COPIED), read-only when the tensor is (never legacy then), holding the
+  tensor's elements;
 - once everything is dropped, each tensor's deleter has run exactly as often as the protocol
   says (once when dlbridge took the capsule or the capsule's destructor released it, never
   twice, never with another address), and the producer object is freed (no reference leaked).
@@ -64,6 +69,7 @@ from dlbridge.check.abi import (
     DLPackVersion,
     compact_strides,
 )
+from dlbridge.check.capsules import read_capsule
 
 #: The most bytes a descriptor may address, and its elements may take, for the fuzzer to
 #: allocate them and let dlbridge read or copy them.
@@ -507,6 +513,59 @@ def check_write(
         assert described.addressed_bytes() == expected, "the write missed addressed elements"
 
 
+def export_request(data: atheris.FuzzedDataProvider) -> dict:
+    """`__dlpack__`'s keywords as a consumer might pass them, odd ones included."""
+    request = {}
+    if data.ConsumeIntInRange(0, 3):
+        request["max_version"] = data.PickValueInList(
+            [(1, 3), (1, 3), (1, 0), (1, 99), (0, 8), (2, 0), None, (1,), "1.3", (1, 2**70)]
+        )
+    if data.ConsumeIntInRange(0, 3) == 0:
+        request["dl_device"] = data.PickValueInList([(1, 0), (2, 0), (3, 0), (1, 1), None, "cpu"])
+    if data.ConsumeIntInRange(0, 3) == 0:
+        request["copy"] = data.PickValueInList([True, False, None, 1])
+    if data.ConsumeIntInRange(0, 5) == 0:
+        request["stream"] = data.PickValueInList([None, -1, 0, 1, 2, "s"])
+    return request
+
+
+def check_export(tensor, described: Descriptor, data: atheris.FuzzedDataProvider) -> None:
+    """dlbridge as a producer (`Tensor.__dlpack__`, the export rules of `ExportRequest`):
+    a typed refusal or a capsule that describes the tensor as asked; consumed by dlbridge or
+    dropped unconsumed (its destructor releases it), the source released exactly once either
+    way (checked by the caller)."""
+    request = export_request(data)
+    try:
+        capsule = tensor.__dlpack__(**request)
+    except ALLOWED:
+        return
+    info = read_capsule(capsule)
+    max_version = request.get("max_version")
+    versioned = isinstance(max_version, tuple) and max_version[0] >= 1
+    assert info["name"] == (NAME_VERSIONED if versioned else NAME_LEGACY), (info, request)
+    assert info["shape"] == tensor.shape, (info, tensor.shape)
+    copied = bool(request.get("copy")) or request.get("dl_device") not in (None, tensor.device)
+    if versioned:
+        assert bool(info["flags"] & FLAG_IS_COPIED) == copied, (info, request)
+        if not copied:
+            assert bool(info["flags"] & FLAG_READ_ONLY) == tensor.readonly, (info, request)
+    else:
+        # Flagged read-only, it cannot go out legacy; read-only for want of flags (itself
+        # legacy), it may go out as it came in.
+        flagged = tensor.flags & FLAG_READ_ONLY
+        assert not flagged or copied, "a tensor flagged read-only went out as a legacy capsule"
+    if not copied and all(tensor.shape):
+        assert info["data"] + info["byte_offset"] == tensor.data_ptr, (info, request)
+    if data.ConsumeBool():
+        again = dlbridge.from_dlpack(capsule, legacy_writable=not versioned)
+        assert again.shape == tensor.shape and again.dtype == tensor.dtype
+        if tensor.device[0] in HOST_DEVICES and again.device[0] in HOST_DEVICES:
+            one, other = again.copy(), tensor.copy()
+            assert ctypes.string_at(one.data_ptr, one.nbytes) == ctypes.string_at(
+                other.data_ptr, other.nbytes
+            ), "the export's elements differ from the tensor's"
+
+
 def check_read(subject, described: Descriptor) -> None:
     """A reading kernel: a typed refusal or the sum of the addressed float32 values."""
     try:
@@ -565,8 +624,8 @@ def exercise(data, subject, producer, described: Descriptor, chosen: dict, *, re
         if tensor is None:
             return
         check_tensor(tensor, described, chosen)
-        operation = data.ConsumeIntInRange(0, 3)
-        if not readable and operation in (1, 2):
+        operation = data.ConsumeIntInRange(0, 4)
+        if not readable and operation in (1, 2, 4):
             operation = 0
         if operation == 1:
             shared = not chosen.get("copy") and "device" not in chosen
@@ -577,6 +636,8 @@ def exercise(data, subject, producer, described: Descriptor, chosen: dict, *, re
         elif operation == 3:  # the same producer or capsule again
             again = import_once(subject, chosen)
             assert again is None or producer is not None, "a capsule was imported twice"
+        elif operation == 4:
+            check_export(tensor, described, data)
 
 
 def test_one_input(raw: bytes) -> None:

@@ -113,6 +113,46 @@ def test_a_read_refused_for_a_write_on_another_thread_says_so():
     assert K.total(x) == 64.0
 
 
+class _CallsInside:
+    """A producer whose `__dlpack__` first calls `inner` (a kernel, while the outer call holds
+    its earlier arguments), keeping what it raised, then exports `tensor`."""
+
+    def __init__(self, tensor, inner):
+        self.tensor, self.inner, self.error = tensor, inner, None
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        try:
+            self.inner()
+        except ValueError as error:
+            self.error = str(error)
+        return self.tensor.__dlpack__(**kwargs)
+
+
+def test_a_call_inside_another_calls_argument_extraction_is_told_from_its_arguments():
+    # The outer call holds `x` (read, argument 1) when the extraction of its second argument
+    # runs the producer's `__dlpack__`, which writes `x` through another kernel: refused, and
+    # said to be the enclosing call's argument, not an argument of the inner call (the load test
+    # of issue 33 found the message naming "tensor argument 2 of this call" for a call of one).
+    x, out = np.ones(4, np.float32), np.zeros(4, np.float32)
+    inner = _CallsInside(out, lambda: K.fill(x, 5.0))
+    K.copy_into(x, inner)
+    assert inner.error == (
+        "tensor argument 1 of this call (written) overlaps the memory of tensor argument 1 "
+        "(read) of a call in progress on this thread that this call runs inside (called from a "
+        "producer's __dlpack__ during that call's argument extraction, or from Python code its "
+        "kernel called): memory written through a TensorArgMut is reached through no other "
+        "argument until that call returns"
+    )
+    assert x.tolist() == [1.0] * 4 and out.tolist() == [1.0] * 4
+    # The arguments of one call keep their own message.
+    same_call = r"tensor argument 2 of this call \(written\) overlaps the"
+    with pytest.raises(ValueError, match=same_call):
+        K.copy_into(x, x)
+
+
 def test_600_threads_read_the_same_tensors_at_once():
     require_kernels()  # called on other threads, where a missing kernel cannot stop the test
     # More claims are alive at once (1,200) than the registry had slots before (256).

@@ -422,7 +422,7 @@ def test_copy_module_and_pickle_of_a_rebuilt_tensor():
 def test_a_receiver_that_would_narrow_the_dtype_refuses_the_frame(dtype):
     # A sender whose JAX has jax_enable_x64 on ships 64-bit JAX arrays; a receiver whose JAX
     # has it off (the default) would rebuild them narrowed, their values cut. Found by the
-    # atheris fuzzer (fuzz/python/fuzz_rebuild.py): refused, saying how to keep them.
+    # atheris fuzzer (fuzz/python/rebuild.py): refused, saying how to keep them.
     import jax
 
     if jax.config.read("jax_enable_x64"):
@@ -436,7 +436,7 @@ def test_a_receiver_that_would_narrow_the_dtype_refuses_the_frame(dtype):
 
 def test_a_receiver_whose_framework_cannot_hold_the_dtype_refuses_with_a_type_error():
     # NumPy has no float8: its from_dlpack raises RuntimeError("Unsupported dtype in
-    # DLTensor."), which reached the caller as it was. Found by fuzz/python/fuzz_rebuild.py.
+    # DLTensor."), which reached the caller as it was. Found by fuzz/python/rebuild.py.
     header, frames = dd.serialize(dlbridge.zeros(3, "float8_e4m3fn"))
     header["kind"] = "numpy"
     with pytest.raises(
@@ -449,7 +449,7 @@ def test_a_receiver_whose_framework_cannot_hold_the_dtype_refuses_with_a_type_er
 @pytest.mark.parametrize("value", [b"", b"\x02\x03", bytearray(b"\x01"), range(2)])
 def test_list_fields_are_lists_not_other_sequences_of_ints(field, value):
     # bytes is a sequence of ints in Python: b"" was read as the shape [] (found by
-    # fuzz/python/fuzz_rebuild.py). The format writes lists; anything else is refused.
+    # fuzz/python/rebuild.py). The format writes lists; anything else is refused.
     header, data = good_frame()
     header[field] = value
     with pytest.raises(TypeError, match=f"header field '{field}' must be a list"):

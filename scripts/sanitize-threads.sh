@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# ThreadSanitizer on the aliasing registry of typed arguments (dlbridge-pyo3's args/claims.rs).
+#
+#   CARGO=cargo TRIPLE=x86_64-unknown-linux-gnu scripts/sanitize-threads.sh
+#
+# 1. Builds dlbridge-pyo3's tests with `-Zsanitizer=thread` on the nightly toolchain, the
+#    standard library rebuilt with the sanitizer (`-Zbuild-std`, from the rust-src component):
+#    without it, the synchronization inside std (its locks, thread joins) is invisible to the
+#    sanitizer, which then reports races that are not there. Into target/sanitize/thread.
+# 2. Runs a canary first (`thread_sanitizer_canary`: two threads write one location without
+#    synchronization): the sanitizer must report the data race, or the run proves nothing and
+#    fails.
+# 3. Runs the registry's unit tests (among them the stress: eight threads claiming under the
+#    GIL and releasing without it, overlapping and interleaved layouts, every grant checked
+#    against the test's own count of each byte's readers and writer) and the aliasing
+#    integration tests (a thousand live arguments, interleaved views, the process-wide
+#    registry), with halt_on_error: any report fails.
+#
+# The interpreter the tests embed is not instrumented: its own memory accesses are not
+# checked, but its locks (the GIL is a pthread mutex and condition variable) are seen by the
+# sanitizer's interceptors, which is what orders the registrations of different threads.
+set -euo pipefail
+CARGO="${CARGO:-cargo}"
+TRIPLE="${TRIPLE:-x86_64-unknown-linux-gnu}"
+if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
+    echo "sanitize-threads: the nightly toolchain has no rust-src (rustup component add" \
+        "rust-src --toolchain nightly); skipped"
+    exit 0
+fi
+export RUSTFLAGS="-Zsanitizer=thread -Cforce-frame-pointers=yes"
+export CARGO_TARGET_DIR=target/sanitize/thread
+test_registry() {
+    "$CARGO" +nightly test -Zbuild-std --target "$TRIPLE" -p dlbridge-pyo3 "$@"
+}
+echo "sanitize-threads: the canary (a data race ThreadSanitizer must report)"
+if TSAN_OPTIONS="halt_on_error=1" test_registry --lib -- --ignored --exact \
+    args::claims::tests::thread_sanitizer_canary > target/sanitize-threads-canary.log 2>&1; then
+    echo "sanitize-threads: the canary's race was not reported: the build is not instrumented"
+    exit 1
+fi
+if ! grep -q "ThreadSanitizer: data race" target/sanitize-threads-canary.log; then
+    echo "sanitize-threads: the canary failed without a race report:"
+    tail -20 target/sanitize-threads-canary.log
+    exit 1
+fi
+echo "sanitize-threads: the canary's race was reported; now the registry"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+test_registry --lib -- args::claims
+test_registry --test aliasing
