@@ -258,7 +258,7 @@ fn any_strides(c: &mut Choices<'_>, ndim: usize) -> Option<Vec<isize>> {
         _ => {
             let mut strides: Vec<isize> =
                 (0..ndim).map(|_| isize::from(c.byte() % 9) - 4).collect();
-            if c.byte() % 8 == 0 {
+            if c.byte().is_multiple_of(8) {
                 strides.pop(); // one too few
             }
             Some(strides)
@@ -305,13 +305,13 @@ fn new_export<T: Element + Copy>(
         // is valid for any bit pattern.
         .map(|chunk| unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast::<T>()) })
         .collect();
-    let read_only_asked = c.byte() % 4 == 0;
-    let copied = c.byte() % 4 == 0;
+    let read_only_asked = c.byte().is_multiple_of(4);
+    let copied = c.byte().is_multiple_of(4);
     let (fits, element_offsets) = layout_in(&shape, strides.as_deref(), len, size);
-    let shared = c.byte() % 2 == 0;
+    let shared = c.byte().is_multiple_of(2);
     let result = if shared {
         let buffer: Arc<[T]> = values.into();
-        if c.byte() % 2 == 0 {
+        if c.byte().is_multiple_of(2) {
             *keep = Some(Arc::clone(&buffer));
         }
         finish(
@@ -345,7 +345,7 @@ fn new_export<T: Element + Copy>(
 fn run(bytes: &[u8]) {
     let mut c = Choices(bytes);
     OWNER_DROPS.store(0, Ordering::SeqCst);
-    let legacy = c.byte() % 3 == 0;
+    let legacy = c.byte().is_multiple_of(3);
     let kind = c.byte() % 6;
     let debug = std::env::var_os("DLBRIDGE_FUZZ_DEBUG").is_some();
     let mut keep_u8: Option<Arc<[u8]>> = None;
@@ -363,7 +363,7 @@ fn run(bytes: &[u8]) {
             let shape: Vec<usize> = (0..usize::from(c.byte() % 4))
                 .map(|_| usize::from(c.byte() % 6))
                 .collect();
-            let padded = c.byte() % 4 == 0;
+            let padded = c.byte().is_multiple_of(4);
             let elements: u64 = shape.iter().map(|&e| e as u64).product();
             let Some(storage) = dtype.storage_bytes(elements, padded) else {
                 return;
@@ -378,7 +378,7 @@ fn run(bytes: &[u8]) {
                 1 => Device::new(DeviceType::CUDA_HOST, 0),
                 _ => Device::CPU,
             };
-            let read_only = c.byte() % 4 == 0;
+            let read_only = c.byte().is_multiple_of(4);
             let data: *mut c_void = words.as_mut_ptr().cast();
             counted = true;
             // SAFETY: `words` moves into the owner without moving its heap memory, which holds

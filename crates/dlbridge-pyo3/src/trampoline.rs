@@ -211,9 +211,13 @@ mod tests {
     #[test]
     fn attaching_raises_the_panic_with_its_message() {
         Python::initialize();
-        let status: c_int = attaching("a test", |_py| panic!("lost {}", 42));
-        assert_eq!(status, -1);
+        // The thread stays known to the interpreter throughout (attached, then detached around
+        // the call): the exception is set on its thread state, which a thread that was never
+        // attached would get anew for the call and lose with it when the call detaches (as it
+        // did when another test initialized the interpreter on another thread first).
         Python::attach(|py| {
+            let status: c_int = py.detach(|| attaching("a test", |_py| panic!("lost {}", 42)));
+            assert_eq!(status, -1);
             let error = PyErr::take(py).expect("an exception is set");
             assert!(error.is_instance_of::<PyRuntimeError>(py));
             assert_eq!(
