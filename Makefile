@@ -150,8 +150,9 @@ stubtest: python-build
 	$(PYTHON) -m mypy.stubtest --mypy-config-file pyproject.toml \
 		--allowlist python/stubtest-allowlist.txt dlbridge
 
-## Formatting and lints: rustfmt, the import rules (no cycle in any crate or Python package,
-## the layers of dlbridge-pyo3: scripts/module-layers.py), clippy on every feature (but
+## Formatting and lints: rustfmt (the workspace, and the fuzz crate outside it), the import
+## rules (no cycle in any crate or Python package, the layers of dlbridge-pyo3:
+## scripts/module-layers.py), clippy on every feature (but
 ## `abi3`: WORKSPACE_FEATURES) and then on the extension module as its wheels build it
 ## (without the feature `testing`), which must be warning-free too; the published crates'
 ## API documentation, warning-free (broken intra-doc links included) with each feature
@@ -164,6 +165,7 @@ DOC_FEATURE_SETS := dlbridge: dlbridge:ndarray dlbridge:cudarc dlbridge:ndarray,
 	dlbridge-pyo3:$(subst $(eval) ,$(comma),$(BRIDGES))
 lint: venv
 	$(CARGO) fmt --all -- --check
+	cd fuzz && $(CARGO) fmt -- --check
 	python3 scripts/module-layers.py
 	$(CARGO) clippy --workspace --all-targets $(WORKSPACE_FEATURES) -- -D warnings
 	$(CARGO) clippy -p dlbridge-python --all-targets -- -D warnings
