@@ -137,8 +137,10 @@ def one_frame(data: atheris.FuzzedDataProvider) -> None:
     dtype, shape, content = contents(dlbridge.from_dlpack(result))
     assert content == bytes(given), "the tensor is not over exactly the bytes given"
     assert len(content) == header["nbytes"], (len(content), header["nbytes"])
-    # A list, or a tuple: the two sequences the header may hold its shape in.
-    assert list(shape) == list(header["shape"]) and dtype == header["dtype"], (dtype, shape, header)
+    # The shape a list or a tuple (the two sequences the header may hold it in); the dtype as
+    # dlbridge names it (`int08` is `int8`).
+    named_dtype = dlbridge.zeros(0, header["dtype"]).dtype
+    assert list(shape) == list(header["shape"]) and dtype == named_dtype, (dtype, shape, header)
 
 
 def one_pickle(data: atheris.FuzzedDataProvider) -> None:
