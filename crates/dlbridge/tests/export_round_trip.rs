@@ -543,6 +543,7 @@ fn zeros_are_aligned_compact_cpu_tensors_of_any_dtype() {
 /// process (which `vec!` would be). Found by the Python fuzzer of issue 33: a CUDA tensor of
 /// 2 TiB asked for on the CPU aborted the interpreter.
 #[test]
+#[cfg(target_pointer_width = "64")] // a petabyte is no `usize` on 32-bit targets
 #[cfg_attr(
     miri,
     ignore = "Miri stops at an allocation of a petabyte instead of failing it"
