@@ -228,7 +228,7 @@ class Descriptor:
             return lanes
         return (bits * lanes + 7) // 8
 
-    def effective_strides(self) -> tuple[int, ...] | None:
+    def effective_strides(self) -> tuple[int, ...]:
         """The strides a consumer reads: NULL means row-major."""
         if self.strides is None:
             return compact_strides(self.shape)

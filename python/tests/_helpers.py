@@ -290,3 +290,22 @@ class FakeDeviceTensor:
         )
         self.records.append(record)
         return record.capsule()
+
+
+class CallsDuringExtraction:
+    """A producer whose `__dlpack__` first calls `inner` (a kernel, on memory that the outer
+    call extracting this object as an argument already holds), keeps the message of the
+    `ValueError` it raised (`error`, None when it was not refused), then exports `tensor`."""
+
+    def __init__(self, tensor, inner):
+        self.tensor, self.inner, self.error = tensor, inner, None
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+    def __dlpack__(self, **kwargs):
+        try:
+            self.inner()
+        except ValueError as error:
+            self.error = str(error)
+        return self.tensor.__dlpack__(**kwargs)

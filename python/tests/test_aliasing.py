@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from _helpers import CallsDuringExtraction
 from _kernels import kernels as K
 from _kernels import require_kernels
 
@@ -113,31 +114,13 @@ def test_a_read_refused_for_a_write_on_another_thread_says_so():
     assert K.total(x) == 64.0
 
 
-class _CallsInside:
-    """A producer whose `__dlpack__` first calls `inner` (a kernel, while the outer call holds
-    its earlier arguments), keeping what it raised, then exports `tensor`."""
-
-    def __init__(self, tensor, inner):
-        self.tensor, self.inner, self.error = tensor, inner, None
-
-    def __dlpack_device__(self):
-        return self.tensor.__dlpack_device__()
-
-    def __dlpack__(self, **kwargs):
-        try:
-            self.inner()
-        except ValueError as error:
-            self.error = str(error)
-        return self.tensor.__dlpack__(**kwargs)
-
-
 def test_a_call_inside_another_calls_argument_extraction_is_told_from_its_arguments():
     # The outer call holds `x` (read, argument 1) when the extraction of its second argument
     # runs the producer's `__dlpack__`, which writes `x` through another kernel: refused, and
     # said to be the enclosing call's argument, not an argument of the inner call (the load test
     # of issue 33 found the message naming "tensor argument 2 of this call" for a call of one).
     x, out = np.ones(4, np.float32), np.zeros(4, np.float32)
-    inner = _CallsInside(out, lambda: K.fill(x, 5.0))
+    inner = CallsDuringExtraction(out, lambda: K.fill(x, 5.0))
     K.copy_into(x, inner)
     assert inner.error == (
         "tensor argument 1 of this call (written) overlaps the memory of tensor argument 1 "

@@ -142,7 +142,8 @@ pub fn to_py_err(error: dlbridge::Error) -> PyErr {
 /// bug, and is said in DLPack's terms, which its authors read.
 pub(crate) fn argument_error(error: dlbridge::Error) -> PyErr {
     match error {
-        dlbridge::Error::OutOfMemory { .. } => PyMemoryError::new_err(error.to_string()),
+        // Not the argument's fault: the exception `to_py_err` gives it everywhere.
+        dlbridge::Error::OutOfMemory { .. } => to_py_err(error),
         _ => PyTypeError::new_err(argument_message(&error)),
     }
 }
