@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python fuzz-python-extension fuzz-python-smoke soak bench doc venv python-build python-test stubtest example-build example-c bench-python bench-peers bench-distributed
+.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python fuzz-python-extension fuzz-python-smoke soak bench doc venv python-build python-test browser stubtest example-build example-c bench-python bench-peers bench-distributed
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -28,8 +28,10 @@ PYO3_BRIDGE_FEATURES := $(subst $(eval) ,$(comma),$(addprefix dlbridge-pyo3/,$(B
 ## object store and Dask's workers with dlbridge as the serializer (about 17 s), the example
 ## kernels on NumPy, PyTorch and JAX, TVM's compiled matmul through dlbridge on NumPy, PyTorch, JAX and MXNet tensors (MXNet
 ## in its own environment, made by scripts/mxnet-env.sh), then `dlbridge check` on every
-## installed framework. The check's exit status 1 only says that a framework breaks a MUST
-## rule (the report shows which); 2 or more is an error.
+## installed framework, whose HTML report is written to target/check-report.html (the path is
+## printed at the end). The check's exit status 1 only says that a framework breaks a MUST
+## rule, crashes or could not be checked completely (the report shows which); 2 or more is an
+## error.
 tour: python-build example-build
 	$(CARGO) run --example tour
 	$(PYTHON) python/examples/round_trip.py
@@ -38,7 +40,10 @@ tour: python-build example-build
 	$(PYTHON) examples/tensor_libraries/demo.py
 	VENV=$(VENV) bash scripts/mxnet-env.sh
 	$(PYTHON) examples/tvm_matmul/demo.py
-	$(PYTHON) -m dlbridge check; status=$$?; [ $$status -le 1 ]
+	mkdir -p target
+	$(PYTHON) -m dlbridge check --html target/check-report.html; status=$$?; \
+		echo "dlbridge check: the HTML report is $(abspath target/check-report.html)"; \
+		[ $$status -le 1 ]
 
 ## Every test: formatting, lints, the free-threaded (3.14t) type check, unit/integration/doc
 ## tests (with the ABI check against the real dlpack.h, fetched from the apache-tvm-ffi
@@ -94,11 +99,20 @@ $(VENV)/.installed: python/requirements-test.txt
 	$(PYTHON) scripts/requirements-notes.py python/requirements-test.txt
 	touch $@
 
+## Under CI the extensions the tests load are built with Cargo's default release profile
+## (no LTO, 16 codegen units), the profile users build their own crates with: the tests check
+## behaviour, not speed, and the project's whole-program optimization (fat LTO, one codegen
+## unit) costs minutes of CI's two cores for each extension. The release wheels keep it
+## (`make wheels`), and `make tour` and the benchmarks build with it outside CI.
+ifeq ($(CI),true)
+EXTENSION_PROFILE := CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+endif
+
 ## The extension module, built in release mode into the virtual environment, with the test
 ## suite's kernels (the cargo feature `testing`: `dlbridge._dlbridge._testing`), which the
 ## wheels of `maturin build` leave out.
 python-build: venv
-	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
+	$(EXTENSION_PROFILE) PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet --features testing
 
 ## The example extensions: examples/matmul (one Rust kernel for NumPy, PyTorch and JAX),
@@ -107,9 +121,9 @@ python-build: venv
 ## an optimized build of candle, burn and Arrow takes minutes on two cores, and buys nothing
 ## for a demo of small tensors).
 example-build: venv
-	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
+	$(EXTENSION_PROFILE) PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet -m examples/matmul/Cargo.toml
-	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
+	$(EXTENSION_PROFILE) PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --release --quiet -m examples/cuda_saxpy/Cargo.toml
 	PYO3_BUILD_EXTENSION_MODULE=1 VIRTUAL_ENV=$(abspath $(VENV)) \
 		$(VENV)/bin/maturin develop --quiet -m examples/tensor_libraries/Cargo.toml
@@ -131,11 +145,29 @@ example-c:
 		$(CARGO) run -p dlbridge-c-interop; \
 	fi
 
+## Debian's Chromium for the HTML report's browser test (python/tests/test_check_html.py: a
+## headless screenshot, the DOM after the page's script ran, its console), installed with
+## apt-get (as root, else with sudo) where `chromium` is missing: about 10 s, 120 MB fetched and
+## 400 MB on disk, without the recommended packages (headless Chromium does without them).
+## Without apt-get it says so; the test then skips, except under CI, where this fails first.
+browser:
+	@if command -v chromium >/dev/null 2>&1; then \
+		echo "browser: $$(command -v chromium)"; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -q && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends chromium; \
+	else \
+		echo "browser: no chromium and no apt-get: install Chromium for test_check_html.py"; \
+		[ "$$CI" != true ]; \
+	fi
+
 ## Under CI every framework must be there: a test file skipped for a missing one fails, and
 ## so does a test that needs the test kernels in a build without them (python/tests/_kernels.py).
 ## MXNet's tests run in an environment of their own, made first (scripts/mxnet-env.sh: CPython
 ## 3.11 in target/mxnet-venv with python/requirements-mxnet.txt); a failure to make it fails.
-python-test: python-build example-build stubtest
+python-test: python-build example-build stubtest browser
 	VENV=$(VENV) bash scripts/mxnet-env.sh
 	PYTHON=$(PYTHON) PYTHON_TESTS_STRICT=$(if $(filter true,$(CI)),1,0) \
 		bash scripts/python-tests.sh

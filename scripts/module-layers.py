@@ -343,7 +343,7 @@ PYTHON_FLOORS = {
         ("catalogue", "probes"),
         # The check families, side by side on what they share (`probes`).
         ("producer_checks", "exchange_checks", "device_checks", "consumer_checks", "matrix"),
-        ("report", "worker"),
+        ("report", "report_junit", "report_html", "baseline", "worker"),
         ("cli",),
         ("__init__",),
     ),

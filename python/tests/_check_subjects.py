@@ -15,11 +15,20 @@ from dlbridge.check.abi import (
     EXCHANGE_PROTOTYPES,
     FLAG_READ_ONLY,
     NAME_EXCHANGE_API,
+    NAME_USED_LEGACY,
+    NAME_USED_VERSIONED,
+    NAME_VERSIONED,
+    DLManagedTensor,
     DLManagedTensorVersioned,
     DLPackExchangeAPI,
 )
-from dlbridge.check.capi import PyCapsule_New, static_name
-from dlbridge.check.capsules import capsule_table
+from dlbridge.check.capi import (
+    PyCapsule_GetPointer,
+    PyCapsule_New,
+    PyCapsule_SetName,
+    static_name,
+)
+from dlbridge.check.capsules import capsule_name, capsule_table, release
 from dlbridge.check.records import make_from_numpy
 
 BASE = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -374,3 +383,85 @@ def boxed_export_only():
 def box_from_capsule_corrupting(capsule) -> Boxed:
     """An import function that gets the values wrong (every element doubled)."""
     return Boxed(box_from_capsule(capsule).array * 2)
+
+
+# ---- a consumer written with ctypes that can leave the capsule's name alone ------------------
+
+
+def capsule_consumer(*, rename: bool = True):
+    """A `from_dlpack` written with ctypes (the elements copied out): it asks for a versioned
+    capsule (again without max_version on TypeError), refuses a major version other than 1,
+    copies the elements (NULL strides read as row-major), then calls the deleter once.
+
+    With `rename=False` it never renames the capsule `used_dltensor[_versioned]`: the
+    capsule's destructor, seeing the old name, then calls the deleter a second time (the bug
+    `consumer.renames-capsule` reports, and the cause of the deleter counts other consumer
+    rules see)."""
+
+    def consume(obj):
+        try:
+            capsule = obj.__dlpack__(max_version=(1, 3))
+        except TypeError:
+            capsule = obj.__dlpack__()
+        name = capsule_name(capsule)
+        pointer = PyCapsule_GetPointer(capsule, name)  # raises for any other name
+        layout = DLManagedTensorVersioned if name == NAME_VERSIONED else DLManagedTensor
+        managed = layout.from_address(pointer)
+        deleter = managed.deleter
+        if name == NAME_VERSIONED and managed.version.major != 1:
+            if rename:
+                PyCapsule_SetName(capsule, static_name(NAME_USED_VERSIONED))
+            release(pointer, deleter)
+            raise BufferError(f"DLPack major version {managed.version.major} is not supported")
+        if rename:
+            used = NAME_USED_VERSIONED if name == NAME_VERSIONED else NAME_USED_LEGACY
+            PyCapsule_SetName(capsule, static_name(used))
+        try:
+            return _copy_elements(managed.dl_tensor)
+        finally:
+            release(pointer, deleter)
+
+    return consume
+
+
+#: DLPack (code, bits) -> NumPy dtype, for the dtypes `capsule_consumer` imports (lanes 1).
+_DTYPES = {
+    (0, 8): np.int8,
+    (0, 16): np.int16,
+    (0, 32): np.int32,
+    (0, 64): np.int64,
+    (1, 8): np.uint8,
+    (1, 16): np.uint16,
+    (1, 32): np.uint32,
+    (1, 64): np.uint64,
+    (2, 16): np.float16,
+    (2, 32): np.float32,
+    (2, 64): np.float64,
+    (5, 64): np.complex64,
+    (5, 128): np.complex128,
+    (6, 8): np.bool_,
+}
+
+
+def _copy_elements(tensor) -> np.ndarray:
+    """The elements a DLTensor describes, copied into a new array of its dtype (BufferError
+    for a dtype NumPy cannot hold)."""
+    dtype = _DTYPES.get((tensor.dtype.code, tensor.dtype.bits))
+    if dtype is None or tensor.dtype.lanes != 1:
+        raise BufferError(f"dtype {tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes}")
+    itemsize = np.dtype(dtype).itemsize
+    shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    if tensor.strides:
+        strides = tuple(tensor.strides[i] for i in range(tensor.ndim))
+    else:
+        strides = tuple(int(np.prod(shape[i + 1 :])) for i in range(len(shape)))
+    if 0 in shape:
+        return np.zeros(shape, dtype)
+    first = (tensor.data or 0) + tensor.byte_offset
+    low = sum((e - 1) * s for e, s in zip(shape, strides) if s < 0)
+    high = sum((e - 1) * s for e, s in zip(shape, strides) if s > 0)
+    span = (ctypes.c_char * ((high - low + 1) * itemsize)).from_address(first + itemsize * low)
+    view = np.lib.stride_tricks.as_strided(
+        np.frombuffer(span, dtype)[-low:], shape, tuple(itemsize * s for s in strides)
+    )
+    return np.array(view, copy=True)

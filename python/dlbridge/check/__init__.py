@@ -27,8 +27,14 @@ never a sibling on its floor (`scripts/module-layers.py` checks it):
    table's members);
 6. the check families, side by side: `producer_checks`, `exchange_checks` (the C exchange
    table), `device_checks` (CUDA tensors), `consumer_checks`, `matrix` (the interop matrix);
-7. `report`: text, Markdown, JSON; `worker`: the subprocess side;
-8. `cli`: orchestration; then this package's own module.
+7. `report`: text, Markdown, JSON (`report_schema.json`); `report_junit`: JUnit XML;
+   `report_html`: the HTML report; `baseline`: a report compared with an earlier one;
+   `worker`: the subprocess side;
+8. `cli`: orchestration and the exit status; then this package's own module.
+
+A framework the checker does not know is described by a module of the user's that follows the
+framework module protocol (`frameworks.base`; docs/check-frameworks.md), `Kind` being one
+named tensor of its catalogue.
 
 The checker builds its tensors with NumPy, which dlbridge itself does not need: it comes with
 the extra `check` (`pip install "dlbridge[check]"`). Without it, importing this package raises
@@ -52,7 +58,19 @@ _require_numpy()
 
 # After the check above, so that a missing NumPy is reported as such.
 from .capsule_only import CapsuleOnly  # noqa: E402
-from .cli import main, run  # noqa: E402
+from .cli import FrameworkUnusable, exit_status, main, run  # noqa: E402
+from .frameworks.base import Kind  # noqa: E402
 from .rules import MUST, RULES, SHOULD, Rule  # noqa: E402
 
-__all__ = ["MUST", "RULES", "SHOULD", "CapsuleOnly", "Rule", "main", "run"]
+__all__ = [
+    "MUST",
+    "RULES",
+    "SHOULD",
+    "CapsuleOnly",
+    "FrameworkUnusable",
+    "Kind",
+    "Rule",
+    "exit_status",
+    "main",
+    "run",
+]

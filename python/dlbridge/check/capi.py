@@ -29,6 +29,7 @@ PyCapsule_New = _bind("PyCapsule_New", py_object, c_void_p, c_char_p, c_void_p)
 PyCapsule_GetName = _bind("PyCapsule_GetName", c_char_p, py_object)
 PyCapsule_GetPointer = _bind("PyCapsule_GetPointer", c_void_p, py_object, c_char_p)
 PyCapsule_SetName = _bind("PyCapsule_SetName", c_int, py_object, c_char_p)
+PyCapsule_GetDestructor = _bind("PyCapsule_GetDestructor", c_void_p, py_object)
 
 #: `void (*PyCapsule_Destructor)(PyObject *)`, the capsule taken as a raw address.
 CAPSULE_DESTRUCTOR = CFUNCTYPE(None, c_void_p)

@@ -56,6 +56,13 @@ NOT_APPLICABLE = {
         "capsule-only: from_capsule takes capsules, which the adapter asks __dlpack__ for"
     ),
 }
+#: The copy rules of a capsule-only consumer: the checker's adapter imports through
+#: `from_capsule`, which takes a capsule and has no copy parameter to pass.
+NO_COPY_ROUTE = dict.fromkeys(
+    ("consumer.copy-true", "consumer.copy-true-refused"),
+    "capsule-only: the checker's adapter imports through from_capsule, which takes a "
+    "capsule and cannot be asked for a copy",
+)
 #: Without a `device` function, `__dlpack_device__` reads the capsule: comparing the two says
 #: nothing.
 NO_DEVICE_FUNCTION = {

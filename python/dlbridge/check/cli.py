@@ -1,8 +1,6 @@
 """`dlbridge check [NAME ...]`: runs the checks, each framework in processes of its own, and
-reports them.
-
-Exit status: 1 when a selected framework breaks a MUST rule (a crash or hang fails the rule
-that was being checked), 0 otherwise; 2 for a usage error.
+reports them (terminal, Markdown, JSON, JUnit XML, HTML; `EXIT_STATUS` says what the exit
+status means).
 """
 
 from __future__ import annotations
@@ -10,15 +8,48 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 import time
 from collections.abc import Iterable
 
 from . import consumer_checks, device_checks, exchange_checks, producer_checks
-from .frameworks import FRAMEWORKS, resolve
-from .report import render_json, render_markdown, render_text
-from .rules import FAIL, MUST, NA, PASS, RULES
+from .baseline import compare, findings
+from .frameworks import FRAMEWORKS, is_known
+from .report import SCHEMA_VERSION, render_json, render_markdown, render_text
+from .report_html import render_html
+from .report_junit import render_junit
+from .rules import (
+    CRASH,
+    ERROR,
+    FINDINGS,
+    HANG,
+    MUST,
+    NA,
+    PASS,
+    RULES,
+    SHOULD,
+    attach_causes,
+    explain,
+    list_rules,
+)
+
+#: What the exit status says, for `--help` and the README.
+EXIT_STATUS = """exit status:
+  0  every framework conforms: no MUST rule broken (with --fail-on should, no SHOULD rule
+     either), no check crashed, hung or could not complete (with --baseline: nothing new
+     against the baseline)
+  1  a framework breaks a rule at the --fail-on level, crashes or hangs in a check, or a
+     check could not complete (outcome "error": the checker could not judge the rule,
+     which is never taken for a pass)
+  2  nothing was checked: a usage error, a framework that is not installed or unknown, or a
+     user's framework that cannot be checked at all (its module or factory does not import,
+     the factory raises, or it returns something without __dlpack__)"""
+
+
+class FrameworkUnusable(Exception):
+    """A framework named on the command line that cannot be checked at all (exit status 2)."""
 
 
 def _stream(job: dict, timeout: float, on_line) -> tuple:
@@ -79,39 +110,59 @@ def _stream(job: dict, timeout: float, on_line) -> tuple:
     return False, running, why
 
 
-def check_framework(name: str, timeout: float) -> list:
-    """Every rule's result for one framework; a crash or hang is the failure of the check
-    that was running, and the rest goes on in a new process."""
-    results: dict = {}
+def check_framework(name: str, timeout: float, only: Iterable[str] | None = None) -> list:
+    """Every rule's result for one framework (or the rules of `only`); a crash or hang is the
+    outcome of the check that was running, and the rest goes on in a new process."""
     order = [
         *producer_checks.CHECKS,
         *exchange_checks.CHECKS,
         *device_checks.CHECKS,
         *consumer_checks.CHECKS,
     ]
+    if only is not None:
+        wanted = set(only)
+        order = [rule_id for rule_id in order if rule_id in wanted]
+    results: dict = {}
+    skipped = sorted(set(RULES) - set(order))
     while True:
-        job = {"kind": "framework", "name": name, "skip": sorted(results)}
+        job = {"kind": "framework", "name": name, "skip": skipped + sorted(results)}
         done, running, why = _stream(job, timeout, lambda r: results.__setitem__(r["rule"], r))
         if done:
             break
+        outcome = HANG if why.endswith("(hung)") else CRASH
         if running is None or running in results:
             for rule_id in order:
                 if rule_id not in results:
                     results[rule_id] = {
                         "rule": rule_id,
-                        "outcome": FAIL,
+                        "outcome": ERROR,
                         "detail": f"not run: {why} before this check",
                     }
             break
-        results[running] = {"rule": running, "outcome": FAIL, "detail": f"crash: {why}"}
+        results[running] = {"rule": running, "outcome": outcome, "detail": f"{outcome}: {why}"}
     return [results[r] for r in order if r in results]
 
 
-def run_matrix(names: list, timeout: float, progress) -> list:
-    """Every producer x consumer pair among `names` (frameworks, not user factories). One
-    process per producer; a pair that crashes its process is run again alone, so that a crash
-    due to two frameworks in one process is told apart from a crash of the pair itself."""
-    consumers = [n for n in names if ":" not in n]
+def preflight(name: str, timeout: float) -> dict:
+    """What a worker process finds of a user's framework (`worker._preflight_job`): its
+    display name, whether it has a consumer, its version. Raises FrameworkUnusable saying why
+    it cannot be checked at all."""
+    got: list = []
+    _, _, why = _stream({"kind": "preflight", "name": name}, timeout, got.append)
+    if not got:
+        raise FrameworkUnusable(f"cannot check {name}: the process stopped ({why}) as it was made")
+    if not got[0]["usable"]:
+        raise FrameworkUnusable(f"cannot check {name}: {got[0]['why']}")
+    return got[0]
+
+
+def run_matrix(names: list, timeout: float, progress, consumers: list | None = None) -> list:
+    """Every producer x consumer pair among `names` (consumers: `consumers`, by default the
+    names that are not a `module:factory`). One process per producer; a pair that crashes its
+    process is run again alone, so that a crash due to two frameworks in one process is told
+    apart from a crash of the pair itself."""
+    if consumers is None:
+        consumers = [n for n in names if ":" not in n or n.endswith(".py")]
     results = []
     for producer in names:
         pending = [[producer, consumer] for consumer in consumers]
@@ -119,7 +170,7 @@ def run_matrix(names: list, timeout: float, progress) -> list:
             got = []
             done, running, why = _stream({"kind": "matrix", "pairs": pending}, timeout, got.append)
             results += got
-            finished = {(r["producer"], r["consumer"]) for r in got}
+            finished = {(r["spec"][0], r["spec"][1]) for r in got}
             pending = [p for p in pending if tuple(p) not in finished]
             progress(f"matrix: {producer} -> {len(consumers) - len(pending)}/{len(consumers)}")
             if done or not pending:
@@ -138,6 +189,7 @@ def run_matrix(names: list, timeout: float, progress) -> list:
                     {
                         "producer": running[0],
                         "consumer": running[1],
+                        "spec": list(running),
                         "error": f"crash: {why_alone or why}",
                     }
                 )
@@ -159,15 +211,14 @@ def _progress_printer(enabled: bool):
 
 
 def _versions(names: Iterable[str]) -> dict:
-    """The installed version of each framework of `names`, read from its distribution
+    """The installed version of each known framework of `names`, read from its distribution
     (`Framework.distribution`), else from the distribution of its name."""
     from importlib import metadata
 
     versions = {}
     for name in names:
-        framework = FRAMEWORKS.get(name)
-        distribution = (framework.distribution if framework else None) or name
-        for candidate in (distribution, name):
+        framework = FRAMEWORKS[name]
+        for candidate in (framework.distribution or name, name):
             try:
                 versions[name] = metadata.version(candidate)
                 break
@@ -176,55 +227,166 @@ def _versions(names: Iterable[str]) -> dict:
     return versions
 
 
-def run(names: list, *, matrix: bool = True, timeout: float = 120, progress=None) -> dict:
-    """Runs every check for `names` (installed frameworks or module:factory) and returns the
-    report as a dict (what `--json` prints)."""
+def _summary(results: list) -> dict:
+    """One framework's counts and verdict."""
+
+    def count(outcome, level=None):
+        return sum(
+            1
+            for r in results
+            if r["outcome"] == outcome and (level is None or RULES[r["rule"]].level == level)
+        )
+
+    summary = {
+        "must_failures": count("fail", MUST),
+        "should_failures": count("fail", SHOULD),
+        "errors": count(ERROR),
+        "crashes": count(CRASH),
+        "hangs": count(HANG),
+        "passed": count(PASS),
+        "not_applicable": count(NA),
+    }
+    if summary["crashes"] or summary["hangs"]:
+        verdict = "crashes or hangs"
+    elif summary["must_failures"]:
+        verdict = "breaks MUST rules"
+    elif summary["errors"]:
+        verdict = "could not be checked completely"
+    elif summary["should_failures"]:
+        verdict = "conforms (SHOULD failures)"
+    else:
+        verdict = "conforms"
+    summary["verdict"] = verdict
+    return summary
+
+
+def _rule_entry(rule) -> dict:
+    return {
+        "level": rule.level,
+        "family": rule.family,
+        "text": rule.text,
+        "section": rule.section,
+        "hint": rule.hint,
+        "cites": [{"document": c.document, "section": c.section, "url": c.url} for c in rule.cites],
+    }
+
+
+def run(
+    names: list,
+    *,
+    matrix: bool = True,
+    timeout: float = 120,
+    progress=None,
+    only: Iterable[str] | None = None,
+) -> dict:
+    """Runs every check (or the rules of `only`) for `names` (installed frameworks, a user's
+    framework description or module:factory) and returns the report as a dict (what `--json`
+    prints; docs/check-report.md). Raises FrameworkUnusable, before any check, for a user's
+    framework that cannot be checked at all."""
     progress = progress or (lambda message: None)
+    users = {name: preflight(name, timeout) for name in names if not is_known(name)}
+    shown = {name: users[name]["name"] if name in users else name for name in names}
     frameworks = {}
     for index, name in enumerate(names, 1):
-        progress(f"[{index}/{len(names)}] checking {name} ...")
-        frameworks[name] = check_framework(name, timeout)
-    pairs = run_matrix(names, timeout, progress) if matrix and len(names) > 0 else []
-    summary = {}
-    for name, results in frameworks.items():
-        failed = [r for r in results if r["outcome"] == FAIL]
-        summary[name] = {
-            "must_failures": sum(1 for r in failed if RULES[r["rule"]].level == MUST),
-            "should_failures": sum(1 for r in failed if RULES[r["rule"]].level != MUST),
-            "passed": sum(1 for r in results if r["outcome"] == PASS),
-            "not_applicable": sum(1 for r in results if r["outcome"] == NA),
-        }
-    if progress:
-        progress("")
+        progress(f"[{index}/{len(names)}] checking {shown[name]} ...")
+        results = check_framework(name, timeout, only)
+        attach_causes(results)
+        frameworks[shown[name]] = results
+    consumers = [n for n in names if is_known(n) or users[n]["consumer"]]
+    pairs = run_matrix(names, timeout, progress, consumers) if matrix and names else []
+    for pair in pairs:
+        producer, consumer = pair.pop("spec")
+        pair["producer"], pair["consumer"] = shown[producer], shown[consumer]
+    progress("")
+    from dlbridge import __version__
+
+    versions = _versions(n for n in names if is_known(n))
+    versions.update({shown[n]: u["version"] for n, u in users.items() if u["version"]})
     return {
+        "schema_version": SCHEMA_VERSION,
+        "dlbridge": __version__,
         "python": sys.version.split()[0],
-        "versions": _versions(n for n in names if ":" not in n),
-        "rules": {
-            rule.id: {"level": rule.level, "section": rule.section, "text": rule.text}
-            for rule in RULES.values()
-        },
+        "platform": platform.platform(),
+        "versions": versions,
+        "rules": {rule.id: _rule_entry(rule) for rule in RULES.values()},
         "frameworks": frameworks,
-        "summary": summary,
+        "summary": {name: _summary(results) for name, results in frameworks.items()},
         "matrix": pairs,
     }
 
 
-def main(argv=None) -> int:
+def exit_status(report: dict, fail_on: str = "must") -> int:
+    """The exit status of a report (`EXIT_STATUS`): 1 for a finding at the `fail_on` level
+    ("must" or "should"), a crash, hang or error, else 0; with a baseline compared
+    (`report["baseline"]`), only the findings it does not have count."""
+    levels = {MUST} if fail_on == "must" else {MUST, SHOULD}
+    for results in report["frameworks"].values():
+        for result in results:
+            if result.get("known") or result["outcome"] not in FINDINGS:
+                continue
+            if result["outcome"] != "fail" or RULES[result["rule"]].level in levels:
+                return 1
+    for pair in report["matrix"]:
+        known = set(pair.get("known_failures", ()))
+        if "error" in pair and not pair.get("known"):
+            return 1
+        if set(pair.get("failures", {})) - known:
+            return 1
+    return 0
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line of `dlbridge check`."""
     parser = argparse.ArgumentParser(
         prog="dlbridge check",
         description="Check DLPack conformance of installed frameworks (producers, consumers, "
-        "the C exchange table) and their interop, rule by rule.",
+        "the C exchange table) and their interop, rule by rule. A framework the checker does "
+        "not know is described by a module of yours (docs/check-frameworks.md): give its "
+        "file (mylib_dlpack.py) or module name as NAME; module:factory checks one tensor of a "
+        "factory, as a producer only.",
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "names",
         nargs="*",
         metavar="NAME",
-        help=f"frameworks ({', '.join(FRAMEWORKS)}) or module:factory; "
-        "default: every installed one",
+        help=f"frameworks ({', '.join(FRAMEWORKS)}), a framework description (a .py file or "
+        "module), or module:factory; default: every installed framework",
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="print the report as JSON")
     output.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    parser.add_argument("--json-file", metavar="FILE", help="also write the JSON report to FILE")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (CI dashboards)")
+    parser.add_argument(
+        "--html", metavar="FILE", help="also write an HTML report (one self-contained file)"
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="an earlier JSON report: its findings are known, only new ones are reported and "
+        "count for the exit status",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=("must", "should"),
+        default="must",
+        help="the lowest level of rule whose failure fails the run (default: must)",
+    )
+    parser.add_argument(
+        "--rule",
+        action="append",
+        metavar="RULE",
+        help="run only this rule (repeatable; the interop matrix is then left out)",
+    )
+    parser.add_argument("--explain", metavar="RULE", help="print one rule in full, and exit")
+    parser.add_argument("--list-rules", action="store_true", help="list every rule, and exit")
     parser.add_argument("--no-matrix", action="store_true", help="skip the interop matrix")
     parser.add_argument(
         "--timeout",
@@ -234,23 +396,65 @@ def main(argv=None) -> int:
         "reported hung (default 120)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = _parser()
     arguments = parser.parse_args(argv)
+    if arguments.list_rules:
+        print(list_rules())
+        return 0
+    if arguments.explain:
+        try:
+            print(explain(arguments.explain))
+        except KeyError as error:
+            parser.error(error.args[0])
+        return 0
+    for rule_id in arguments.rule or ():
+        if rule_id not in RULES:
+            try:
+                explain(rule_id)
+            except KeyError as error:
+                parser.error(error.args[0])
     names = arguments.names or installed()
     for name in names:
-        try:
-            framework = resolve(name)
-        except ValueError as error:
-            parser.error(str(error))
-        if not framework.user_factory and not framework.available():
+        if is_known(name) and not FRAMEWORKS[name].available():
             parser.error(f"{name} is not installed here")
+    baseline = None
+    if arguments.baseline:
+        try:
+            with open(arguments.baseline, encoding="utf-8") as handle:
+                baseline = json.load(handle)
+            findings(baseline)  # a ValueError where it is no report of dlbridge check
+        except (OSError, ValueError) as error:
+            parser.error(f"cannot read the baseline {arguments.baseline}: {error}")
     progress = _progress_printer(not arguments.quiet)
-    report = run(
-        names, matrix=not arguments.no_matrix, timeout=arguments.timeout, progress=progress
-    )
+    try:
+        report = run(
+            names,
+            matrix=not arguments.no_matrix and not arguments.rule,
+            timeout=arguments.timeout,
+            progress=progress,
+            only=arguments.rule,
+        )
+    except FrameworkUnusable as error:
+        progress("")
+        sys.stderr.write(f"dlbridge check: error: {error}\n")
+        return 2
+    if baseline is not None:
+        compare(report, baseline)  # checked before the run (`findings`)
+        report["baseline"]["file"] = arguments.baseline
     if arguments.json:
         print(render_json(report))
     elif arguments.markdown:
         print(render_markdown(report))
     else:
         print(render_text(report, colour=sys.stdout.isatty()))
-    return 1 if any(s["must_failures"] for s in report["summary"].values()) else 0
+    if arguments.json_file:
+        _write(arguments.json_file, render_json(report))
+    if arguments.junit:
+        _write(arguments.junit, render_junit(report))
+    if arguments.html:
+        _write(arguments.html, render_html(report))
+    return exit_status(report, arguments.fail_on)

@@ -1,6 +1,7 @@
 """Consumer checks: a framework's `from_dlpack` fed by producers built here with ctypes
 (`fake_producers`), each sending one thing the standard allows or requires a consumer to
-handle, with the producer's deleter counted; 64-bit dtypes that must not come back narrowed;
+handle, with the producer's deleter counted and the capsules handed out looked at afterwards
+(renamed `used_*`: `consumer.renames-capsule`); 64-bit dtypes that must not come back narrowed;
 `from_dlpack(x, copy=True)` against producers
 that copy, refuse to and cannot be asked; then every tensor a real producer's `__dlpack__`
 refuses.
@@ -19,7 +20,8 @@ import sys
 import numpy as np
 
 from . import capsules
-from .abi import FLAG_READ_ONLY
+from .abi import FLAG_READ_ONLY, NAME_USED_LEGACY, NAME_USED_VERSIONED
+from .capi import PyCapsule_GetDestructor
 from .capsules import Refused
 from .fake_producers import (
     NegotiatingProducer,
@@ -141,6 +143,68 @@ def versioned_capsule(framework: Framework):
     if not np.array_equal(array, VALUES):
         return FAIL, f"read {array.tolist()}"
     return PASS, f"values right (asked {producer.calls[-1]['max_version']})"
+
+
+# ---- ownership: the capsule renamed used_* ---------------------------------------------------
+
+
+def _names_after(framework: Framework, producer, expected: bytes, what: str):
+    """(verdict, detail) of one import from `producer` (which keeps its capsules): "renamed"
+    where a capsule handed out now carries `expected`, "refused" where the import raised,
+    else "kept" (no capsule renamed: its destructor would call the deleter again) or "wrong"
+    (renamed, but not `expected`)."""
+    _, _, _, error = _import(framework, producer)
+    names = producer.capsule_names()
+    # Whether each capsule still has a destructor: a consumer may remove it instead of
+    # renaming (MLX does), which spares the second deleter call but leaves the capsule
+    # looking unconsumed to everything that reads its name.
+    destructors = [PyCapsule_GetDestructor(capsule) for capsule in producer.capsules]
+    producer.capsules.clear()  # their destructors run now, with no exception in flight
+    gc.collect()
+    if error is not None:
+        return "refused", f"{what}: refused ({_describe(error)[:80]})"
+    if expected in names:
+        return "renamed", f"{what}: renamed {expected.decode()}"
+    used = [name for name in names if name and name.startswith(b"used_")]
+    if used:
+        shown = ", ".join(repr(name.decode()) for name in used)
+        return "wrong", f"{what}: renamed {shown}, not {expected.decode()!r}"
+    shown = ", ".join(repr(name.decode() if name else name) for name in names)
+    if destructors and not any(destructors):
+        return "kept", (
+            f"{what}: imported, and the capsule still named {shown}; its destructor was "
+            "removed instead, so the deleter ran once, but the name still says unconsumed"
+        )
+    return "kept", (
+        f"{what}: imported, and the capsule still named {shown}: its destructor calls the "
+        "deleter again"
+    )
+
+
+def renames_capsule(framework: Framework):
+    """The capsule a consumer imports is renamed `used_dltensor` (legacy) or
+    `used_dltensor_versioned`: a legacy capsule given whatever the consumer asks, then a
+    versioned one where the consumer asks for major version 1 or later."""
+    legacy = OneTensorProducer(
+        make_managed((2, 3), versioned=False, values=VALUES.tobytes()), keep_capsules=True
+    )
+    cases = [_names_after(framework, legacy, NAME_USED_LEGACY, "legacy capsule")]
+    del legacy
+    negotiating = NegotiatingProducer(
+        lambda v: make_managed((2, 3), versioned=v, values=VALUES.tobytes()), keep_capsules=True
+    )
+    case = _names_after(framework, negotiating, NAME_USED_VERSIONED, "versioned capsule")
+    if not negotiating.asked_versioned():
+        case = ("none", "never asks for max_version >= (1, 0): no versioned capsule")
+    cases.append(case)
+    negotiating.deleter_calls()
+    del negotiating
+    problems = [detail for verdict, detail in cases if verdict in ("kept", "wrong")]
+    if problems:
+        return FAIL, "; ".join(problems)
+    if not any(verdict == "renamed" for verdict, _ in cases):
+        return NA, "nothing imported: " + "; ".join(detail for _, detail in cases)
+    return PASS, "; ".join(detail for _, detail in cases)
 
 
 def deleter_once(framework: Framework):
@@ -649,7 +713,7 @@ def producer_refusal_error_type(framework: Framework):
                 continue
             refused += 1
             classes = {c.__name__ for c in refusal.kind.__mro__}
-            # A consumer that asks __dlpack_device__ first (protocol 7) passes on its error.
+            # A consumer that asks __dlpack_device__ first (as from_dlpack may) passes on its error.
             if reference.exception in classes or device_error in classes:
                 continue
             key = (producer, refusal.kind.__name__, reference.exception)
@@ -668,6 +732,7 @@ def producer_refusal_error_type(framework: Framework):
 
 CHECKS = {
     "consumer.legacy-capsule": legacy_capsule,
+    "consumer.renames-capsule": renames_capsule,
     "consumer.versioned-capsule": versioned_capsule,
     "consumer.deleter-once": deleter_once,
     "consumer.null-strides": null_strides,

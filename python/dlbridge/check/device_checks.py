@@ -1,5 +1,5 @@
-"""Device checks: what a framework's CUDA tensors do with streams and host copies (protocol 3)
-and what its exchange table says the current CUDA stream is (protocol 6).
+"""Device checks: what a framework's CUDA tensors do with streams and host copies (`__dlpack__`'s
+stream, dl_device and copy) and what its exchange table says the current CUDA stream is.
 
 They need a CUDA tensor of the framework (`Framework.make_cuda`), so they run only where the
 framework can make one on this machine: on a machine without a CUDA driver, for a framework

@@ -198,11 +198,11 @@ def exchange_work_stream(s: Subject):
 
 # ---- the table against __dlpack__, kind by kind -------------------------------------------
 #
-# A consumer that takes the table's fast path must still give `__dlpack__`'s answer (protocol
-# 6): for a framework with a catalogue (`Framework.kinds`), every catalogued kind is exported
-# both ways and compared; for anything else (a user's `module:factory`, a framework without a
-# catalogue) the one tensor the checker made. The table comes from each object's own type, as
-# a consumer looks it up.
+# A consumer that takes the table's fast path must still give `__dlpack__`'s answer (DLPack's
+# C exchange API): for a framework with a catalogue (`Framework.kinds`), every catalogued kind
+# is exported both ways and compared; for anything else (a user's `module:factory`, a
+# framework without a catalogue) the one tensor the checker made. The table comes from each
+# object's own type, as a consumer looks it up.
 
 
 class _Broken:

@@ -10,6 +10,13 @@ capsule (`RecordingProducer`, `NegotiatingProducer`), one that hands out one giv
 `None`/int/bytes variants), old producers without `max_version` (`OldProducer`,
 `OldestProducer`, `TypeErrorOnMaxVersionProducer`), and producers that refuse
 (`AlwaysTypeErrorProducer`, `BufferErrorProducer`).
+
+`OneTensorProducer` and `NegotiatingProducer` made with `keep_capsules=True` also keep every
+capsule they hand out (`capsules`), so that what the consumer did to it can be read after the
+import: `capsule_names(producer)` gives the name each carries then (`used_dltensor` or
+`used_dltensor_versioned` once a consumer took ownership). Kept capsules are not destroyed
+while the producer keeps them: drop them (`producer.capsules.clear()`) before counting
+deleter calls.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import enum
 import gc
 
 from .abi import FLAG_IS_COPIED, kDLCPU
+from .capsules import capsule_name
 from .records import ManagedRecord, make_managed
 
 
@@ -110,20 +118,34 @@ class FixedCapsuleProducer:
 
 
 class OneTensorProducer:
-    """`__dlpack__` hands out one capsule over a given ManagedRecord (once)."""
+    """`__dlpack__` hands out one capsule over a given ManagedRecord (once). With
+    `keep_capsules`, every capsule handed out is kept in `capsules` (see `capsule_names`)."""
 
-    def __init__(self, record: ManagedRecord, device=(kDLCPU, 0), name: bytes | None = None):
+    def __init__(
+        self,
+        record: ManagedRecord,
+        device=(kDLCPU, 0),
+        name: bytes | None = None,
+        *,
+        keep_capsules: bool = False,
+    ):
         self.record = record
         self.device = device
         self.name = name
         self.calls: list[dict] = []
+        self.keep_capsules = keep_capsules
+        self.capsules: list = []
 
     def __dlpack_device__(self):
         return self.device
 
     def __dlpack__(self, **kwargs):
         self.calls.append(dict(kwargs))
-        return self.record.capsule(self.name)
+        return _kept(self, self.record.capsule(self.name))
+
+    def capsule_names(self) -> list:
+        """The names the kept capsules carry now (see `capsule_names`)."""
+        return capsule_names(self)
 
 
 class NoneProducer(FixedCapsuleProducer):
@@ -216,11 +238,13 @@ class NegotiatingProducer:
     `make(versioned)` builds the tensor; `read_only` refuses the legacy path as the standard
     says a producer must."""
 
-    def __init__(self, make, read_only: bool = False):
+    def __init__(self, make, read_only: bool = False, *, keep_capsules: bool = False):
         self.make = make
         self.read_only = read_only
         self.calls: list = []
         self.records: list = []
+        self.keep_capsules = keep_capsules
+        self.capsules: list = []
 
     def __dlpack_device__(self):
         return (kDLCPU, 0)
@@ -232,7 +256,11 @@ class NegotiatingProducer:
             raise BufferError("read-only data cannot be exported as a legacy capsule")
         record = self.make(versioned)
         self.records.append(record)
-        return record.capsule()
+        return _kept(self, record.capsule())
+
+    def capsule_names(self) -> list:
+        """The names the kept capsules carry now (see `capsule_names`)."""
+        return capsule_names(self)
 
     def asked_versioned(self) -> bool:
         return any(c["max_version"] is not None and c["max_version"][0] >= 1 for c in self.calls)
@@ -240,3 +268,16 @@ class NegotiatingProducer:
     def deleter_calls(self) -> list:
         gc.collect()
         return [record.deleter_calls for record in self.records]
+
+
+def _kept(producer, capsule):
+    """`capsule`, kept in `producer.capsules` where the producer keeps what it hands out."""
+    if producer.keep_capsules:
+        producer.capsules.append(capsule)
+    return capsule
+
+
+def capsule_names(producer) -> list:
+    """[bytes or None]: the name each capsule `producer` kept (`keep_capsules=True`) carries
+    now, in the order handed out."""
+    return [capsule_name(capsule) for capsule in producer.capsules]

@@ -27,7 +27,8 @@ from typing import Callable
 
 import numpy as np
 
-from .abi import HOST_DEVICES
+from .abi import FLAG_READ_ONLY, HOST_DEVICES
+from .capsule_only import CapsuleOnly
 from .capsules import capsule_table, major_one, read_capsule, table_member
 from .frameworks import Framework
 from .rules import FAIL, NA, PASS
@@ -46,8 +47,16 @@ class Subject:
         self.framework = framework
         #: What is asked for capsules: the framework's tensor, or a capsule-only framework's
         #: adapter over it.
-        self.tensor = framework.exporter(framework.make(BASE))
+        self.tensor = framework.exporter(framework.make(None if framework.user_factory else BASE))
         self.known_values = not framework.user_factory
+        #: Whether the tensor's data may not be written, as the framework says: the tensor a
+        #: framework makes of `BASE` is its own, writable memory; a user's factory says it by
+        #: flagging its versioned capsule READ_ONLY or by a read-only buffer (`memoryview`).
+        #: A legacy capsule of it must then be refused, so the rules that ask for one expect
+        #: that refusal.
+        self.read_only = framework.user_factory and (
+            flagged_read_only(self.tensor) or read_only_evidence(self.tensor) is not None
+        )
         #: What checks sharing one costly survey computed (the exchange table's kinds).
         self.cache: dict = {}
 
@@ -55,6 +64,54 @@ class Subject:
         """The address of the first element of the tensor's versioned export."""
         info = read_capsule(self.tensor.__dlpack__(max_version=(1, 3)))
         return (info["data"] or 0) + info["byte_offset"]
+
+
+def flagged_read_only(tensor) -> bool:
+    """Whether the tensor's versioned capsule carries READ_ONLY (False where it has none)."""
+    capsule, error = call(tensor.__dlpack__, max_version=(1, 3))
+    if error is not None:
+        return False
+    info = read_capsule(capsule)
+    return info["version"] is not None and bool(info["flags"] & FLAG_READ_ONLY)
+
+
+def read_only_evidence(tensor) -> str | None:
+    """Why the tensor's data is read-only, by what the tensor says other than its capsule's
+    flag (a read-only buffer: `memoryview(tensor).readonly`) or by where it lies (a memory
+    page this process may not write); None where nothing says so."""
+    owner = tensor.tensor if isinstance(tensor, CapsuleOnly) else tensor
+    try:
+        if memoryview(owner).readonly:
+            return "its buffer is read-only (memoryview(tensor).readonly)"
+    except TypeError:
+        pass  # no buffer protocol: nothing said that way
+    capsule, error = call(tensor.__dlpack__, max_version=(1, 3))
+    if error is not None:
+        capsule, error = call(tensor.__dlpack__)
+    if error is not None:
+        return None
+    info = read_capsule(capsule)
+    if info["device"][0] not in HOST_DEVICES or not info["data"]:
+        return None
+    if page_writable(info["data"] + info["byte_offset"]) is False:
+        return "its memory lies in a page this process may not write (/proc/self/maps)"
+    return None
+
+
+def page_writable(address: int) -> bool | None:
+    """Whether the memory page holding `address` may be written, from /proc/self/maps (None
+    where that cannot be told: no such file, or no mapping holds the address)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            lines = maps.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        low, high = (int(bound, 16) for bound in fields[0].split("-"))
+        if low <= address < high:
+            return "w" in fields[1]
+    return None
 
 
 def call(function: Callable, *args, **kwargs):

@@ -25,7 +25,9 @@ from .probes import (
     copy_false_needs_copy,
     describe_error,
     expect_raised,
+    flagged_read_only,
     on_host,
+    read_only_evidence,
     read_values,
 )
 from .rules import FAIL, NA, PASS
@@ -44,6 +46,11 @@ def keyword_only(s: Subject):
     )
 
 
+#: What a read-only tensor's checks say of asking with max_version where the rule does not
+#: concern the version: a legacy capsule of it must be refused.
+_READ_ONLY_ASKED = " (read-only: asked with max_version=(1, 3), as its legacy export is refused)"
+
+
 def accepts_keywords(s: Subject):
     device = s.tensor.__dlpack_device__()
     refused = []
@@ -53,25 +60,46 @@ def accepts_keywords(s: Subject):
         ("dl_device", device),
         ("copy", None),
     ]:
-        _, error = call(s.tensor.__dlpack__, **{keyword: value})
+        kwargs = {keyword: value}
+        if s.read_only and keyword != "max_version":
+            kwargs["max_version"] = (1, 3)
+        _, error = call(s.tensor.__dlpack__, **kwargs)
         if error is not None:
             refused.append(f"{keyword}={value!r}: {describe_error(error)}")
-    return (FAIL, "; ".join(refused)) if refused else (PASS, "all four keywords accepted")
+    if refused:
+        return FAIL, "; ".join(refused)
+    return PASS, "all four keywords accepted" + (_READ_ONLY_ASKED if s.read_only else "")
 
 
 def legacy_without_max_version(s: Subject):
-    wrong = []
+    wrong, legacy_of_read_only = [], False
     for label, kwargs in [
         ("no max_version", {}),
         ("max_version=None", {"max_version": None}),
         ("max_version=(0, 8)", {"max_version": (0, 8)}),
     ]:
         capsule, error = call(s.tensor.__dlpack__, **kwargs)
-        if error is not None:
+        if s.read_only:
+            # Read-only data has no legacy capsule: the refusal is the legacy answer, and a
+            # capsule given all the same is producer.read-only-legacy-refused's finding.
+            if error is None:
+                legacy_of_read_only = True
+            elif not isinstance(error, BufferError):
+                wrong.append(f"{label}: {describe_error(error)}, not BufferError")
+        elif error is not None:
             wrong.append(f"{label}: {describe_error(error)}")
         elif capsule_name(capsule) != NAME_LEGACY:
             wrong.append(f"{label}: got {capsule_name(capsule)!r}")
-    return (FAIL, "; ".join(wrong)) if wrong else (PASS, "legacy `dltensor` capsules")
+    if wrong:
+        return FAIL, "; ".join(wrong)
+    if legacy_of_read_only:
+        return NA, (
+            "read-only data, given as a legacy capsule: producer.read-only-legacy-refused "
+            "judges that"
+        )
+    if s.read_only:
+        return PASS, "read-only data: refused (BufferError) on the legacy path, as it must be"
+    return PASS, "legacy `dltensor` capsules"
 
 
 def _versioned_capsules(s: Subject):
@@ -119,47 +147,125 @@ def strides_present(s: Subject):
     return PASS, "strides present"
 
 
-def values(s: Subject):
-    if not s.known_values:
-        return NA, "a user's factory: the expected values are not known"
+def _known_tensors(s: Subject, which=lambda kind: True) -> list:
+    """[(label, tensor, expected values, read-only)]: the checker's own tensor of `BASE`
+    (not for a user's factory, whose values are unknown) and every catalogued kind with
+    expected values for which `which(kind)` holds."""
+    known = [("the checker's (2, 3) float32", s.tensor, BASE, False)] if s.known_values else []
+    known.extend(
+        (f"kind {kind.name}", s.framework.exporter(kind.make()), kind.expected, kind.read_only)
+        for kind in s.framework.catalogue(lambda k: k.expected is not None and which(k))
+    )
+    return known
+
+
+def _values_of(label: str, tensor, expected: np.ndarray, read_only: bool) -> list:
+    """What is wrong with the values a tensor's capsules describe (legacy, unless read-only,
+    and versioned)."""
+    expected = np.asarray(expected)
     wrong = []
-    for label, kwargs in [("legacy", {}), ("versioned", {"max_version": (1, 3)})]:
-        capsule, error = call(s.tensor.__dlpack__, **kwargs)
+    paths = [("versioned", {"max_version": (1, 3)})]
+    if not read_only:
+        paths.insert(0, ("legacy", {}))
+    for path, kwargs in paths:
+        capsule, error = call(tensor.__dlpack__, **kwargs)
         if error is not None:
-            wrong.append(f"{label}: {describe_error(error)}")
+            wrong.append(f"{label}, {path}: {describe_error(error)}")
             continue
         array, error = call(read_values, capsule)
         if error is not None:
-            wrong.append(f"{label}: dlbridge refuses the capsule: {describe_error(error)}")
-        elif array.dtype != BASE.dtype or array.shape != BASE.shape or not (array == BASE).all():
+            wrong.append(f"{label}, {path}: dlbridge refuses the capsule: {describe_error(error)}")
+        elif (
+            array.dtype != expected.dtype
+            or array.shape != expected.shape
+            or array.tobytes() != np.ascontiguousarray(expected).tobytes()
+        ):
             wrong.append(
-                f"{label}: read {array.dtype} {array.tolist()}, expected "
-                f"{BASE.dtype} {BASE.tolist()}"
+                f"{label}, {path}: read {array.dtype}{array.shape} {array.ravel()[:6].tolist()}, "
+                f"expected {expected.dtype}{expected.shape} {expected.ravel()[:6].tolist()}"
             )
-    return (FAIL, "; ".join(wrong)) if wrong else (PASS, "values, shape and dtype as made")
+    return wrong
+
+
+def values(s: Subject):
+    known = _known_tensors(s)
+    if not known:
+        return NA, (
+            "a user's factory: the expected values are not known (a framework description "
+            "whose catalogue gives expected values is checked: docs/check-frameworks.md)"
+        )
+    wrong = [problem for entry in known for problem in _values_of(*entry)]
+    if wrong:
+        more = f"; and {len(wrong) - 3} more" if len(wrong) > 3 else ""
+        return FAIL, "; ".join(wrong[:3]) + more
+    return PASS, f"values, shape and dtype as made ({len(known)} tensor(s))"
+
+
+def _read_only_tensors(s: Subject) -> tuple:
+    """([(label, tensor)] of the read-only tensors the framework says it has: its
+    `make_read_only`, its catalogue's kinds with `read_only`, a factory's read-only tensor;
+    [(label, tensor, why)] of a factory's tensor whose data is read-only by evidence but not
+    flagged)."""
+    said, unflagged = [], []
+    if s.framework.make_read_only is not None:
+        said.append(("make_read_only", s.framework.exporter(s.framework.make_read_only(BASE))))
+    said.extend(
+        (f"kind {kind.name}", s.framework.exporter(kind.make()))
+        for kind in s.framework.catalogue(lambda k: k.read_only)
+    )
+    if s.framework.user_factory:
+        evidence = read_only_evidence(s.tensor)
+        if flagged_read_only(s.tensor):
+            said.append(("the factory's tensor", s.tensor))
+        elif evidence is not None:
+            unflagged.append(("the factory's tensor", s.tensor, evidence))
+    return said, unflagged
+
+
+_NO_READ_ONLY = (
+    "the framework has no read-only tensors (no make_read_only, no catalogued kind with "
+    "read_only=True, nor a factory tensor that is read-only)"
+)
 
 
 def read_only_flag(s: Subject):
-    if s.framework.make_read_only is None:
-        return NA, "the framework has no read-only tensors"
-    tensor = s.framework.make_read_only(BASE)
-    capsule, error = call(tensor.__dlpack__, max_version=(1, 3))
-    if error is not None:
-        return FAIL, f"versioned export of read-only data: {describe_error(error)}"
-    info = read_capsule(capsule)
-    if info["version"] is None:
-        return FAIL, "a legacy capsule for read-only data (it cannot carry READ_ONLY)"
-    if not info["flags"] & FLAG_READ_ONLY:
-        return FAIL, f"flags {info['flags']:#x} without READ_ONLY"
-    return PASS, "READ_ONLY set"
+    said, unflagged = _read_only_tensors(s)
+    wrong = [f"{label}: {why}, but READ_ONLY is not set" for label, _, why in unflagged]
+    for label, tensor in said:
+        capsule, error = call(tensor.__dlpack__, max_version=(1, 3))
+        if error is not None:
+            wrong.append(f"{label}: versioned export of read-only data: {describe_error(error)}")
+            continue
+        info = read_capsule(capsule)
+        if info["version"] is None:
+            wrong.append(
+                f"{label}: a legacy capsule for read-only data (it cannot carry READ_ONLY)"
+            )
+        elif not info["flags"] & FLAG_READ_ONLY:
+            wrong.append(f"{label}: flags {info['flags']:#x} without READ_ONLY")
+    if wrong:
+        return FAIL, "; ".join(wrong)
+    if not said:
+        return NA, _NO_READ_ONLY
+    return PASS, f"READ_ONLY set ({', '.join(label for label, _ in said)})"
 
 
 def read_only_legacy_refused(s: Subject):
-    if s.framework.make_read_only is None:
-        return NA, "the framework has no read-only tensors"
-    tensor = s.framework.make_read_only(BASE)
-    _, error = call(tensor.__dlpack__)
-    return expect_raised(error, BufferError, "a legacy capsule was made for read-only data")
+    said, unflagged = _read_only_tensors(s)
+    checked = said + [(label, tensor) for label, tensor, _ in unflagged]
+    if not checked:
+        return NA, _NO_READ_ONLY
+    wrong = []
+    for label, tensor in checked:
+        _, error = call(tensor.__dlpack__)
+        outcome, detail = expect_raised(
+            error, BufferError, "a legacy capsule was made for read-only data"
+        )
+        if outcome == FAIL:
+            wrong.append(f"{label}: {detail}")
+    if wrong:
+        return FAIL, "; ".join(wrong)
+    return PASS, f"BufferError ({', '.join(label for label, _ in checked)})"
 
 
 def copy_flag(s: Subject):
@@ -191,23 +297,33 @@ def no_copy_shares(s: Subject):
 
 
 def zero_size(s: Subject):
-    if not s.known_values:
-        return NA, "a user's factory makes one tensor only"
-    empty, error = call(s.framework.make, np.zeros((0, 3), dtype=np.float32))
-    if error is not None:
-        return NA, f"the framework cannot make a (0, 3) tensor: {describe_error(error)}"
-    empty = s.framework.exporter(empty)
-    capsule, error = call(empty.__dlpack__, max_version=(1, 3))
-    if error is not None:
-        return FAIL, f"export of a (0, 3) tensor: {describe_error(error)}"
-    info = read_capsule(capsule)
-    if not info["data"] and info["byte_offset"] != 0:
-        return FAIL, f"NULL data with byte_offset {info['byte_offset']}"
-    _, error = call(read_values, capsule)
-    if error is not None:
-        return FAIL, f"dlbridge refuses the capsule: {describe_error(error)}"
-    detail = "NULL data" if not info["data"] else "non-NULL data"
-    return PASS, f"exports ({detail}, byte_offset {info['byte_offset']})"
+    tensors = []
+    if s.known_values:
+        empty, error = call(s.framework.make, np.zeros((0, 3), dtype=np.float32))
+        if error is not None:
+            return NA, f"the framework cannot make a (0, 3) tensor: {describe_error(error)}"
+        tensors.append(("a (0, 3) tensor", s.framework.exporter(empty)))
+    empty_kinds = s.framework.catalogue(lambda k: k.expected is not None and k.expected.size == 0)
+    tensors += [(f"kind {kind.name}", s.framework.exporter(kind.make())) for kind in empty_kinds]
+    if not tensors:
+        return NA, (
+            "a user's factory makes one tensor only (a framework description's catalogue may "
+            "give a kind without elements)"
+        )
+    seen = []
+    for label, tensor in tensors:
+        capsule, error = call(tensor.__dlpack__, max_version=(1, 3))
+        if error is not None:
+            return FAIL, f"export of {label}: {describe_error(error)}"
+        info = read_capsule(capsule)
+        if not info["data"] and info["byte_offset"] != 0:
+            return FAIL, f"{label}: NULL data with byte_offset {info['byte_offset']}"
+        _, error = call(read_values, capsule)
+        if error is not None:
+            return FAIL, f"{label}: dlbridge refuses the capsule: {describe_error(error)}"
+        data = "NULL data" if not info["data"] else "non-NULL data"
+        seen.append(f"{label} ({data}, byte_offset {info['byte_offset']})")
+    return PASS, "exports " + "; ".join(seen)
 
 
 def _device(s: Subject):
@@ -314,9 +430,13 @@ def no_leak(s: Subject, exchanges: int = EXCHANGES):
 
     def exchange(i):
         if i % 3 == 0:
-            dlbridge.from_dlpack(tensor.__dlpack__(max_version=(1, 3)))
+            # Consumed: imported, or refused by dlbridge's validation (NULL strides in 1.3,
+            # say: producer.strides-present's finding), which releases it all the same.
+            call(dlbridge.from_dlpack, tensor.__dlpack__(max_version=(1, 3)))
         elif i % 3 == 1:
             tensor.__dlpack__(max_version=(1, 3))  # dropped unconsumed
+        elif s.read_only:
+            call(tensor.__dlpack__)  # refused (producer.read-only-legacy-refused): no leak either
         else:
             tensor.__dlpack__()
 

@@ -26,6 +26,7 @@ from .base import (
     cuda_driver_present,
     custom,
     data_address,
+    describe,
     framework_of,
 )
 
@@ -38,7 +39,9 @@ __all__ = [
     "cuda_driver_present",
     "custom",
     "data_address",
+    "describe",
     "framework_of",
+    "is_known",
     "resolve",
 ]
 
@@ -65,14 +68,34 @@ FRAMEWORKS = {
 }
 
 
+def is_known(name: str) -> bool:
+    """Whether NAME is one of the frameworks of this package (and not a user's)."""
+    return name in FRAMEWORKS
+
+
 def resolve(name: str) -> Framework:
-    """The framework of a command-line NAME: a known one, or a user's `module:factory`."""
-    if ":" in name:
+    """The framework of a command-line NAME: a known one, a user's `module:factory`, or a
+    user's framework description (a `.py` file or an importable module, `describe`). Raises
+    ValueError saying why NAME names no framework; a description's own module is imported
+    here (so the command line asks this in a worker process, `preflight`)."""
+    if name in FRAMEWORKS:
+        return FRAMEWORKS[name]
+    if ":" in name and not name.endswith(".py"):
         return custom(name)
     try:
-        return FRAMEWORKS[name]
-    except KeyError:
-        known = ", ".join(FRAMEWORKS)
+        framework = describe(name)
+    except ValueError as error:
+        if str(error) in (f"no module named {name}", f"no file {name}"):
+            known = ", ".join(FRAMEWORKS)
+            raise ValueError(
+                f"unknown framework {name!r}: not one the checker knows ({known}), nor a "
+                "module:factory, nor a framework description (a .py file or an importable "
+                "module following the protocol of docs/check-frameworks.md)"
+            ) from None
+        raise
+    if framework.name in FRAMEWORKS:
         raise ValueError(
-            f"unknown framework {name!r} (known: {known}, or module:factory)"
-        ) from None
+            f"{name} describes a framework named {framework.name!r}, which is one the checker "
+            "knows: give it another NAME"
+        )
+    return framework

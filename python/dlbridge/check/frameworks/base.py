@@ -31,15 +31,24 @@ Required:
 Optional (where a name is absent, the framework has no such thing and the rules that need it
 say so, n/a):
 
-- `consume_copy(obj)`: its `from_dlpack(obj, copy=True)`.
+- `consume_copy(obj)`: its `from_dlpack(obj, copy=True)`; where its `from_dlpack` has no
+  copy parameter, `FROM_DLPACK_LACKS = {"copy": "why"}` says so instead (a framework
+  described by a user must give one or the other: the copy rules are then n/a with that
+  reason, never silently).
+- `VERSION` (a string) or `version()`: the version the report names (default: the installed
+  distribution `DISTRIBUTION`'s, else the module's `__version__`).
 - `make_read_only(array)`: a tensor of the array's values whose data is read-only.
 - `read_only(result)`: whether a result may not be written (absent: the framework has no such
   notion).
 - `make_view(view)`: a tensor over a NumPy view that keeps the view's strides, for a
   framework without transposition or slicing of its own (the matrix's layouts).
-- `kinds()`: its catalogue, the odd tensors it can produce, as a list of `Kind`s (`kind_list`
-  builds one); it imports the framework. The exchange table is compared with `__dlpack__`
-  over every kind; without a catalogue, over the one tensor the checker makes.
+- `kinds()`: its catalogue, the named tensors it can produce, as a list of `Kind`s
+  (`kind_list` builds one); it imports the framework. The exchange table is compared with
+  `__dlpack__` over every kind; without a catalogue, over the one tensor the checker makes.
+  A kind may carry the values it holds (`expected`, a NumPy array: `producer.values` then
+  compares what its `__dlpack__` describes, and one without elements is checked by
+  `producer.zero-size`) and whether its data is read-only (`read_only=True`: the read-only
+  rules check it, and the rules that ask for a legacy capsule expect it refused).
 - `make_cuda(array)`, `new_cuda_stream()`, `current_cuda_stream()`, `write_late(tensor,
   array)`: its CUDA tensors and streams, for the device checks (see `Framework`).
 - `NEEDS_GPU`: True where the framework is usable only with a CUDA driver (CuPy).
@@ -55,6 +64,16 @@ say so, n/a):
 A framework module imports nothing of its framework when it is imported: every function
 imports what it needs when called, inside the worker process that checks the framework, so
 that frameworks which crash when imported together never meet.
+
+A framework of a user's
+-----------------------
+
+A user describes a framework the checker does not know with a module that follows the same
+protocol (a file, `dlbridge check path/to/mylib_dlpack.py`, or an importable module,
+`dlbridge check mylib_dlpack`): `describe(spec)` reads it, and it is checked as a producer,
+as a consumer and in the interop matrix like the frameworks of this package
+(docs/check-frameworks.md walks through one). The older `module:factory` form (`custom`)
+checks one tensor, as a producer only.
 """
 
 from __future__ import annotations
@@ -136,6 +155,19 @@ class Framework:
     table_exports_refused: bool = False
     #: How to keep 64-bit dtypes where the framework's configuration narrows them.
     narrowing_fix: str | None = None
+    #: The framework's version as it says it (None: read from its distribution).
+    version: Callable[[], str | None] | None = None
+    #: What its from_dlpack lacks, by keyword, with why (`FROM_DLPACK_LACKS`).
+    lacks: dict = field(default_factory=dict)
+    #: How a worker process finds this framework again: its registry name, a user's
+    #: `module:factory`, or the file or module that describes it.
+    spec: str | None = None
+    #: Whether a user's module describes it (`describe`).
+    described: bool = False
+
+    def catalogue(self, which: Callable[[Kind], bool] = lambda kind: True) -> list:
+        """The kinds of its catalogue for which `which(kind)` holds (none without one)."""
+        return [kind for kind in self.kinds() if which(kind)] if self.kinds else []
 
     def exporter(self, tensor):
         """What is handed to a consumer for one of this framework's tensors: the tensor, or
@@ -158,18 +190,27 @@ class Kind:
     """One odd tensor of a framework, in its catalogue.
 
     `make()` builds a fresh tensor object on every call; `note` says in one line what it is
-    and why it is interesting.
+    and why it is interesting. `expected`, where known, is a NumPy array of the values the
+    tensor holds (its dtype, shape and elements: what its `__dlpack__` must describe);
+    `read_only` says that its data may not be written (its versioned capsule must carry
+    READ_ONLY, and a legacy capsule must be refused).
     """
 
     framework: str
     name: str
     make: Callable[[], object]
     note: str
+    expected: Any = None
+    read_only: bool = False
 
 
 def kind_list(framework: str, entries: Iterable) -> list:
-    """The `Kind`s of `framework` from `(name, make, note)` entries, in their order."""
-    return [Kind(framework, name, make, note) for name, make, note in entries]
+    """The `Kind`s of `framework` from `(name, make, note)` entries, in their order; an entry
+    may have a fourth element, a dict of the kind's other fields (`expected`, `read_only`)."""
+    kinds = []
+    for name, make, note, *options in entries:
+        kinds.append(Kind(framework, name, make, note, **(options[0] if options else {})))
+    return kinds
 
 
 def quiet(make: Callable[[], Any]) -> Any:
@@ -245,6 +286,8 @@ def capsule_only_framework(
     not_applicable = dict(capsule_only.NOT_APPLICABLE)
     if device is None:
         not_applicable.update(capsule_only.NO_DEVICE_FUNCTION)
+    if options.get("consume_copy") is None:
+        not_applicable.update(capsule_only.NO_COPY_ROUTE)
     return Framework(
         name,
         module,
@@ -274,10 +317,18 @@ OPTIONAL_FUNCTIONS = (
 )
 
 
-def framework_of(module: ModuleType) -> Framework:
+#: The rules that say nothing of a consumer without a copy parameter.
+COPY_RULES = ("consumer.copy-true", "consumer.copy-true-refused")
+
+
+def framework_of(
+    module: ModuleType, *, spec: str | None = None, described: bool = False
+) -> Framework:
     """The `Framework` a framework module describes (see the module's docstring for the names
-    it defines). Raises TypeError naming what is missing or not callable."""
-    where = module.__name__
+    it defines). Raises TypeError naming what is missing or not callable; for a user's
+    description (`described`), also where it says nothing of its from_dlpack's copy
+    parameter (neither `consume_copy` nor `FROM_DLPACK_LACKS["copy"]`)."""
+    where = spec or module.__name__
 
     def required(name: str, kind: type | None = None):
         if not hasattr(module, name):
@@ -305,7 +356,17 @@ def framework_of(module: ModuleType) -> Framework:
         built_before=frozenset(getattr(module, "BUILT_BEFORE", ())),
         table_exports_refused=bool(getattr(module, "TABLE_EXPORTS_REFUSED", False)),
         narrowing_fix=getattr(module, "NARROWING_FIX", None),
+        version=_version_of(module, where),
+        lacks=_lacks_of(module, where),
+        spec=spec,
+        described=described,
     )
+    if described and "consume_copy" not in options and "copy" not in options["lacks"]:
+        raise TypeError(
+            f"{where} defines no consume_copy (its from_dlpack(x, copy=True)): define it, or "
+            "say that the library's from_dlpack has no copy parameter: "
+            'FROM_DLPACK_LACKS = {"copy": "why"}'
+        )
     capsule_functions = [f for f in ("to_capsule", "from_capsule") if hasattr(module, f)]
     if hasattr(module, "consume") == bool(capsule_functions):
         raise TypeError(
@@ -313,7 +374,12 @@ def framework_of(module: ModuleType) -> Framework:
             "(a framework without __dlpack__): exactly one of them"
         )
     if not capsule_functions:
-        return Framework(name, import_name, make, required("consume"), to_numpy, **options)
+        framework = Framework(name, import_name, make, required("consume"), to_numpy, **options)
+        if framework.consume_copy is None:
+            why = framework.lacks.get("copy") or "it has no copy parameter"
+            reasons = dict.fromkeys(COPY_RULES, f"{name}'s from_dlpack takes no copy: {why}")
+            framework.not_applicable = lambda: reasons
+        return framework
     return capsule_only_framework(
         name,
         import_name,
@@ -326,7 +392,104 @@ def framework_of(module: ModuleType) -> Framework:
     )
 
 
+def _version_of(module: ModuleType, where: str):
+    """The module's `version()` or `VERSION`, as a function (None where it has neither)."""
+    version = getattr(module, "version", None)
+    if version is not None and not callable(version):
+        raise TypeError(f"{where}.version must be callable (or define VERSION, a string)")
+    if version is None and getattr(module, "VERSION", None) is not None:
+        fixed = module.VERSION
+        if not isinstance(fixed, str):
+            raise TypeError(f"{where}.VERSION must be a str, not {type(fixed).__name__}")
+        return lambda: fixed
+    return version
+
+
+def _lacks_of(module: ModuleType, where: str) -> dict:
+    """The module's `FROM_DLPACK_LACKS`: {keyword: why} ({} where absent)."""
+    lacks = getattr(module, "FROM_DLPACK_LACKS", {})
+    if not isinstance(lacks, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in lacks.items()
+    ):
+        raise TypeError(f"{where}.FROM_DLPACK_LACKS must be a dict of str (keyword) to str (why)")
+    return dict(lacks)
+
+
+# ---- a user's framework ----------------------------------------------------------------------
+
+
+def describe(spec: str) -> Framework:
+    """The framework a user's module describes, following the framework module protocol:
+    `spec` is a file (`path/to/mylib_dlpack.py`) or an importable module (`mylib_dlpack`).
+    Raises ValueError saying why it cannot be read (not found, fails to import, or not a
+    description: the TypeError of `framework_of`)."""
+    import pathlib
+
+    if spec.endswith(".py") or "/" in spec:
+        path = pathlib.Path(spec)
+        if not path.is_file():
+            raise ValueError(f"no file {spec}")
+        module_name = f"_dlbridge_check_description_{path.stem}"
+        loader = importlib.util.spec_from_file_location(module_name, path)
+        if loader is None or loader.loader is None:
+            raise ValueError(f"{spec} cannot be loaded as a Python module")
+        module = importlib.util.module_from_spec(loader)
+        import sys
+
+        sys.modules[module_name] = module
+        try:
+            loader.loader.exec_module(module)
+        except Exception as error:  # noqa: BLE001 - whatever it raises is the reason
+            del sys.modules[module_name]
+            raise ValueError(f"{spec} fails to import: {type(error).__name__}: {error}") from None
+    else:
+        try:
+            module = importlib.import_module(spec)
+        except ModuleNotFoundError as error:
+            if error.name is not None and spec.startswith(error.name):
+                raise ValueError(f"no module named {spec}") from None
+            raise ValueError(f"{spec} fails to import: {type(error).__name__}: {error}") from None
+        except Exception as error:  # noqa: BLE001 - whatever it raises is the reason
+            raise ValueError(f"{spec} fails to import: {type(error).__name__}: {error}") from None
+    if not hasattr(module, "NAME") or not hasattr(module, "make"):
+        raise ValueError(
+            f"{spec} is not a framework description: it defines no NAME or no make "
+            "(see `dlbridge check --help` and docs/check-frameworks.md)"
+        )
+    try:
+        return framework_of(module, spec=spec, described=True)
+    except TypeError as error:
+        raise ValueError(str(error)) from None
+
+
 # ---- a user's producer ---------------------------------------------------------------------
+
+
+class FactoryError(ValueError):
+    """A user's `module:factory` that cannot be used: its module does not import, it has no
+    such factory, or the factory is not callable."""
+
+
+def load_factory(spec: str) -> Callable[[], Any]:
+    """The factory of a `module:factory`, or FactoryError saying why there is none (with the
+    names the module does have that come close, for a typo)."""
+    import difflib
+
+    module_name, _, attribute = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # noqa: BLE001 - whatever the import raises is the reason
+        raise FactoryError(
+            f"cannot import {module_name} (of {spec}): {type(error).__name__}: {error}"
+        ) from None
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        near = difflib.get_close_matches(attribute, [n for n in dir(module) if n[:1] != "_"])
+        hint = f" (did you mean {module_name}:{near[0]}?)" if near else ""
+        raise FactoryError(f"module {module_name} has no {attribute}{hint}")
+    if not callable(factory):
+        raise FactoryError(f"{spec} is a {type(factory).__name__}, not a function to call")
+    return factory
 
 
 def custom(spec: str) -> Framework:
@@ -340,8 +503,7 @@ def custom(spec: str) -> Framework:
     first: list = []
 
     def make(_array):
-        factory = getattr(importlib.import_module(module_name), attribute)
-        made = factory()
+        made = load_factory(spec)()
         if not first:
             first.append(made)
         return made
@@ -382,9 +544,10 @@ def custom(spec: str) -> Framework:
         adapter = capsule_only_sample()
         if adapter is None:
             return {}
+        reasons = {**capsule_only.NOT_APPLICABLE, **capsule_only.NO_COPY_ROUTE}
         if adapter.device is None:
-            return {**capsule_only.NOT_APPLICABLE, **capsule_only.NO_DEVICE_FUNCTION}
-        return capsule_only.NOT_APPLICABLE
+            reasons.update(capsule_only.NO_DEVICE_FUNCTION)
+        return reasons
 
     return Framework(
         spec,
@@ -392,6 +555,7 @@ def custom(spec: str) -> Framework:
         make,
         consume,
         to_numpy,
+        spec=spec,
         user_factory=True,
         adapter=adapt,
         has_consumer=has_consumer,

@@ -61,16 +61,23 @@ def kinds() -> list:
         return dlbridge.from_dlpack(array)
 
     entries = [
-        ("rust_owned", lambda: dlbridge.arange(6, "float32"), "Rust-owned memory: writable"),
+        (
+            "rust_owned",
+            lambda: dlbridge.arange(6, "float32"),
+            "Rust-owned memory: writable",
+            {"expected": np.arange(6, dtype=np.float32)},
+        ),
         (
             "from_numpy",
             lambda: dlbridge.from_dlpack(np.arange(6.0).reshape(2, 3)),
             "a NumPy array imported zero-copy: writable",
+            {"expected": np.arange(6.0).reshape(2, 3)},
         ),
         (
             "from_read_only_numpy",
             read_only,
             "a read-only NumPy array imported: READ_ONLY on re-export, never writable",
+            {"expected": np.arange(6.0).reshape(2, 3), "read_only": True},
         ),
         (
             "from_legacy_capsule",
@@ -79,13 +86,22 @@ def kinds() -> list:
                 "imported from a legacy capsule (which cannot say its memory may be written): "
                 "read-only"
             ),
+            # Not `read_only` in the catalogue's sense: its source could not say whether it may
+            # be written, and a legacy re-export hands it on as it came (versioned: READ_ONLY).
+            {"expected": np.arange(4.0)},
         ),
         (
             "negative_strides",
             lambda: dlbridge.from_dlpack(np.arange(5.0)[::-1]),
             "a reversed NumPy view: stride -1",
+            {"expected": np.arange(5.0)[::-1]},
         ),
-        ("zero_size", lambda: dlbridge.zeros((0, 3)), "no elements"),
+        (
+            "zero_size",
+            lambda: dlbridge.zeros((0, 3)),
+            "no elements",
+            {"expected": np.zeros((0, 3), np.float32)},
+        ),
         ("zero_dim", lambda: dlbridge.from_dlpack(np.array(3.0)), "0-d"),
         ("bfloat16", lambda: dlbridge.arange(4, "bfloat16"), "bfloat16 (no buffer format)"),
         ("float8_e4m3fn", lambda: dlbridge.arange(4, "float8_e4m3fn"), "float8"),

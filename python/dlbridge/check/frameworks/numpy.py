@@ -69,6 +69,7 @@ def kinds() -> list:
             "read_only",
             read_only,
             "writeable=False: READ_ONLY on the versioned path, refused on the legacy path",
+            {"expected": np.arange(6.0).reshape(2, 3), "read_only": True},
         ),
         (
             "byte_swapped",
@@ -86,8 +87,14 @@ def kinds() -> list:
             "broadcast",
             lambda: np.broadcast_to(np.arange(3.0), (4, 3)),
             "np.broadcast_to: stride 0 and read-only",
+            {"expected": np.broadcast_to(np.arange(3.0), (4, 3)).copy(), "read_only": True},
         ),
-        ("zero_size", lambda: np.empty((0, 3)), "shape (0, 3): numpy sends strides (0, 0)"),
+        (
+            "zero_size",
+            lambda: np.empty((0, 3)),
+            "shape (0, 3): numpy sends strides (0, 0)",
+            {"expected": np.empty((0, 3))},
+        ),
         ("zero_dim", lambda: np.array(3.5), "0-d array: NULL shape and strides"),
         (
             "longdouble",
@@ -149,5 +156,5 @@ def kinds() -> list:
                 values = values + 0.5j * values[::-1, ::-1]
             return values.astype(name)
 
-        entries.append((f"dtype_{name}", make, f"a (2, 3) array of {name}"))
+        entries.append((f"dtype_{name}", make, f"a (2, 3) array of {name}", {"expected": make()}))
     return kind_list("numpy", entries)

@@ -29,6 +29,12 @@ def make(array):
     return tf.constant(array)
 
 
+#: What its from_dlpack lacks.
+FROM_DLPACK_LACKS = {
+    "copy": "tf.experimental.dlpack.from_dlpack(dlcapsule) takes a capsule and nothing else"
+}
+
+
 def consume(obj):
     """Its from_dlpack, which takes a legacy capsule only, not a producer object."""
     import tensorflow as tf

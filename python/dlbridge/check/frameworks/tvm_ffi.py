@@ -27,6 +27,13 @@ def make_view(view):
     return tvm_ffi.from_dlpack(view)
 
 
+#: What its from_dlpack lacks.
+FROM_DLPACK_LACKS = {
+    "copy": "tvm_ffi.from_dlpack(ext_tensor, *, require_alignment, require_contiguous) has no "
+    "copy parameter"
+}
+
+
 def consume(obj):
     """`tvm_ffi.from_dlpack(obj)`."""
     import tvm_ffi
