@@ -11,6 +11,7 @@ import os
 import platform
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterable
 
@@ -344,11 +345,15 @@ def _parser() -> argparse.ArgumentParser:
     """The command line of `dlbridge check`."""
     parser = argparse.ArgumentParser(
         prog="dlbridge check",
-        description="Check DLPack conformance of installed frameworks (producers, consumers, "
-        "the C exchange table) and their interop, rule by rule. A framework the checker does "
-        "not know is described by a module of yours (docs/check-frameworks.md): give its "
-        "file (mylib_dlpack.py) or module name as NAME; module:factory checks one tensor of a "
-        "factory, as a producer only.",
+        # Wrapped here: the raw formatter keeps the exit status table's lines as written.
+        description=textwrap.fill(
+            "Check DLPack conformance of installed frameworks (producers, consumers, the C "
+            "exchange table) and their interop, rule by rule. A framework the checker does not "
+            "know is described by a module of yours (docs/check-frameworks.md): give its file "
+            "(mylib_dlpack.py) or module name as NAME; module:factory checks one tensor of a "
+            "factory, as a producer only.",
+            width=90,
+        ),
         epilog=EXIT_STATUS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
