@@ -390,9 +390,13 @@ bench:
 ## The Python side-by-side benchmark (dlbridge, NumPy, PyTorch, tvm-ffi, nanobind, dlpark),
 ## then the kernels as users build them beside rust-numpy's (default profile and fat LTO):
 ## BENCHMARKS.md. `benches/instructions.py` counts those kernels' instructions per call
-## (valgrind).
+## (valgrind). The run is also kept as JSON (target/bench/python_exchange.json) and drawn by
+## benches/chart.py (matplotlib, benches/requirements.txt) into docs/benchmarks-python.png,
+## the chart BENCHMARKS.md shows.
 bench-python: python-build example-build bench-peers
-	$(PYTHON) benches/python_exchange.py
+	$(PYTHON) -m pip install --quiet -r benches/requirements.txt
+	$(PYTHON) benches/python_exchange.py --json target/bench/python_exchange.json
+	$(PYTHON) benches/chart.py target/bench/python_exchange.json docs/benchmarks-python.png
 
 ## Large tensors through Ray (one node, and between the two nodes of a local test cluster) and
 ## Dask (a LocalCluster): Ray's and Dask's own paths for NumPy and PyTorch beside dlbridge's

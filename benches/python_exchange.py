@@ -17,12 +17,16 @@ Arguments, if any, keep only the rows whose label (or, in the second table, buil
 contains one of them (`python_exchange.py TensorArg matmul`, `python_exchange.py default lto`
 for the second table alone), for comparing two builds row by row. DLBRIDGE_BENCH_PEERS names
 another folder of peers than target/peers/python (an older checkout's, say).
+`--json FILE` (first) also writes the run to FILE: the machine, the versions, every row's
+median and the kernels' (what benches/chart.py draws; `make bench-python` does both).
 """
 
 import importlib
 import importlib.util
+import json
 import os
 import pathlib
+import platform
 import statistics
 import sys
 import time
@@ -396,7 +400,40 @@ def torch_cases(array, tensor):
     return cases
 
 
+def machine() -> str:
+    """The CPU's model name and the number of cores this process may use."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            names = [line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line]
+        model = names[0] if names else model
+    except OSError:
+        pass
+    return f"{model}, {len(os.sched_getaffinity(0))} cores"
+
+
+def write_json(path, versions, rows, kernels):
+    """The run as JSON, for benches/chart.py: `rows` are (case, median) of the first table,
+    `kernels` (user case, median) of the second."""
+    record = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": machine(),
+        "versions": versions,
+        "rows": [{"path": label, "ns": median} for (label, _), median in rows],
+        "kernels": [
+            {"kernel": label, "build": build, "peer": peer, "ns": median}
+            for (label, build, peer, _), median in kernels
+        ],
+    }
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pathlib.Path(path).write_text(json.dumps(record, indent=1) + "\n")
+
+
 def main():
+    arguments = sys.argv[1:]
+    json_path = None
+    if arguments[:1] == ["--json"]:
+        json_path, arguments = arguments[1], arguments[2:]
     array = np.arange(16, dtype=np.float32).reshape(4, 4)
     tensor = dlbridge.from_dlpack(array)
     cases = [
@@ -413,6 +450,12 @@ def main():
     ]
     if torch is not None:
         cases += torch_cases(array, tensor)
+    versions = {"python": sys.version.split()[0], "numpy": np.__version__}
+    versions["dlbridge"] = getattr(dlbridge, "__version__", "?")
+    if torch is not None:
+        versions["torch"] = torch.__version__
+    if tvm_ffi is not None:
+        versions["apache-tvm-ffi"] = tvm_ffi.__version__
     print(
         f"Python {sys.version.split()[0]}, numpy {np.__version__}"
         + (f", torch {torch.__version__}" if torch is not None else "")
@@ -428,12 +471,12 @@ def main():
         )
     )
     user_cases = user_kernel_cases(torch)
-    if sys.argv[1:]:
-        cases = [case for case in cases if any(word in case[0] for word in sys.argv[1:])]
+    if arguments:
+        cases = [case for case in cases if any(word in case[0] for word in arguments)]
         user_cases = [
             case
             for case in user_cases
-            if any(word in f"{case[0]} {case[1]} {case[2]}" for word in sys.argv[1:])
+            if any(word in f"{case[0]} {case[1]} {case[2]}" for word in arguments)
         ]
     # One interleaved run over both tables, so that their medians compare.
     medians = per_call_interleaved(
@@ -447,6 +490,13 @@ def main():
             print(f"| `{label}` | {median:,.0f} ns |")
     if user_cases:
         print_user_kernels(user_cases, medians[len(cases) :])
+    if json_path is not None:
+        write_json(
+            json_path,
+            versions,
+            list(zip(cases, medians)),
+            list(zip(user_cases, medians[len(cases) :])),
+        )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@
 # The sdist (release form only) must build a wheel with nothing but maturin (no index), which
 # must pass the same smoke test. Last, a table: wheel, tags, size, policy, versions passed.
 #
+# An aarch64 wheel for CPython 3.11 also runs, on Debian's arm64 CPython and NumPy under
+# qemu-user-static (step 2b, scripts/arm64-python.sh).
+#
 # Under CI=true at least two versions must have been tested, and every wheel that can run
 # here (x86_64) must have passed on at least one; otherwise missing interpreters are notes.
 set -euo pipefail
@@ -144,6 +147,43 @@ print(unquote(url).rsplit("/", 1)[-1])
     passed[$chosen]+="${passed[$chosen]:+ }$version"
     tested+=("$version")
 done
+
+# 2b. The aarch64 wheel for CPython 3.11 (cp311-abi3), run: Debian's arm64 CPython 3.11 and
+# NumPy under qemu-user-static (scripts/arm64-python.sh prepares them). pip, asked for an
+# aarch64 CPython 3.11, picks the wheel from the directory and installs it into a folder of
+# its own for that interpreter (which has no venv module); the smoke test runs there. Only
+# where an aarch64 wheel was built (`make wheels` with the Rust target installed; never the
+# quick form). Where the interpreter cannot be prepared here the wheel is a note, and under
+# CI=true a failure.
+shopt -s nullglob
+arm64_wheels=("$dir"/dlbridge-*_aarch64.whl)
+shopt -u nullglob
+if ((${#arm64_wheels[@]})); then
+    if arm64_python=$(bash scripts/arm64-python.sh | tail -n 1); then
+        site=$work/arm64-site
+        "$tools/bin/python" -m pip install --quiet --no-index --find-links "$dir" \
+            --target "$site" --platform manylinux2014_aarch64 --python-version 3.11 \
+            --implementation cp --abi cp311 --only-binary=:all: --no-deps \
+            --report "$work/report-arm64.json" dlbridge
+        chosen=$("$tools/bin/python" -c '
+import json, sys
+from urllib.parse import unquote
+installs = json.load(open(sys.argv[1]))["install"]
+url = next(i["download_info"]["url"] for i in installs if i["metadata"]["name"] == "dlbridge")
+print(unquote(url).rsplit("/", 1)[-1])
+' "$work/report-arm64.json")
+        echo "test-wheels: CPython 3.11 on aarch64 (Debian's, under qemu): $chosen"
+        (cd "$work" && QEMU_LD_PREFIX=${arm64_python%/usr/bin/python3.11} PYTHONPATH=$site \
+            "$arm64_python" "$smoke" --site "$site")
+        passed[$chosen]+="${passed[$chosen]:+ }3.11 (aarch64, qemu)"
+    elif ((strict)); then
+        echo "test-wheels: CI=true: the aarch64 interpreter cannot be prepared here" >&2
+        exit 1
+    else
+        echo "test-wheels: no aarch64 interpreter here (scripts/arm64-python.sh); the aarch64" \
+            "wheels are checked as files only"
+    fi
+fi
 
 # 3. The sdist builds a wheel offline with maturin (the release profile without its slow
 # whole-program optimization: what is checked is that the sdist has every file it needs),

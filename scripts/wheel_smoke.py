@@ -9,10 +9,16 @@ no failed MUST rule. That check must exit 0, not merely <= 1 as `make tour` acce
 third-party frameworks: its status 1 would mean that dlbridge itself breaks a MUST rule of
 DLPack, which a release must not. Prints one line, the interpreter's version, on success;
 exits non-zero on any failure.
+
+`wheel_smoke.py --site DIR`: the package was installed into DIR (on PYTHONPATH) instead of a
+virtual environment (the aarch64 interpreter under qemu, scripts/arm64-python.sh).
 """
+
+from __future__ import annotations
 
 import importlib.metadata
 import json
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -22,11 +28,13 @@ import numpy as np
 import dlbridge
 
 
-def check_installed() -> str:
-    """The package comes from the environment's site-packages, and its version is the
-    wheel's."""
+def check_installed(site: Path | None) -> str:
+    """The package comes from the environment's site-packages (or from `site`, the folder it
+    was installed into for an interpreter without a virtual environment: the aarch64 one under
+    qemu), and its version is the wheel's."""
     location = Path(dlbridge.__file__).resolve()
-    assert Path(sys.prefix).resolve() in location.parents, f"dlbridge imported from {location}"
+    where = site.resolve() if site is not None else Path(sys.prefix).resolve()
+    assert where in location.parents, f"dlbridge imported from {location}, not {where}"
     version = importlib.metadata.version("dlbridge")
     module_version = getattr(dlbridge, "__version__", None)
     if module_version is not None:
@@ -77,11 +85,16 @@ def check_conformance() -> None:
 
 
 def main() -> int:
-    version = check_installed()
+    site = Path(sys.argv[2]) if sys.argv[1:2] == ["--site"] else None
+    version = check_installed(site)
     check_no_test_kernels()
     check_numpy_round_trips()
     check_conformance()
-    print(f"dlbridge {version} on CPython {sys.version.split()[0]} with NumPy {np.__version__}: ok")
+    machine = platform.machine()
+    print(
+        f"dlbridge {version} on CPython {sys.version.split()[0]} ({machine}) with NumPy "
+        f"{np.__version__}: ok"
+    )
     return 0
 
 

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""The benchmarks as a picture: `make bench-python`'s run (benches/python_exchange.py --json)
+drawn as ratios to the best peer, path by path.
+
+    python benches/chart.py RUN.json CHART.png
+
+Two panels:
+- each exchange path (importing a NumPy array or a PyTorch tensor, exporting, a kernel call
+  with three arguments, a kernel returning a new array): dlbridge's median time beside each
+  peer's that does the same thing, every one divided by the best peer's (1.0 is the best
+  peer; below 1.0 is faster than every peer), with the median itself in nanoseconds at the
+  end of each bar;
+- the kernels as users build them (benches/peers/dlbridge-user against the same kernels with
+  rust-numpy), dlbridge's time over rust-numpy's, built with cargo's default release profile
+  and with fat LTO.
+
+The caption names the machine, the date and the versions of the run. Uses matplotlib
+(benches/requirements.txt), without a display.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+#: Each exchange path: its title and, by implementation, the row of
+#: benches/python_exchange.py that times it. dlbridge is compared with the others; a row the
+#: run lacks (a peer not built) is left out.
+PATHS = [
+    (
+        "import a NumPy array\n(from_dlpack)",
+        {
+            "dlbridge": "dlbridge.from_dlpack(numpy_array)",
+            "NumPy": "np.from_dlpack(numpy_array)",
+            "PyTorch": "torch.from_dlpack(numpy_array)",
+            "dlpark": "dlpark from_dlpack(numpy_array)",
+        },
+    ),
+    (
+        "import a PyTorch tensor\n(from_dlpack)",
+        {
+            "dlbridge": "dlbridge.from_dlpack(torch_tensor)",
+            "PyTorch": "torch.from_dlpack(torch_tensor)",
+            "NumPy": "numpy.from_dlpack(torch_tensor)",
+            "tvm-ffi": "tvm_ffi.from_dlpack(torch_tensor)",
+            "dlpark": "dlpark from_dlpack(torch_tensor)",
+        },
+    ),
+    (
+        "export its own tensor\n(__dlpack__)",
+        {
+            "dlbridge": "dlbridge_tensor.__dlpack__()",
+            "NumPy": "numpy_array.__dlpack__()",
+            "PyTorch": "torch_tensor.__dlpack__()",
+        },
+    ),
+    (
+        "kernel call,\n3 NumPy arrays",
+        {
+            "dlbridge": "no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>",
+            "tvm-ffi": "no-op, 3 numpy arrays, tvm-ffi `testing.nop`",
+            "nanobind": "no-op, 3 numpy arrays, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
+            "dlpark": "no-op, 3 numpy arrays, dlpark",
+            "rust-numpy": "no-op, 3 numpy arrays, rust-numpy `PyReadonlyArray2<f32>`",
+        },
+    ),
+    (
+        "kernel call,\n3 PyTorch tensors",
+        {
+            "dlbridge": "no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2>",
+            "tvm-ffi": "no-op, 3 torch tensors, tvm-ffi `testing.nop`",
+            "nanobind": "no-op, 3 torch tensors, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
+            "dlpark": "no-op, 3 torch tensors, dlpark",
+        },
+    ),
+    (
+        "add: NumPy in,\nnew NumPy array out",
+        {
+            "dlbridge": "add, numpy in, new numpy array out, dlbridge example (`return_like`)",
+            "rust-numpy": "add, numpy in, new numpy array out, rust-numpy (`into_pyarray`)",
+        },
+    ),
+]
+
+#: One colour per implementation (dlbridge stands out; the peers are muted), and a hatch, so
+#: that colour is not the only way to tell them apart.
+STYLES = {
+    "dlbridge": ("#d9480f", ""),
+    "NumPy": ("#4c6ef5", "//"),
+    "PyTorch": ("#7950f2", "\\\\"),
+    "tvm-ffi": ("#1098ad", ".."),
+    "dlpark": ("#37b24d", "xx"),
+    "nanobind": ("#868e96", "--"),
+    "rust-numpy": ("#f59f00", "++"),
+}
+
+
+def path_ratios(rows: dict) -> list:
+    """[(title, [(implementation, ratio to the best peer, ns)])] for every path with dlbridge
+    and at least one peer in the run."""
+    paths = []
+    for title, implementations in PATHS:
+        found = {name: rows[row] for name, row in implementations.items() if row in rows}
+        peers = {name: ns for name, ns in found.items() if name != "dlbridge"}
+        if "dlbridge" not in found or not peers:
+            continue
+        best = min(peers.values())
+        paths.append((title, [(name, ns / best, ns) for name, ns in found.items()]))
+    return paths
+
+
+def kernel_ratios(kernels: list) -> list:
+    """[(kernel, {build: dlbridge's time over rust-numpy's})] for the kernels with both."""
+    times = {(k["kernel"], k["build"], k["peer"]): k["ns"] for k in kernels}
+    ratios = []
+    for kernel in dict.fromkeys(k["kernel"] for k in kernels):
+        by_build = {}
+        for build in ("default", "lto"):
+            ours = times.get((kernel, build, "dlbridge"))
+            theirs = times.get((kernel, build, "rust-numpy"))
+            if ours is not None and theirs is not None:
+                by_build[build] = ours / theirs
+        if by_build:
+            ratios.append((kernel, by_build))
+    return ratios
+
+
+def caption(run: dict) -> str:
+    versions = ", ".join(f"{name} {version}" for name, version in run["versions"].items())
+    return (
+        f"{run['date']}, {run['machine']}; {versions}. Median of 15 interleaved rounds of "
+        "10,000 calls, 4x4 float32 on the CPU; dlbridge's extension built with the "
+        "project's release profile (fat LTO). `make bench-python`."
+    )
+
+
+def draw(run: dict, output: Path) -> None:
+    """The two panels into `output` (PNG)."""
+    import matplotlib as mpl
+
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = path_ratios({row["path"]: row["ns"] for row in run["rows"]})
+    kernels = kernel_ratios(run.get("kernels", []))
+    figure, (left, right) = plt.subplots(
+        1,
+        2,
+        figsize=(15, 7.5),
+        gridspec_kw={"width_ratios": [3, 2]},
+        constrained_layout=True,
+    )
+    # Left: each path's implementations, as horizontal bars of their ratio to the best peer.
+    position, ticks, labels = 0.0, [], []
+    for title, bars in reversed(paths):
+        start = position
+        for name, ratio, ns in sorted(bars, key=lambda bar: -bar[1]):
+            colour, hatch = STYLES.get(name, ("#adb5bd", ""))
+            left.barh(position, ratio, color=colour, hatch=hatch, edgecolor="white", height=0.8)
+            left.text(
+                ratio + 0.02,
+                position,
+                f"{name}  {ns:,.0f} ns",
+                va="center",
+                fontsize=8,
+                fontweight="bold" if name == "dlbridge" else "normal",
+            )
+            position += 1
+        ticks.append((start + position - 1) / 2)
+        labels.append(title)
+        position += 0.8
+    left.axvline(1.0, color="#212529", linewidth=1, linestyle=":")
+    left.set_yticks(ticks, labels, fontsize=9)
+    left.set_xlabel("time per call / the best peer's (1.0: the best peer; lower is faster)")
+    left.set_title("Exchange paths: dlbridge beside each peer", fontsize=12, loc="left")
+    widest = max((ratio for _, bars in paths for _, ratio, _ in bars), default=1.0)
+    left.set_xlim(0, widest * 1.35)
+    left.spines[["top", "right"]].set_visible(False)
+    # Right: the kernels as users build them, both profiles.
+    names = [kernel for kernel, _ in kernels]
+    for offset, (build, label, colour, hatch) in enumerate(
+        [
+            ("default", "cargo's default release profile", "#d9480f", ""),
+            ("lto", "fat LTO, one codegen unit", "#f08c00", "//"),
+        ]
+    ):
+        values = [by_build.get(build, 0.0) for _, by_build in kernels]
+        spots = [index * 2.6 + offset for index in range(len(kernels))]
+        right.barh(spots, values, color=colour, hatch=hatch, edgecolor="white", label=label)
+        for spot, value in zip(spots, values):
+            if value:
+                right.text(value + 0.02, spot, f"{value:.2f}", va="center", fontsize=8)
+    right.set_yticks([index * 2.6 + 0.5 for index in range(len(kernels))], names, fontsize=8)
+    right.invert_yaxis()
+    right.axvline(1.0, color="#212529", linewidth=1, linestyle=":")
+    right.set_xlabel("dlbridge's time / rust-numpy's (lower is faster)")
+    right.set_title("Kernels as users build them, against rust-numpy", fontsize=12, loc="left")
+    right.legend(loc="lower right", fontsize=8, frameon=False)
+    right.spines[["top", "right"]].set_visible(False)
+    figure.suptitle("dlbridge against its peers, Python side (BENCHMARKS.md)", fontsize=14)
+    figure.text(0.01, -0.02, caption(run), fontsize=8, wrap=True, ha="left", va="top")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(output, dpi=110, bbox_inches="tight")
+    plt.close(figure)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print("usage: chart.py RUN.json CHART.png", file=sys.stderr)
+        return 2
+    run = json.loads(Path(argv[0]).read_text())
+    draw(run, Path(argv[1]))
+    print(f"chart: {argv[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,59 @@
+"""benches/chart.py, the benchmarks' picture: each path's ratios are to its best peer, the
+kernels' are dlbridge's over rust-numpy's per build profile, and every row it draws is a row
+benches/python_exchange.py times (a renamed row would silently drop out of the chart)."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import pytest
+
+BENCHES = pathlib.Path(__file__).resolve().parents[2] / "benches"
+
+
+def _chart():
+    spec = importlib.util.spec_from_file_location("dlbridge_bench_chart", BENCHES / "chart.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+chart = _chart()
+
+
+def test_every_row_the_chart_draws_is_timed_by_the_benchmark():
+    source = (BENCHES / "python_exchange.py").read_text()
+    for _, implementations in chart.PATHS:
+        assert "dlbridge" in implementations
+        for row in implementations.values():
+            assert f'"{row}"' in source, row
+
+
+def test_a_path_is_drawn_against_its_best_peer():
+    title, rows = chart.PATHS[0][0], chart.PATHS[0][1]
+    times = {rows["dlbridge"]: 150.0, rows["NumPy"]: 300.0, rows["PyTorch"]: 200.0}
+    (drawn_title, bars), *rest = chart.path_ratios(times)
+    assert drawn_title == title and rest == []
+    ratios = {name: ratio for name, ratio, _ in bars}
+    assert ratios == {"dlbridge": pytest.approx(0.75), "NumPy": 1.5, "PyTorch": 1.0}
+
+
+def test_a_path_without_dlbridge_or_without_a_peer_is_left_out():
+    rows = chart.PATHS[0][1]
+    assert chart.path_ratios({rows["NumPy"]: 300.0}) == []
+    assert chart.path_ratios({rows["dlbridge"]: 100.0}) == []
+
+
+def test_kernels_are_compared_per_build_profile():
+    kernels = [
+        {"kernel": "softmax", "build": "default", "peer": "dlbridge", "ns": 90.0},
+        {"kernel": "softmax", "build": "default", "peer": "rust-numpy", "ns": 100.0},
+        {"kernel": "softmax", "build": "lto", "peer": "dlbridge", "ns": 60.0},
+        {"kernel": "softmax", "build": "lto", "peer": "rust-numpy", "ns": 80.0},
+        {"kernel": "softmax", "build": "lto", "peer": "dlbridge, torch", "ns": 500.0},
+        {"kernel": "torch only", "build": "lto", "peer": "dlbridge, torch", "ns": 500.0},
+    ]
+    assert chart.kernel_ratios(kernels) == [
+        ("softmax", {"default": pytest.approx(0.9), "lto": pytest.approx(0.75)})
+    ]
