@@ -2,9 +2,8 @@
 # `make wheels`: the release wheels of the Python package and its sdist, into target/wheels.
 #
 #   scripts/build-wheels.sh           release: every wheel below, plus the sdist
-#   scripts/build-wheels.sh --quick   `make test`'s quick form: x86_64 only, no sdist, the
-#                                     cargo profile `wheel-quick` (no LTO), into
-#                                     target/wheels-quick
+#   scripts/build-wheels.sh --quick   `make test`'s quick form: no sdist, the cargo profile
+#                                     `wheel-quick` (no LTO), into target/wheels-quick
 # WHEEL_DIR=DIR puts them elsewhere.
 #
 # Which wheels cover CPython 3.9-3.13:
@@ -19,8 +18,10 @@
 # Every wheel is linked by Zig (`maturin build --zig`, ziglang from PyPI) against glibc 2.17:
 # manylinux2014. The aarch64 wheels are cross-built the same way when the Rust target
 # aarch64-unknown-linux-gnu is installed (`rustup target add aarch64-unknown-linux-gnu`), and
-# skipped with a note otherwise; WHEEL_TARGETS="x86_64-unknown-linux-gnu ..." chooses the
-# targets by hand. The wheels leave out the test kernels (the cargo feature `testing` is off)
+# skipped with a note otherwise; under CI=true the target is added where it is missing (and
+# a failure to add it fails), so that the aarch64 cp311-abi3 wheel is built, and run under
+# qemu by scripts/test-wheels.sh, in the quick form too. WHEEL_TARGETS="x86_64-unknown-linux-gnu
+# ..." chooses the targets by hand. The wheels leave out the test kernels (the cargo feature `testing` is off)
 # and their libraries are stripped (`--strip`). scripts/test-wheels.sh tests them.
 #
 # The build tools (maturin, ziglang, auditwheel; pinned in python/requirements-wheels.txt)
@@ -81,18 +82,22 @@ else
     done
 fi
 
-# The targets: x86_64, and aarch64 where its Rust target is installed (never in quick form).
+# The targets: x86_64, and aarch64 where its Rust target is installed (added under CI).
 if [[ -n ${WHEEL_TARGETS:-} ]]; then
     read -r -a targets <<<"$WHEEL_TARGETS"
 else
     targets=(x86_64-unknown-linux-gnu)
-    if ((!quick)); then
-        if rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu; then
-            targets+=(aarch64-unknown-linux-gnu)
-        else
-            echo "build-wheels: Rust target aarch64-unknown-linux-gnu not installed;" \
-                "no aarch64 wheels (rustup target add aarch64-unknown-linux-gnu)"
-        fi
+    aarch64=aarch64-unknown-linux-gnu
+    if [[ ${CI:-} == true ]] && ! rustup target list --installed 2>/dev/null | grep -qx $aarch64
+    then
+        rustup target add $aarch64 >/dev/null ||
+            { echo "build-wheels: CI=true: cannot add the Rust target $aarch64" >&2; exit 1; }
+    fi
+    if rustup target list --installed 2>/dev/null | grep -qx $aarch64; then
+        targets+=($aarch64)
+    else
+        echo "build-wheels: Rust target $aarch64 not installed;" \
+            "no aarch64 wheels (rustup target add $aarch64)"
     fi
 fi
 

@@ -16,8 +16,8 @@
 # The sdist (release form only) must build a wheel with nothing but maturin (no index), which
 # must pass the same smoke test. Last, a table: wheel, tags, size, policy, versions passed.
 #
-# An aarch64 wheel for CPython 3.11 also runs, on Debian's arm64 CPython and NumPy under
-# qemu-user-static (step 2b, scripts/arm64-python.sh).
+# The aarch64 wheel for CPython 3.11 also runs, on Debian's arm64 CPython and NumPy under
+# qemu-user-static (step 2b, scripts/arm64-python.sh), in the quick form too.
 #
 # Under CI=true at least two versions must have been tested, and every wheel that can run
 # here (x86_64) must have passed on at least one; otherwise missing interpreters are notes.
@@ -152,9 +152,9 @@ done
 # NumPy under qemu-user-static (scripts/arm64-python.sh prepares them). pip, asked for an
 # aarch64 CPython 3.11, picks the wheel from the directory and installs it into a folder of
 # its own for that interpreter (which has no venv module); the smoke test runs there. Only
-# where an aarch64 wheel was built (`make wheels` with the Rust target installed; never the
-# quick form). Where the interpreter cannot be prepared here the wheel is a note, and under
-# CI=true a failure.
+# where an aarch64 wheel was built (scripts/build-wheels.sh, where the Rust target is
+# installed; under CI=true it is added, and the quick form has the wheel too). Where the
+# interpreter cannot be prepared here the wheel is a note, and under CI=true a failure.
 shopt -s nullglob
 arm64_wheels=("$dir"/dlbridge-*_aarch64.whl)
 shopt -u nullglob
