@@ -101,6 +101,18 @@ make_venv() {
     "$2/bin/python" -m pip install --quiet numpy
 }
 
+# chosen_wheel REPORT: the file name of the dlbridge wheel pip installed, from its
+# `pip install --report REPORT`.
+chosen_wheel() {
+    "$tools/bin/python" -c '
+import json, sys
+from urllib.parse import unquote
+installs = json.load(open(sys.argv[1]))["install"]
+url = next(i["download_info"]["url"] for i in installs if i["metadata"]["name"] == "dlbridge")
+print(unquote(url).rsplit("/", 1)[-1])
+' "$1"
+}
+
 # 2. Every CPython 3.9-3.13 found: install from the wheel directory, run the smoke test.
 tested=()
 for version in "${WHEEL_PYTHONS[@]}"; do
@@ -135,13 +147,7 @@ EOF
     # --report says which wheel pip chose.
     "$venv/bin/python" -m pip install --quiet --no-index --find-links "$dir" \
         --report "$work/report-$version.json" dlbridge
-    chosen=$("$venv/bin/python" -c '
-import json, sys
-from urllib.parse import unquote
-installs = json.load(open(sys.argv[1]))["install"]
-url = next(i["download_info"]["url"] for i in installs if i["metadata"]["name"] == "dlbridge")
-print(unquote(url).rsplit("/", 1)[-1])
-' "$work/report-$version.json")
+    chosen=$(chosen_wheel "$work/report-$version.json")
     echo "test-wheels: CPython $version: $chosen"
     (cd "$work" && "$venv/bin/python" "$smoke")
     passed[$chosen]+="${passed[$chosen]:+ }$version"
@@ -165,13 +171,7 @@ if ((${#arm64_wheels[@]})); then
             --target "$site" --platform manylinux2014_aarch64 --python-version 3.11 \
             --implementation cp --abi cp311 --only-binary=:all: --no-deps \
             --report "$work/report-arm64.json" dlbridge
-        chosen=$("$tools/bin/python" -c '
-import json, sys
-from urllib.parse import unquote
-installs = json.load(open(sys.argv[1]))["install"]
-url = next(i["download_info"]["url"] for i in installs if i["metadata"]["name"] == "dlbridge")
-print(unquote(url).rsplit("/", 1)[-1])
-' "$work/report-arm64.json")
+        chosen=$(chosen_wheel "$work/report-arm64.json")
         echo "test-wheels: CPython 3.11 on aarch64 (Debian's, under qemu): $chosen"
         (cd "$work" && QEMU_LD_PREFIX=${arm64_python%/usr/bin/python3.11} PYTHONPATH=$site \
             "$arm64_python" "$smoke" --site "$site")

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import copy
 
+from dlbridge.check.rules import summarise as summarise_results
+
 #: A framework whose name is 40 characters long (the grid and tables must not break on it).
 LONG_NAME = "acme_tensors_experimental_dlpack_adapter"
 assert len(LONG_NAME) == 40
@@ -235,35 +237,9 @@ def _v2_outcome(result: dict) -> str:
 
 
 def summarise(results: list, rules: dict) -> dict:
-    """One framework's summary in schema version 2 (counts and verdict)."""
-
-    def count(outcome, level=None):
-        return sum(
-            r["outcome"] == outcome and (level is None or rules[r["rule"]]["level"] == level)
-            for r in results
-        )
-
-    summary = {
-        "must_failures": count("fail", "MUST"),
-        "should_failures": count("fail", "SHOULD"),
-        "errors": count("error"),
-        "crashes": count("crash"),
-        "hangs": count("hang"),
-        "passed": count("pass"),
-        "not_applicable": count("n/a"),
-    }
-    if summary["crashes"] or summary["hangs"]:
-        verdict = "crashes or hangs"
-    elif summary["must_failures"]:
-        verdict = "breaks MUST rules"
-    elif summary["errors"]:
-        verdict = "could not be checked completely"
-    elif summary["should_failures"]:
-        verdict = "conforms (SHOULD failures)"
-    else:
-        verdict = "conforms"
-    summary["verdict"] = verdict
-    return summary
+    """One framework's summary in schema version 2 (counts and verdict), the levels read from
+    the report's `rules`."""
+    return summarise_results(results, lambda rule_id: rules[rule_id]["level"])
 
 
 def upgrade_v1(report: dict, dlbridge_version: str = "0.1.0") -> dict:

@@ -12,9 +12,10 @@ import sys
 import pytest
 
 from dlbridge.check import exit_status
-from dlbridge.check.cli import EXIT_STATUS, _summary
+from dlbridge.check.cli import EXIT_STATUS
 from dlbridge.check.report import render_markdown, render_text
 from dlbridge.check.rules import RULES
+from dlbridge.check.rules import summarise as _summary
 
 LONG_NAME = "a_framework_with_a_name_longer_than_forty_chars"
 

@@ -27,13 +27,12 @@ from .rules import (
     FINDINGS,
     HANG,
     MUST,
-    NA,
-    PASS,
     RULES,
     SHOULD,
     attach_causes,
     explain,
     list_rules,
+    summarise,
 )
 
 #: What the exit status says, for `--help` and the README.
@@ -228,39 +227,6 @@ def _versions(names: Iterable[str]) -> dict:
     return versions
 
 
-def _summary(results: list) -> dict:
-    """One framework's counts and verdict."""
-
-    def count(outcome, level=None):
-        return sum(
-            1
-            for r in results
-            if r["outcome"] == outcome and (level is None or RULES[r["rule"]].level == level)
-        )
-
-    summary = {
-        "must_failures": count("fail", MUST),
-        "should_failures": count("fail", SHOULD),
-        "errors": count(ERROR),
-        "crashes": count(CRASH),
-        "hangs": count(HANG),
-        "passed": count(PASS),
-        "not_applicable": count(NA),
-    }
-    if summary["crashes"] or summary["hangs"]:
-        verdict = "crashes or hangs"
-    elif summary["must_failures"]:
-        verdict = "breaks MUST rules"
-    elif summary["errors"]:
-        verdict = "could not be checked completely"
-    elif summary["should_failures"]:
-        verdict = "conforms (SHOULD failures)"
-    else:
-        verdict = "conforms"
-    summary["verdict"] = verdict
-    return summary
-
-
 def _rule_entry(rule) -> dict:
     return {
         "level": rule.level,
@@ -311,7 +277,7 @@ def run(
         "versions": versions,
         "rules": {rule.id: _rule_entry(rule) for rule in RULES.values()},
         "frameworks": frameworks,
-        "summary": {name: _summary(results) for name, results in frameworks.items()},
+        "summary": {name: summarise(results) for name, results in frameworks.items()},
         "matrix": pairs,
     }
 

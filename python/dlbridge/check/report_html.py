@@ -27,6 +27,8 @@ from __future__ import annotations
 import html
 import re
 
+from .rules import summarise, verdict
+
 #: The states of a matrix cell, from the best: every case passes; some cases could not be
 #: compared (unchecked); the consumer refused some (unsupported); some give wrong values
 #: (fail); the pair crashed its process (crash). A cell takes the worst that applies.
@@ -127,35 +129,11 @@ def _summary(report: dict, name: str) -> dict:
     its results."""
     results = report.get("frameworks", {}).get(name, [])
 
-    def count(outcome, level=None):
-        return sum(
-            1
-            for r in results
-            if r.get("outcome") == outcome
-            and (level is None or (_level(report, r.get("rule")) or "MUST") == level)
-        )
-
-    counted = {
-        "must_failures": count("fail", "MUST"),
-        "should_failures": count("fail", "SHOULD"),
-        "errors": count("error"),
-        "crashes": count("crash"),
-        "hangs": count("hang"),
-        "passed": count("pass"),
-        "not_applicable": count("n/a"),
-    }
-    summary = {**counted, **report.get("summary", {}).get(name, {})}
-    if not summary.get("verdict"):
-        if summary["crashes"] or summary["hangs"]:
-            summary["verdict"] = "crashes or hangs"
-        elif summary["must_failures"]:
-            summary["verdict"] = "breaks MUST rules"
-        elif summary["errors"]:
-            summary["verdict"] = "could not be checked completely"
-        elif summary["should_failures"]:
-            summary["verdict"] = "conforms (SHOULD failures)"
-        else:
-            summary["verdict"] = "conforms"
+    counted = summarise(results, lambda rule_id: _level(report, rule_id) or "MUST")
+    given = report.get("summary", {}).get(name, {})
+    summary = {**counted, **given}
+    if not given.get("verdict"):
+        summary["verdict"] = verdict(summary)
     return summary
 
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import difflib
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # Levels.
@@ -1056,3 +1057,44 @@ def list_rules() -> str:
             for rule in members
         ]
     return "\n".join(lines)
+
+
+# ---- a framework's summary ---------------------------------------------------------------
+
+
+def verdict(summary: dict) -> str:
+    """The verdict of a framework's counts (`summarise`'s keys): the worst finding first."""
+    if summary["crashes"] or summary["hangs"]:
+        return "crashes or hangs"
+    if summary["must_failures"]:
+        return "breaks MUST rules"
+    if summary["errors"]:
+        return "could not be checked completely"
+    if summary["should_failures"]:
+        return "conforms (SHOULD failures)"
+    return "conforms"
+
+
+def summarise(results: list, level_of: Callable[[str], str] | None = None) -> dict:
+    """One framework's counts by outcome (failures by level: `level_of(rule_id)`, by default
+    the level in `RULES`) and its `verdict`: the report's "summary" of that framework."""
+    level_of = level_of or (lambda rule_id: RULES[rule_id].level)
+
+    def count(outcome, level=None):
+        return sum(
+            1
+            for r in results
+            if r.get("outcome") == outcome and (level is None or level_of(r.get("rule")) == level)
+        )
+
+    summary = {
+        "must_failures": count(FAIL, MUST),
+        "should_failures": count(FAIL, SHOULD),
+        "errors": count(ERROR),
+        "crashes": count(CRASH),
+        "hangs": count(HANG),
+        "passed": count(PASS),
+        "not_applicable": count(NA),
+    }
+    summary["verdict"] = verdict(summary)
+    return summary
