@@ -393,8 +393,9 @@ bench:
 	$(CARGO) bench -p dlbridge-benches
 	python3 benches/criterion_medians.py
 
-## The Python side-by-side benchmark (dlbridge, NumPy, PyTorch, tvm-ffi, nanobind, dlpark),
-## then the kernels as users build them beside rust-numpy's (default profile and fat LTO):
+## The Python side-by-side benchmark (dlbridge, NumPy, PyTorch, tvm-ffi, nanobind, dlpark;
+## dlbridge's extension as the project builds it and as a user's crate is built), then the
+## kernels as users build them beside rust-numpy's (default profile and fat LTO):
 ## BENCHMARKS.md. `benches/instructions.py` counts those kernels' instructions per call
 ## (valgrind). The run is also kept as JSON (target/bench/python_exchange.json) and drawn by
 ## benches/chart.py (matplotlib, benches/requirements.txt) into docs/benchmarks-python.png,
@@ -415,7 +416,9 @@ bench-distributed: python-build
 ## from crates.io, and a hand-written C++ floor against the installed torch), and the same
 ## kernels written with dlbridge-pyo3 and with rust-numpy in crates of their own, each built
 ## as a user's crate is (cargo's default release profile) and with the workspace's (fat LTO,
-## `--lto`), into target/peers/python; not part of the project or its tests.
+## `--lto`), and dlbridge's own extension and the matmul example built with cargo's default
+## release profile too (beside the installed build, fat LTO), into target/peers/python; not
+## part of the project or its tests.
 bench-peers: venv
 	PYTHON=$(PYTHON) bash benches/peers/nanobind/build.sh
 	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlpark
@@ -424,6 +427,7 @@ bench-peers: venv
 	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlbridge-user
 	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlbridge-user --lto
 	PYTHON=$(PYTHON) bash benches/peers/torch_floor/build.sh
+	PYTHON=$(PYTHON) bash benches/peers/build-dlbridge-default-profile.sh
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace $(WORKSPACE_FEATURES) --no-deps

@@ -9,7 +9,9 @@ Two panels:
   with three arguments, a kernel returning a new array): dlbridge's median time beside each
   peer's that does the same thing, every one divided by the best peer's (1.0 is the best
   peer; below 1.0 is faster than every peer), with the median itself in nanoseconds at the
-  end of each bar;
+  end of each bar. dlbridge has two bars where the run has both of its builds: its extension
+  built as a user's crate is (cargo's default release profile) and with the project's (fat
+  LTO);
 - the kernels as users build them (benches/peers/dlbridge-user against the same kernels with
   rust-numpy), dlbridge's time over rust-numpy's, built with cargo's default release profile
   and with fat LTO.
@@ -24,14 +26,19 @@ import json
 import sys
 from pathlib import Path
 
+#: dlbridge's extension built as a user's crate is (cargo's default release profile), beside
+#: "dlbridge", the installed build (the workspace's profile: fat LTO).
+DEFAULT = "dlbridge, default profile"
+
 #: Each exchange path: its title and, by implementation, the row of
-#: benches/python_exchange.py that times it. dlbridge is compared with the others; a row the
-#: run lacks (a peer not built) is left out.
+#: benches/python_exchange.py that times it. dlbridge's two builds are compared with the
+#: others; a row the run lacks (a peer or a build not there) is left out.
 PATHS = [
     (
         "import a NumPy array\n(from_dlpack)",
         {
             "dlbridge": "dlbridge.from_dlpack(numpy_array)",
+            DEFAULT: "dlbridge.from_dlpack(numpy_array) [default profile]",
             "NumPy": "np.from_dlpack(numpy_array)",
             "PyTorch": "torch.from_dlpack(numpy_array)",
             "dlpark": "dlpark from_dlpack(numpy_array)",
@@ -41,6 +48,7 @@ PATHS = [
         "import a PyTorch tensor\n(from_dlpack)",
         {
             "dlbridge": "dlbridge.from_dlpack(torch_tensor)",
+            DEFAULT: "dlbridge.from_dlpack(torch_tensor) [default profile]",
             "PyTorch": "torch.from_dlpack(torch_tensor)",
             "NumPy": "numpy.from_dlpack(torch_tensor)",
             "tvm-ffi": "tvm_ffi.from_dlpack(torch_tensor)",
@@ -51,6 +59,7 @@ PATHS = [
         "export its own tensor\n(__dlpack__)",
         {
             "dlbridge": "dlbridge_tensor.__dlpack__()",
+            DEFAULT: "dlbridge_tensor.__dlpack__() [default profile]",
             "NumPy": "numpy_array.__dlpack__()",
             "PyTorch": "torch_tensor.__dlpack__()",
         },
@@ -59,6 +68,7 @@ PATHS = [
         "kernel call,\n3 NumPy arrays",
         {
             "dlbridge": "no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>",
+            DEFAULT: "no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2> [default profile]",
             "tvm-ffi": "no-op, 3 numpy arrays, tvm-ffi `testing.nop`",
             "nanobind": "no-op, 3 numpy arrays, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
             "dlpark": "no-op, 3 numpy arrays, dlpark",
@@ -69,6 +79,7 @@ PATHS = [
         "kernel call,\n3 PyTorch tensors",
         {
             "dlbridge": "no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2>",
+            DEFAULT: "no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2> [default profile]",
             "tvm-ffi": "no-op, 3 torch tensors, tvm-ffi `testing.nop`",
             "nanobind": "no-op, 3 torch tensors, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
             "dlpark": "no-op, 3 torch tensors, dlpark",
@@ -78,6 +89,7 @@ PATHS = [
         "add: NumPy in,\nnew NumPy array out",
         {
             "dlbridge": "add, numpy in, new numpy array out, dlbridge example (`return_like`)",
+            DEFAULT: "add, numpy in, new numpy array out, dlbridge example (`return_like`) [default profile]",  # noqa: E501
             "rust-numpy": "add, numpy in, new numpy array out, rust-numpy (`into_pyarray`)",
         },
     ),
@@ -86,7 +98,8 @@ PATHS = [
 #: One colour per implementation (dlbridge stands out; the peers are muted), and a hatch, so
 #: that colour is not the only way to tell them apart.
 STYLES = {
-    "dlbridge": ("#d9480f", ""),
+    DEFAULT: ("#d9480f", ""),
+    "dlbridge": ("#f08c00", "//"),
     "NumPy": ("#4c6ef5", "//"),
     "PyTorch": ("#7950f2", "\\\\"),
     "tvm-ffi": ("#1098ad", ".."),
@@ -96,13 +109,22 @@ STYLES = {
 }
 
 
+#: How each implementation is named on its bar: dlbridge's two builds by their profile.
+BAR_NAMES = {"dlbridge": "dlbridge, fat LTO", DEFAULT: "dlbridge, default profile"}
+
+
+def is_dlbridge(name: str) -> bool:
+    return name in ("dlbridge", DEFAULT)
+
+
 def path_ratios(rows: dict) -> list:
     """[(title, [(implementation, ratio to the best peer, ns)])] for every path with dlbridge
-    and at least one peer in the run."""
+    and at least one peer in the run; the best peer is the fastest implementation that is not
+    one of dlbridge's builds."""
     paths = []
     for title, implementations in PATHS:
         found = {name: rows[row] for name, row in implementations.items() if row in rows}
-        peers = {name: ns for name, ns in found.items() if name != "dlbridge"}
+        peers = {name: ns for name, ns in found.items() if not is_dlbridge(name)}
         if "dlbridge" not in found or not peers:
             continue
         best = min(peers.values())
@@ -128,10 +150,16 @@ def kernel_ratios(kernels: list) -> list:
 
 def caption(run: dict) -> str:
     versions = ", ".join(f"{name} {version}" for name, version in run["versions"].items())
+    builds = (
+        "dlbridge's extension built twice: as a user's crate is (cargo's default release "
+        "profile) and with the project's (fat LTO, one codegen unit)"
+        if any(row["path"].endswith("[default profile]") for row in run["rows"])
+        else "dlbridge's extension built with the project's release profile (fat LTO) only"
+    )
     return (
         f"{run['date']}, {run['machine']}; {versions}. Median of 15 interleaved rounds of "
-        "10,000 calls, 4x4 float32 on the CPU; dlbridge's extension built with the "
-        "project's release profile (fat LTO). `make bench-python`."
+        f"10,000 calls, 4x4 float32 on the CPU; {builds}; the peers as their own builds "
+        "make them (the Rust ones with cargo's default profile). `make bench-python`."
     )
 
 
@@ -161,10 +189,10 @@ def draw(run: dict, output: Path) -> None:
             left.text(
                 ratio + 0.02,
                 position,
-                f"{name}  {ns:,.0f} ns",
+                f"{BAR_NAMES.get(name, name)}  {ns:,.0f} ns",
                 va="center",
                 fontsize=8,
-                fontweight="bold" if name == "dlbridge" else "normal",
+                fontweight="bold" if is_dlbridge(name) else "normal",
             )
             position += 1
         ticks.append((start + position - 1) / 2)
@@ -181,8 +209,8 @@ def draw(run: dict, output: Path) -> None:
     names = [kernel for kernel, _ in kernels]
     for offset, (build, label, colour, hatch) in enumerate(
         [
-            ("default", "cargo's default release profile", "#d9480f", ""),
-            ("lto", "fat LTO, one codegen unit", "#f08c00", "//"),
+            ("default", "cargo's default release profile", *STYLES[DEFAULT]),
+            ("lto", "fat LTO, one codegen unit", *STYLES["dlbridge"]),
         ]
     ):
         values = [by_build.get(build, 0.0) for _, by_build in kernels]

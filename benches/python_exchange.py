@@ -14,9 +14,15 @@ written with rust-numpy, each built as a user's crate is (cargo's default releas
 with the workspace's (fat LTO), in the same interleaved run (BENCHMARKS.md, issue 30);
 benches/instructions.py counts their instructions per call under callgrind.
 Arguments, if any, keep only the rows whose label (or, in the second table, build or peer)
-contains one of them (`python_exchange.py TensorArg matmul`, `python_exchange.py default lto`
-for the second table alone), for comparing two builds row by row. DLBRIDGE_BENCH_PEERS names
+contains one of them (`python_exchange.py TensorArg matmul`; `python_exchange.py default lto`
+keeps the second table and the first's default-profile rows), for comparing two builds row by
+row. DLBRIDGE_BENCH_PEERS names
 another folder of peers than target/peers/python (an older checkout's, say).
+The rows dlbridge has on the chart's exchange paths are timed twice where
+benches/peers/build-dlbridge-default-profile.sh has run (`make bench-peers` runs it): with the
+installed extension (the workspace's profile, fat LTO) and with the same extension built as a
+user's crate is (cargo's default release profile; those rows end in "[default profile]").
+
 `--json FILE` (first) also writes the run to FILE: the machine, the versions, every row's
 median and the kernels' (what benches/chart.py draws; `make bench-python` does both).
 """
@@ -29,6 +35,7 @@ import pathlib
 import platform
 import statistics
 import sys
+import sysconfig
 import time
 
 import numpy as np
@@ -75,6 +82,32 @@ try:
     import dlbridge_peer_torch_floor as torch_floor_peer
 except ImportError:  # pragma: no cover - built by `make bench-peers`
     torch_floor_peer = None
+
+# dlbridge's own extension and the matmul example's, built with cargo's default release
+# profile as a user's crate is (benches/peers/build-dlbridge-default-profile.sh), beside the
+# installed build (the workspace's profile: fat LTO). They are loaded under names of their own
+# (dlbridge_default_profile.*): a module is found by its file and initialised by the last part
+# of its name, so both builds live in one process and one interleaved run.
+DEFAULT_PROFILE_FOLDER = pathlib.Path(PEERS) / "dlbridge_default_profile"
+
+
+def load_default_profile_build():
+    """{"_dlbridge": module, "dlbridge_matmul": module} of the default-profile build, each left
+    out where it is not built."""
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    modules = {}
+    for name in ("_dlbridge", "dlbridge_matmul"):
+        path = DEFAULT_PROFILE_FOLDER / f"{name}{suffix}"
+        if not path.exists():
+            continue
+        spec = importlib.util.spec_from_file_location(f"dlbridge_default_profile.{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules[name] = module
+    return modules
+
+
+DEFAULT_PROFILE_BUILD = load_default_profile_build()
 
 # The same kernels written with dlbridge-pyo3 (benches/peers/dlbridge-user) and with rust-numpy
 # (benches/peers/rust-numpy), each built as a user's crate is (cargo's default release profile:
@@ -400,6 +433,49 @@ def torch_cases(array, tensor):
     return cases
 
 
+def default_profile_cases(array, torch_tensor):
+    """The rows of the chart's exchange paths again, with dlbridge's extension and the matmul
+    example built with cargo's default release profile (DEFAULT_PROFILE_BUILD): each label is
+    its installed build's, with " [default profile]" after it."""
+    module = DEFAULT_PROFILE_BUILD.get("_dlbridge")
+    matmul = DEFAULT_PROFILE_BUILD.get("dlbridge_matmul")
+    cases = []
+    na, nb, nc = (np.ones((4, 4), dtype=np.float32) for _ in range(3))
+    if module is not None:
+        tensor = module.from_dlpack(array)
+        cases += [
+            (
+                "dlbridge.from_dlpack(numpy_array) [default profile]",
+                lambda: module.from_dlpack(array),
+            ),
+            ("dlbridge_tensor.__dlpack__() [default profile]", lambda: tensor.__dlpack__()),
+            (
+                "no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2> [default profile]",
+                lambda: module._testing.noop3(na, nb, nc),
+            ),
+        ]
+        if torch_tensor is not None:
+            a, b, c = (torch.ones(4, 4) for _ in range(3))
+            cases += [
+                (
+                    "dlbridge.from_dlpack(torch_tensor) [default profile]",
+                    lambda: module.from_dlpack(torch_tensor),
+                ),
+                (
+                    "no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2> [default profile]",
+                    lambda: module._testing.noop3(a, b, c),
+                ),
+            ]
+    if matmul is not None:
+        cases += [
+            (
+                "add, numpy in, new numpy array out, dlbridge example (`return_like`) [default profile]",  # noqa: E501
+                lambda: matmul.add(na, nb),
+            ),
+        ]
+    return cases
+
+
 def machine() -> str:
     """The CPU's model name and the number of cores this process may use."""
     model = platform.processor() or platform.machine()
@@ -450,6 +526,9 @@ def main():
     ]
     if torch is not None:
         cases += torch_cases(array, tensor)
+    cases += default_profile_cases(
+        array, None if torch is None else torch.arange(16, dtype=torch.float32).reshape(4, 4)
+    )
     versions = {"python": sys.version.split()[0], "numpy": np.__version__}
     versions["dlbridge"] = getattr(dlbridge, "__version__", "?")
     if torch is not None:
@@ -464,6 +543,11 @@ def main():
         + (", dlpark peer built" if dlpark_peer is not None else "")
         + (", rust-numpy peer built" if rust_numpy_peer is not None else "")
         + (", torch floor peer built" if torch_floor_peer is not None else "")
+        + (
+            ", dlbridge also built with the default profile"
+            if "_dlbridge" in DEFAULT_PROFILE_BUILD
+            else ""
+        )
         + (
             ", dlbridge built without the `testing` feature: no typed-argument rows"
             if kernels is None

@@ -1,6 +1,7 @@
-"""benches/chart.py, the benchmarks' picture: each path's ratios are to its best peer, the
-kernels' are dlbridge's over rust-numpy's per build profile, and every row it draws is a row
-benches/python_exchange.py times (a renamed row would silently drop out of the chart)."""
+"""benches/chart.py, the benchmarks' picture: each path's ratios are to its best peer (never
+one of dlbridge's two builds), the kernels' are dlbridge's over rust-numpy's per build
+profile, and every row it draws is a row benches/python_exchange.py times (a renamed row would
+silently drop out of the chart)."""
 
 from __future__ import annotations
 
@@ -57,3 +58,30 @@ def test_kernels_are_compared_per_build_profile():
     assert chart.kernel_ratios(kernels) == [
         ("softmax", {"default": pytest.approx(0.9), "lto": pytest.approx(0.75)})
     ]
+
+
+def test_every_path_draws_both_builds_of_dlbridge():
+    for title, implementations in chart.PATHS:
+        assert implementations[chart.DEFAULT] == (
+            implementations["dlbridge"] + " [default profile]"
+        ), title
+
+
+def test_neither_build_of_dlbridge_is_the_best_peer():
+    rows = chart.PATHS[0][1]
+    times = {rows["dlbridge"]: 100.0, rows[chart.DEFAULT]: 120.0, rows["NumPy"]: 200.0}
+    ((_, bars),) = chart.path_ratios(times)
+    ratios = {name: ratio for name, ratio, _ in bars}
+    assert ratios == {"dlbridge": 0.5, chart.DEFAULT: 0.6, "NumPy": 1.0}
+    # A path with dlbridge's builds alone has no peer to be drawn against.
+    assert chart.path_ratios({rows["dlbridge"]: 100.0, rows[chart.DEFAULT]: 120.0}) == []
+
+
+def test_the_caption_says_which_builds_of_dlbridge_were_timed():
+    run = {"date": "2026-11-27", "machine": "a CPU, 2 cores", "versions": {"numpy": "2.3"}}
+    one = chart.caption({**run, "rows": [{"path": "dlbridge_tensor.__dlpack__()", "ns": 1}]})
+    assert "fat LTO) only" in one
+    both = chart.caption(
+        {**run, "rows": [{"path": "dlbridge_tensor.__dlpack__() [default profile]", "ns": 1}]}
+    )
+    assert "built twice" in both and "default release profile" in both
