@@ -105,7 +105,7 @@ STYLES = {
     "tvm-ffi": ("#1098ad", ".."),
     "dlpark": ("#37b24d", "xx"),
     "nanobind": ("#868e96", "--"),
-    "rust-numpy": ("#f59f00", "++"),
+    "rust-numpy": ("#c2255c", "++"),
 }
 
 
@@ -163,6 +163,42 @@ def caption(run: dict) -> str:
     )
 
 
+def ratio_bar(axis, y, ratio, style, *, height, label=None) -> None:
+    """A bar from 1.0 to `ratio` at height `y`, in `style` (colour, hatch), with a dot at its
+    end (which shows a ratio of 1.0, the bar of no length, too)."""
+    colour, hatch = style
+    axis.barh(
+        y,
+        ratio - 1.0,
+        left=1.0,
+        height=height,
+        color=colour,
+        hatch=hatch,
+        edgecolor="white",
+        label=label,
+    )
+    axis.plot([ratio], [y], marker="o", markersize=3.5, color="#212529")
+
+
+#: The ratios a log axis may be marked at: coarse ones for a wide axis, fine ones for a
+#: narrow one (a factor of 10 or less from end to end).
+RATIO_TICKS_WIDE = [0.1, 0.25, 0.5, 1.0, 2, 5, 10, 20, 50, 100, 200]
+RATIO_TICKS_NARROW = [0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2, 3, 5]
+
+
+def ratio_axis(axis, low: float, high: float) -> None:
+    """A log x axis from `low` to `high`, marked at the round ratios inside it, with a line at
+    1.0."""
+    axis.set_xscale("log")
+    axis.set_xlim(low, high)
+    ticks = RATIO_TICKS_WIDE if high / low > 10 else RATIO_TICKS_NARROW
+    marks = [tick for tick in ticks if low <= tick <= high]
+    axis.set_xticks(marks, [f"{tick:g}" for tick in marks])
+    axis.minorticks_off()
+    axis.axvline(1.0, color="#212529", linewidth=1)
+    axis.spines[["top", "right"]].set_visible(False)
+
+
 def draw(run: dict, output: Path) -> None:
     """The two panels into `output` (PNG)."""
     import matplotlib as mpl
@@ -179,17 +215,17 @@ def draw(run: dict, output: Path) -> None:
         gridspec_kw={"width_ratios": [3, 2]},
         constrained_layout=True,
     )
-    # Left: each path's implementations, as horizontal bars of their ratio to the best peer.
+    # Left: each path's implementations, as bars from the best peer's time (1.0) to their
+    # own, on a log scale: a bar to the left of the line is faster than every peer.
     position, ticks, labels = 0.0, [], []
     for title, bars in reversed(paths):
         start = position
         for name, ratio, ns in sorted(bars, key=lambda bar: -bar[1]):
-            colour, hatch = STYLES.get(name, ("#adb5bd", ""))
-            left.barh(position, ratio, color=colour, hatch=hatch, edgecolor="white", height=0.8)
+            ratio_bar(left, position, ratio, STYLES.get(name, ("#adb5bd", "")), height=0.8)
             left.text(
-                ratio + 0.02,
+                max(ratio, 1.0) * 1.04,
                 position,
-                f"{BAR_NAMES.get(name, name)}  {ns:,.0f} ns",
+                f"{BAR_NAMES.get(name, name)}  {ns:,.0f} ns ({ratio:.2f})",
                 va="center",
                 fontsize=8,
                 fontweight="bold" if is_dlbridge(name) else "normal",
@@ -198,34 +234,39 @@ def draw(run: dict, output: Path) -> None:
         ticks.append((start + position - 1) / 2)
         labels.append(title)
         position += 0.8
-    left.axvline(1.0, color="#212529", linewidth=1, linestyle=":")
     left.set_yticks(ticks, labels, fontsize=9)
-    left.set_xlabel("time per call / the best peer's (1.0: the best peer; lower is faster)")
+    all_ratios = [ratio for _, bars in paths for _, ratio, _ in bars]
+    ratio_axis(left, min(all_ratios, default=1.0) / 1.3, max(all_ratios, default=1.0) * 4)
+    left.set_xlabel(
+        "time per call / the best peer's, log scale (1.0: the best peer; left of it: faster "
+        "than every peer)"
+    )
     left.set_title("Exchange paths: dlbridge beside each peer", fontsize=12, loc="left")
-    widest = max((ratio for _, bars in paths for _, ratio, _ in bars), default=1.0)
-    left.set_xlim(0, widest * 1.35)
-    left.spines[["top", "right"]].set_visible(False)
-    # Right: the kernels as users build them, both profiles.
+    # Right: the kernels as users build them, both profiles, the same way against rust-numpy.
     names = [kernel for kernel, _ in kernels]
-    for offset, (build, label, colour, hatch) in enumerate(
-        [
-            ("default", "cargo's default release profile", *STYLES[DEFAULT]),
-            ("lto", "fat LTO, one codegen unit", *STYLES["dlbridge"]),
-        ]
-    ):
-        values = [by_build.get(build, 0.0) for _, by_build in kernels]
-        spots = [index * 2.6 + offset for index in range(len(kernels))]
-        right.barh(spots, values, color=colour, hatch=hatch, edgecolor="white", label=label)
-        for spot, value in zip(spots, values):
-            if value:
-                right.text(value + 0.02, spot, f"{value:.2f}", va="center", fontsize=8)
+    builds = [
+        ("default", "cargo's default release profile", STYLES[DEFAULT]),
+        ("lto", "fat LTO, one codegen unit", STYLES["dlbridge"]),
+    ]
+    for offset, (build, legend, style) in enumerate(builds):
+        unnamed = True  # one legend entry per build: its first bar's
+        for index, (_, by_build) in enumerate(kernels):
+            value = by_build.get(build)
+            if value is None:
+                continue
+            spot = index * 2.6 + offset
+            ratio_bar(right, spot, value, style, height=0.9, label=legend if unnamed else None)
+            unnamed = False
+            right.text(max(value, 1.0) * 1.01, spot, f"{value:.2f}", va="center", fontsize=8)
     right.set_yticks([index * 2.6 + 0.5 for index in range(len(kernels))], names, fontsize=8)
     right.invert_yaxis()
-    right.axvline(1.0, color="#212529", linewidth=1, linestyle=":")
-    right.set_xlabel("dlbridge's time / rust-numpy's (lower is faster)")
+    kernel_values = [value for _, by_build in kernels for value in by_build.values()]
+    ratio_axis(
+        right, min(kernel_values, default=1.0) / 1.08, max(kernel_values, default=1.0) * 1.12
+    )
+    right.set_xlabel("dlbridge's time / rust-numpy's, log scale (left of 1.0: faster)")
     right.set_title("Kernels as users build them, against rust-numpy", fontsize=12, loc="left")
-    right.legend(loc="lower right", fontsize=8, frameon=False)
-    right.spines[["top", "right"]].set_visible(False)
+    right.legend(loc="upper left", bbox_to_anchor=(0.0, -0.09), ncol=2, fontsize=8, frameon=False)
     figure.suptitle("dlbridge against its peers, Python side (BENCHMARKS.md)", fontsize=14)
     figure.text(0.01, -0.02, caption(run), fontsize=8, wrap=True, ha="left", va="top")
     output.parent.mkdir(parents=True, exist_ok=True)
