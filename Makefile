@@ -398,10 +398,9 @@ bench:
 ## kernels as users build them beside rust-numpy's (default profile and fat LTO):
 ## BENCHMARKS.md. `benches/instructions.py` counts those kernels' instructions per call
 ## (valgrind). The run is also kept as JSON (target/bench/python_exchange.json) and drawn by
-## benches/chart.py (matplotlib, benches/requirements.txt) into docs/benchmarks-python.png,
+## benches/chart.py (matplotlib, python/requirements-test.txt) into docs/benchmarks-python.png,
 ## the chart BENCHMARKS.md shows.
 bench-python: python-build example-build bench-peers
-	$(PYTHON) -m pip install --quiet -r benches/requirements.txt
 	$(PYTHON) benches/python_exchange.py --json target/bench/python_exchange.json
 	$(PYTHON) benches/chart.py target/bench/python_exchange.json docs/benchmarks-python.png
 

@@ -17,7 +17,7 @@ Two panels:
   and with fat LTO.
 
 The caption names the machine, the date and the versions of the run. Uses matplotlib
-(benches/requirements.txt), without a display.
+(pinned in python/requirements-test.txt), without a display.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """benches/chart.py, the benchmarks' picture: each path's ratios are to its best peer (never
 one of dlbridge's two builds), the kernels' are dlbridge's over rust-numpy's per build
-profile, and every row it draws is a row benches/python_exchange.py times (a renamed row would
-silently drop out of the chart)."""
+profile, every row it draws is a row benches/python_exchange.py times (a renamed row would
+silently drop out of the chart), and a run is drawn into a PNG with the pinned matplotlib."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import pathlib
 
 import pytest
@@ -85,3 +86,44 @@ def test_the_caption_says_which_builds_of_dlbridge_were_timed():
         {**run, "rows": [{"path": "dlbridge_tensor.__dlpack__() [default profile]", "ns": 1}]}
     )
     assert "built twice" in both and "default release profile" in both
+
+
+def test_a_run_is_drawn_into_a_png(tmp_path):
+    """benches/chart.py end to end, from a made-up run of every path (both of dlbridge's builds
+    and every peer) and kernel, as `make bench-python` calls it."""
+    run_path = tmp_path / "run.json"
+    rows = []
+    for index, (_, implementations) in enumerate(chart.PATHS):
+        for rank, row in enumerate(implementations.values()):
+            rows.append({"path": row, "ns": 100.0 + 37.0 * rank + index})
+    kernels = [
+        {"kernel": kernel, "build": build, "peer": peer, "ns": ns}
+        for kernel in ("no-op", "softmax")
+        for build, peer, ns in (
+            ("default", "dlbridge", 90.0),
+            ("default", "rust-numpy", 100.0),
+            ("lto", "dlbridge", 105.0),
+            ("lto", "rust-numpy", 100.0),
+        )
+    ]
+    run = {
+        "date": "2026-11-27",
+        "machine": "a CPU, 2 cores",
+        "versions": {"python": "3.11", "numpy": "2.4"},
+        "rows": rows,
+        "kernels": kernels,
+    }
+    run_path.write_text(json.dumps(run))
+    png = tmp_path / "chart" / "benchmarks.png"
+    assert chart.main([str(run_path), str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(png) as image:
+        width, height = image.size
+    assert width > 1000 and height > 500, image.size
+
+
+def test_the_command_line_wants_a_run_and_a_picture(capsys):
+    assert chart.main(["only-one.json"]) == 2
+    assert "usage: chart.py RUN.json CHART.png" in capsys.readouterr().err
