@@ -16,8 +16,8 @@ benches/instructions.py counts their instructions per call under callgrind.
 Arguments, if any, keep only the rows whose label (or, in the second table, build or peer)
 contains one of them (`python_exchange.py TensorArg matmul`; `python_exchange.py default lto`
 keeps the second table and the first's default-profile rows), for comparing two builds row by
-row. DLBRIDGE_BENCH_PEERS names
-another folder of peers than target/peers/python (an older checkout's, say).
+row. DLBRIDGE_BENCH_PEERS names another folder of peers than target/peers/python (an older
+checkout's, say).
 The rows dlbridge has on the chart's exchange paths are timed twice where
 benches/peers/build-dlbridge-default-profile.sh has run (`make bench-peers` runs it): with the
 installed extension (the workspace's profile, fat LTO) and with the same extension built as a

@@ -49,11 +49,12 @@ for stage in "$@"; do
         mkdir -p "$logs"
     fi
     for target in "${others[@]}"; do
+        rm -f "$logs/$target.seconds"
         (
             target_start=$(date +%s)
             $make_command --no-print-directory "$target" >"$logs/$target.log" 2>&1
             status=$?
-            echo "$status $(($(date +%s) - target_start))" >"$logs/$target.status"
+            echo "$(($(date +%s) - target_start))" >"$logs/$target.seconds"
             exit "$status"
         ) &
         pids+=($!)
@@ -67,7 +68,8 @@ for stage in "$@"; do
     for index in "${!others[@]}"; do
         target=${others[$index]}
         wait "${pids[$index]}"
-        read -r status seconds <"$logs/$target.status" || { status=1; seconds=?; }
+        status=$?
+        seconds=$(cat "$logs/$target.seconds" 2>/dev/null || echo '?')
         echo
         echo "=== $target (ran beside $first): $logs/$target.log"
         cat "$logs/$target.log"
