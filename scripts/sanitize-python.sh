@@ -19,8 +19,9 @@
 #    tests and the tests that need its module (marked `example_module`: an extension of its
 #    own, not instrumented, and not built before this runs) and JAX, whose jaxlib aborts at its
 #    first C++ exception under a preloaded runtime (the sanitizer's `__cxa_throw` interceptor
-#    fails its CHECK); for the same reason the tests that make PyTorch throw one (marked
-#    `cpp_exception`: tensors its exchange table refuses, its own autograd errors) and the
+#    fails its CHECK); for the same reason the tests that make a framework throw one (marked
+#    `cpp_exception`: tensors PyTorch's exchange table refuses, its own autograd errors; the
+#    benchmark chart, whose matplotlib font module throws one while it loads) and the
 #    building of PyTorch's tensor catalogue (DLBRIDGE_TESTS_UNDER_ASAN=1, conftest.py);
 #    TensorFlow and Paddle are not exchange partners of these tests.
 # 5. Judges the reports (scripts/asan_logs.py): any invalid access, double free or bad free

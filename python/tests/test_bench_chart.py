@@ -88,6 +88,7 @@ def test_the_caption_says_which_builds_of_dlbridge_were_timed():
     assert "built twice" in both and "default release profile" in both
 
 
+@pytest.mark.cpp_exception  # matplotlib's font module (pybind11) throws one while it loads
 def test_a_run_is_drawn_into_a_png(tmp_path):
     """benches/chart.py end to end, from a made-up run of every path (both of dlbridge's builds
     and every peer) and kernel, as `make bench-python` calls it."""
