@@ -52,10 +52,12 @@ tour: python-build example-build
 ## minutes together), the Python suite against real frameworks, and the quick form of the release
 ## wheels' test (wheels-quick).
 ## Each stage is timed (scripts/timed-stages.sh): the table at the end shows where the CI
-## budget goes. Miri runs beside the Python suite (`python-test+miri`): each keeps about one
-## core busy, and CI has two; Miri's output is printed when both have ended (and is in
-## target/test-logs/miri.log).
-TEST_STAGES := lint free-threaded-check rust-test sanitize fuzz-smoke python-test+miri fuzz-python-smoke wheels-quick
+## budget goes. Two stages run two targets at once, the second's output printed when both
+## have ended (and kept in target/test-logs): the fuzzers' smoke runs beside the sanitizers
+## (`sanitize+fuzz-smoke`) and Miri beside the Python suite (`python-test+miri`). Once built,
+## each of them keeps about one core busy (one fuzzer, one Python process, one interpreting
+## Miri at a time), and CI has two.
+TEST_STAGES := lint free-threaded-check rust-test sanitize+fuzz-smoke python-test+miri fuzz-python-smoke wheels-quick
 test:
 	@bash scripts/timed-stages.sh "$(MAKE)" $(TEST_STAGES)
 
