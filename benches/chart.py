@@ -27,18 +27,20 @@ import sys
 from pathlib import Path
 
 #: dlbridge's extension built as a user's crate is (cargo's default release profile), beside
-#: "dlbridge", the installed build (the workspace's profile: fat LTO).
+#: "dlbridge", the installed build (the workspace's profile: fat LTO). Its rows in the run are
+#: the installed build's with DEFAULT_PROFILE_SUFFIX after them.
 DEFAULT = "dlbridge, default profile"
+DEFAULT_PROFILE_SUFFIX = " [default profile]"
 
 #: Each exchange path: its title and, by implementation, the row of
-#: benches/python_exchange.py that times it. dlbridge's two builds are compared with the
-#: others; a row the run lacks (a peer or a build not there) is left out.
+#: benches/python_exchange.py that times it. dlbridge's two builds (the default-profile row is
+#: added below) are compared with the others; a row the run lacks (a peer or a build not
+#: there) is left out.
 PATHS = [
     (
         "import a NumPy array\n(from_dlpack)",
         {
             "dlbridge": "dlbridge.from_dlpack(numpy_array)",
-            DEFAULT: "dlbridge.from_dlpack(numpy_array) [default profile]",
             "NumPy": "np.from_dlpack(numpy_array)",
             "PyTorch": "torch.from_dlpack(numpy_array)",
             "dlpark": "dlpark from_dlpack(numpy_array)",
@@ -48,7 +50,6 @@ PATHS = [
         "import a PyTorch tensor\n(from_dlpack)",
         {
             "dlbridge": "dlbridge.from_dlpack(torch_tensor)",
-            DEFAULT: "dlbridge.from_dlpack(torch_tensor) [default profile]",
             "PyTorch": "torch.from_dlpack(torch_tensor)",
             "NumPy": "numpy.from_dlpack(torch_tensor)",
             "tvm-ffi": "tvm_ffi.from_dlpack(torch_tensor)",
@@ -59,7 +60,6 @@ PATHS = [
         "export its own tensor\n(__dlpack__)",
         {
             "dlbridge": "dlbridge_tensor.__dlpack__()",
-            DEFAULT: "dlbridge_tensor.__dlpack__() [default profile]",
             "NumPy": "numpy_array.__dlpack__()",
             "PyTorch": "torch_tensor.__dlpack__()",
         },
@@ -68,7 +68,6 @@ PATHS = [
         "kernel call,\n3 NumPy arrays",
         {
             "dlbridge": "no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2>",
-            DEFAULT: "no-op, 3 numpy arrays, dlbridge TensorArg<f32, Ix2> [default profile]",
             "tvm-ffi": "no-op, 3 numpy arrays, tvm-ffi `testing.nop`",
             "nanobind": "no-op, 3 numpy arrays, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
             "dlpark": "no-op, 3 numpy arrays, dlpark",
@@ -79,7 +78,6 @@ PATHS = [
         "kernel call,\n3 PyTorch tensors",
         {
             "dlbridge": "no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2>",
-            DEFAULT: "no-op, 3 torch tensors, dlbridge TensorArg<f32, Ix2> [default profile]",
             "tvm-ffi": "no-op, 3 torch tensors, tvm-ffi `testing.nop`",
             "nanobind": "no-op, 3 torch tensors, nanobind `nb::ndarray<const float, ndim<2>, cpu>`",
             "dlpark": "no-op, 3 torch tensors, dlpark",
@@ -89,11 +87,12 @@ PATHS = [
         "add: NumPy in,\nnew NumPy array out",
         {
             "dlbridge": "add, numpy in, new numpy array out, dlbridge example (`return_like`)",
-            DEFAULT: "add, numpy in, new numpy array out, dlbridge example (`return_like`) [default profile]",  # noqa: E501
             "rust-numpy": "add, numpy in, new numpy array out, rust-numpy (`into_pyarray`)",
         },
     ),
 ]
+for _, _implementations in PATHS:
+    _implementations[DEFAULT] = _implementations["dlbridge"] + DEFAULT_PROFILE_SUFFIX
 
 #: One colour per implementation (dlbridge stands out; the peers are muted), and a hatch, so
 #: that colour is not the only way to tell them apart.
@@ -153,7 +152,7 @@ def caption(run: dict) -> str:
     builds = (
         "dlbridge's extension built twice: as a user's crate is (cargo's default release "
         "profile) and with the project's (fat LTO, one codegen unit)"
-        if any(row["path"].endswith("[default profile]") for row in run["rows"])
+        if any(row["path"].endswith(DEFAULT_PROFILE_SUFFIX) for row in run["rows"])
         else "dlbridge's extension built with the project's release profile (fat LTO) only"
     )
     return (
