@@ -1,13 +1,18 @@
-"""The frameworks the interop files test, and what happens where one is not installed.
+"""The frameworks and example extensions the tests import, and what happens where one is missing.
 
-`import_framework("paddle", "paddlepaddle")` imports the framework's module for a test file.
-Where it is missing, the whole file is skipped with a reason that says why: the framework has
-no wheel for this platform or Python (its requirement in python/requirements-test.txt carries
-an environment marker that leaves it out here: PaddlePaddle has none for Python 3.14,
-tensorflow-cpu none for macOS or Python 3.14), or it is simply not installed. Under CI on
-Linux x86_64, where every framework has wheels, a missing framework fails the file instead:
-CI must not pass by skipping a framework's tests. scripts/python-tests.sh reports a file
-skipped for want of a wheel as SKIPPED, also where it is strict, except on Linux x86_64.
+Every test file imports a framework through `import_framework("paddle", "paddlepaddle")`
+(module, PyPI distribution), at module level or in a fixture, never through
+`pytest.importorskip` (test_suite_rules.py checks). Where the framework is missing, the file
+(or test) is skipped with a reason that says why: the framework has no wheel for this platform
+or Python (its requirement in python/requirements-test.txt carries an environment marker that
+leaves it out here: PaddlePaddle has none for Python 3.14, tensorflow-cpu none for macOS or
+Python 3.14), or it is not installed, or it is installed and fails to import. Under CI on
+Linux x86_64, where every framework has wheels, a missing framework fails instead: CI must not
+pass by skipping a framework's tests. Only the first reason is on the allow-list of strict
+runs (`_skips.NO_WHEEL`), and only off Linux x86_64; any other skip fails a strict run.
+
+`import_example("dlbridge_matmul", "matmul")` does the same for an example extension of
+examples/, which `make example-build` installs.
 """
 
 from __future__ import annotations
@@ -21,12 +26,11 @@ from types import ModuleType
 
 import pytest
 
+from _skips import NO_WHEEL
+
 REQUIREMENTS = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "requirements-test.txt"
 )
-
-#: The phrase that a skip for want of a wheel starts with (scripts/python-tests.sh looks for it).
-NO_WHEEL = "no wheel for this platform"
 
 
 def every_framework_required() -> bool:
@@ -92,5 +96,21 @@ def import_framework(module: str, distribution: str) -> ModuleType:
         pytest.fail(
             f"{reason}. Under CI on Linux x86_64 every framework must be tested.", pytrace=False
         )
+    pytest.skip(reason, allow_module_level=True)
+    raise AssertionError("unreachable")  # pytest.skip raises
+
+
+def import_example(module: str, folder: str) -> ModuleType:
+    """Imports the example extension `module` (built from examples/`folder`) for a test file,
+    or skips the file saying how to build it (a skip no strict run allows)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        reason = (
+            f"the example extension {module} cannot be imported ({type(error).__name__}: "
+            f"{error}): `make example-build` builds examples/{folder} into the environment"
+        )
+    if every_framework_required():
+        pytest.fail(reason, pytrace=False)
     pytest.skip(reason, allow_module_level=True)
     raise AssertionError("unreachable")  # pytest.skip raises

@@ -10,10 +10,9 @@ by skipping the tests that use them. The tests that call no kernel run either wa
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
+from _skips import strict
 from dlbridge import _dlbridge as _extension
 
 MISSING = (
@@ -22,14 +21,8 @@ MISSING = (
 )
 
 
-def strict() -> bool:
-    """Whether a test that cannot run fails instead of being skipped: under CI, or where the
-    runner asks for it (scripts/python-tests.sh's PYTHON_TESTS_STRICT)."""
-    return os.environ.get("PYTHON_TESTS_STRICT") == "1" or os.environ.get("CI") == "true"
-
-
 def _stop(message: str) -> None:
-    if strict():
+    if strict():  # under CI, or PYTHON_TESTS_STRICT=1 (_skips.py)
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
 

@@ -50,6 +50,11 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
+        "rss: judges the process's resident memory (left out under AddressSanitizer, whose "
+        "quarantine keeps freed memory resident)",
+    )
+    config.addinivalue_line(
+        "markers",
         "example_module: needs an example extension (examples/matmul, "
         "examples/tensor_libraries), which the AddressSanitizer run neither builds nor "
         "instruments",

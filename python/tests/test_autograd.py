@@ -15,9 +15,10 @@ PaddlePaddle's equivalents are in interop/test_paddle.py.
 import pytest
 
 import dlbridge
+from _frameworks import import_framework
 from _kernels import kernels as K
 
-torch = pytest.importorskip("torch")
+torch = import_framework("torch", "torch")
 
 
 @pytest.mark.parametrize("copy", [None, True, False])

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
+from _frameworks import import_framework
 from _helpers import COMPLEX_DTYPES, FLOAT_DTYPES, INTEGER_DTYPES, NUMPY_DTYPES, collect
 from dlbridge.check import catalogue
 from dlbridge.check.abi import (
@@ -44,7 +45,7 @@ if os.environ.get("DLBRIDGE_TESTS_UNDER_ASAN") == "1":
     # preloaded AddressSanitizer runtime (conftest.UNDER_ASAN); this file tests the reference
     # reader, not dlbridge's unsafe code.
     pytest.skip("PyTorch's catalogue throws C++ exceptions", allow_module_level=True)
-torch = pytest.importorskip("torch")
+torch = import_framework("torch", "torch")
 
 
 def _kinds(framework):

@@ -4,8 +4,10 @@ JAX, results of the caller's framework, checked against each framework's own ope
 import numpy as np
 import pytest
 
-kernels = pytest.importorskip("dlbridge_matmul")
-torch = pytest.importorskip("torch")
+from _frameworks import import_example, import_framework
+
+kernels = import_example("dlbridge_matmul", "matmul")
+torch = import_framework("torch", "torch")
 
 RNG = np.random.default_rng(1)
 A = RNG.standard_normal((56, 56), dtype=np.float32)
@@ -33,7 +35,7 @@ def test_torch_in_torch_out_with_strided_inputs_and_in_place_results():
 
 
 def test_jax_in_jax_out():
-    jax = pytest.importorskip("jax")
+    jax = import_framework("jax", "jax")
     import jax.numpy as jnp
 
     a, b = jnp.asarray(A), jnp.asarray(B)

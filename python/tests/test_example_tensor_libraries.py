@@ -6,8 +6,10 @@ operations, and the refusals a kernel's caller meets."""
 import numpy as np
 import pytest
 
-libs = pytest.importorskip("dlbridge_tensor_libraries")
-torch = pytest.importorskip("torch")
+from _frameworks import import_example, import_framework
+
+libs = import_example("dlbridge_tensor_libraries", "tensor_libraries")
+torch = import_framework("torch", "torch")
 
 pytestmark = pytest.mark.example_module
 
@@ -101,7 +103,7 @@ def test_an_arrow_fixed_shape_column_reaches_numpy_and_torch_without_a_copy():
 
 
 def test_jax_arrays_reach_the_libraries_too():
-    jax = pytest.importorskip("jax")
+    jax = import_framework("jax", "jax")
     import jax.numpy as jnp
 
     a = jnp.arange(12.0, dtype=jnp.float32).reshape(4, 3)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dlbridge
+from _frameworks import import_framework
 from _helpers import collect, exchange_function
 from dlbridge.check.abi import (
     FLAG_READ_ONLY,
@@ -205,7 +206,7 @@ def test_consumers_take_the_table():
     again = dlbridge.from_dlpack(t)
     assert again.data_ptr == t.data_ptr
     assert dlbridge._dlbridge._exchange_api_exports() == before + 1
-    tvm_ffi = pytest.importorskip("tvm_ffi")
+    tvm_ffi = import_framework("tvm_ffi", "apache-tvm-ffi")
     x = tvm_ffi.from_dlpack(t)
     assert dlbridge._dlbridge._exchange_api_exports() == before + 2
     assert tuple(x.shape) == (5,)

@@ -63,19 +63,20 @@ def test_a_framework_that_is_not_installed_is_skipped_saying_so(tmp_path):
     assert "no wheel" not in result.stdout
 
 
-@pytest.mark.skipif(
-    not (sys.platform.startswith("linux") and platform.machine() == "x86_64"),
-    reason="CI requires every framework only on Linux x86_64",
-)
 @pytest.mark.parametrize(
     "requirement",
     ['no-such-framework; python_version < "3.0"', "no-such-framework"],
     ids=["no-wheel", "not-installed"],
 )
-def test_under_ci_on_linux_x86_64_a_missing_framework_fails(tmp_path, requirement):
+def test_under_ci_a_missing_framework_fails_on_linux_x86_64_only(tmp_path, requirement):
     result = run_file(tmp_path, requirement, ci=True)
-    assert result.returncode not in (0, 5), result.stdout[-3000:]
-    assert "every framework must be tested" in result.stdout
+    if sys.platform.startswith("linux") and platform.machine() == "x86_64":
+        assert result.returncode not in (0, 5), result.stdout[-3000:]
+        assert "every framework must be tested" in result.stdout
+    else:
+        # Elsewhere a framework may lack wheels: skipped, and the runner's allow-list judges.
+        assert result.returncode == 5, result.stdout[-3000:]
+        assert "every framework must be tested" not in result.stdout
 
 
 def test_the_requirements_leave_out_only_frameworks_without_wheels():

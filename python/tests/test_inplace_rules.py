@@ -17,9 +17,10 @@ import contextlib
 
 import pytest
 
+from _frameworks import import_framework
 from _kernels import kernels as K
 
-torch = pytest.importorskip("torch")
+torch = import_framework("torch", "torch")
 
 #: PyTorch's own refusals are C++ exceptions (left out under AddressSanitizer), and so is
 #: reading `_version` of an inference tensor, which dlbridge's check does.

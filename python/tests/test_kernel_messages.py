@@ -20,11 +20,12 @@ import numpy as np
 import pytest
 
 import dlbridge
+from _frameworks import import_framework
 from _kernels import kernels as K
 from dlbridge.check.fake_producers import OneTensorProducer
 from dlbridge.check.records import make_managed
 
-torch = pytest.importorskip("torch")
+torch = import_framework("torch", "torch")
 
 #: Several rows make PyTorch throw a C++ exception (its sparse export, the inference check's
 #: `_version`), which aborts under AddressSanitizer; JAX is imported only when a row runs.
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.cpp_exception
 
 
 def _jnp():
-    return pytest.importorskip("jax.numpy")
+    return import_framework("jax.numpy", "jax")
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 import dlbridge
+from _frameworks import import_framework
 from _helpers import (
     CountingDeleters,
     HandsOver,
@@ -36,27 +37,30 @@ from _helpers import (
     under_address_sanitizer,
 )
 from _kernels import kernels
+from _skips import not_on_platform
 from dlbridge.check.capsules import release
 from dlbridge.check.fake_producers import OneTensorProducer
 from dlbridge.check.records import make_managed
 
 if not sys.platform.startswith("linux"):
-    pytest.skip("RSS is read from /proc/self/statm", allow_module_level=True)
+    not_on_platform("Linux's /proc/self/statm, where RSS is read")
 
 N = int(os.environ.get("DLBRIDGE_SOAK_EXCHANGES", "100000"))
 WARMUP = 3_000
 RSS_TOLERANCE = 1 << 20  # 1 MiB
+#: The fewest exchanges whose kept capsules the RSS tolerance notices (the leak control's).
+CONTROL_EXCHANGES = 100_000
 UNDER_ASAN = under_address_sanitizer()
 
 
-def _run(fn, sources):
-    """Warm up, then run `fn` N times; return (RSS growth in bytes, refcount changes)."""
+def _run(fn, sources, n=N):
+    """Warm up, then run `fn` n times; return (RSS growth in bytes, refcount changes)."""
     for _ in range(WARMUP):
         fn()
     gc.collect()
     counts = [refcount(s) for s in sources]
     before = rss_bytes()
-    for _ in range(N):
+    for _ in range(n):
         fn()
     gc.collect()
     growth = rss_bytes() - before
@@ -160,13 +164,15 @@ def test_refused_import_error_path():
     _check(refused, bad)
 
 
-@pytest.mark.skipif(UNDER_ASAN, reason="AddressSanitizer's quarantine hides RSS changes")
-@pytest.mark.skipif(N < 100_000, reason="the kept capsules exceed the tolerance from N = 100,000")
+@pytest.mark.rss
 def test_harness_detects_a_leak():
-    # Control: keeping every capsule must be noticed, or the tests above prove nothing.
+    # Control: keeping every capsule must be noticed, or the tests above prove nothing. The
+    # kept capsules exceed the tolerance from 100,000 on: the control keeps at least that many
+    # (a smaller DLBRIDGE_SOAK_EXCHANGES makes the tests above coarser, not this one vacuous).
     t = dlbridge.arange(16)
     kept = []
-    growth, changes = _run(lambda: kept.append(t.__dlpack__(max_version=(1, 3))), [t])
+    keep = lambda: kept.append(t.__dlpack__(max_version=(1, 3)))  # noqa: E731
+    growth, changes = _run(keep, [t], n=max(N, CONTROL_EXCHANGES))
     assert growth > RSS_TOLERANCE
     assert changes[0] >= 0
     kept.clear()
@@ -179,7 +185,7 @@ def test_harness_detects_a_leak():
 
 @pytest.fixture(scope="module")
 def torch():
-    return pytest.importorskip("torch")
+    return import_framework("torch", "torch")
 
 
 def test_torch_to_dlbridge(torch):

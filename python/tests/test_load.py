@@ -26,11 +26,12 @@ import time
 import numpy as np
 import pytest
 
+from _frameworks import import_example, import_framework
 from _helpers import CallsDuringExtraction
 from _kernels import kernels as K
 from _kernels import require_kernels
 
-torch = pytest.importorskip("torch")
+torch = import_framework("torch", "torch")
 
 THREADS = int(os.environ.get("DLBRIDGE_LOAD_THREADS", "40"))
 CALLS = int(os.environ.get("DLBRIDGE_LOAD_CALLS", "400"))
@@ -129,10 +130,10 @@ def work(tally: Tally, calls: range, index: int, deadline: float) -> None:
 @pytest.mark.example_module
 def test_threads_of_two_modules_share_the_registry_without_false_refusals_or_leaks():
     require_kernels()  # called on other threads, where a missing kernel cannot stop the test
-    pytest.importorskip("dlbridge_matmul")
+    import_example("dlbridge_matmul", "matmul")
     # Imported here, not at collection: the AddressSanitizer run collects this module and
     # leaves out JAX (whose jaxlib aborts under a preloaded sanitizer runtime).
-    pytest.importorskip("jax")
+    import_framework("jax", "jax")
     started = time.monotonic()
     deadline = started + SECONDS
     tallies = [Tally() for _ in range(THREADS)]

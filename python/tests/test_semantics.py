@@ -11,6 +11,7 @@ import os
 import pytest
 
 import dlbridge
+from _frameworks import import_framework
 from _helpers import python_without_exchange_api
 from _kernels import kernels as K
 from _kernels import require_kernels
@@ -18,7 +19,7 @@ from _semantics import HERE, check_kind
 from conftest import UNDER_ASAN
 from dlbridge.check import catalogue
 
-pytest.importorskip("torch")
+import_framework("torch", "torch")
 
 #: The PyTorch kinds its exchange table (and, for some, `__dlpack__`) refuses by throwing a
 #: C++ exception, which aborts under AddressSanitizer (`conftest.UNDER_ASAN`).

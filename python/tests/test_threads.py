@@ -17,6 +17,7 @@ import pytest
 from dlbridge._dlbridge import _exchange_api_exports
 
 import dlbridge
+from _frameworks import import_framework
 from _helpers import CountingDeleters, HandsOver, through_exchange_tables
 from _kernels import kernels, require_kernels
 from dlbridge.check.fake_producers import OneTensorProducer
@@ -112,7 +113,7 @@ def test_writers_on_separate_threads_never_share_memory():
 
 @pytest.fixture(scope="module")
 def torch():
-    return pytest.importorskip("torch")
+    return import_framework("torch", "torch")
 
 
 def test_eight_threads_exchange_torch_tensors_concurrently(torch):
@@ -153,7 +154,7 @@ def test_eight_threads_exchange_torch_tensors_concurrently(torch):
 
 
 def _torch_source():
-    torch = pytest.importorskip("torch")
+    torch = import_framework("torch", "torch")
     return torch.arange(6, dtype=torch.float32)
 
 

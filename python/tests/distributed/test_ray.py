@@ -120,14 +120,14 @@ def test_reads_from_the_store_are_zero_copy_and_read_only(cluster):
     rebuilt = dlbridge.explain(t)["rebuilt"]
     assert rebuilt["from"] == "frame" and rebuilt["shared"] and t.readonly
     assert "read-only: the buffer is read-only" in rebuilt["reason"]
-    torch = pytest.importorskip("torch")
+    torch = import_framework("torch", "torch")
     x = ray.get(ray.put(torch.ones(2**20)))
     x += 1  # a copy of its own (PyTorch has no read-only tensors): the store is untouched
     assert float(ray.get(ray.put(torch.ones(3))).sum()) == 3.0
 
 
 def test_a_worker_killed_holding_tensors_is_retried_and_the_driver_does_not_grow(cluster, tmp_path):
-    torch = pytest.importorskip("torch")
+    torch = import_framework("torch", "torch")
     tensors = [np.ones(2**20, dtype=np.float64), torch.arange(2**20), dlbridge.zeros(2**20)]
     expected = [_cases.contents(x) for x in tensors]
     task = on_other_node(_cases.die_on_first_attempt, max_retries=3)

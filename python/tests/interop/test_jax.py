@@ -25,10 +25,12 @@ import gc
 import numpy as np
 import pytest
 
-jax = pytest.importorskip("jax")
+from _frameworks import import_framework
+
+jax = import_framework("jax", "jax")
 jax.config.update("jax_enable_x64", True)
-jnp = pytest.importorskip("jax.numpy")
-ml_dtypes = pytest.importorskip("ml_dtypes")
+jnp = import_framework("jax.numpy", "jax")
+ml_dtypes = import_framework("ml_dtypes", "ml_dtypes")
 
 import dlbridge
 from _helpers import (

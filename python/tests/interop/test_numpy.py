@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import dlbridge
+from _frameworks import import_framework
 from _helpers import (
     IS_COPIED,
     NUMPY_DTYPES,
@@ -303,8 +304,8 @@ def test_ctypes_legacy_tensor_through_dlbridge_to_numpy():
 # Random views (hypothesis): any slicing numpy can express survives the round trip.
 # --------------------------------------------------------------------------------------------
 
-hypothesis = pytest.importorskip("hypothesis")
-st = pytest.importorskip("hypothesis.strategies")
+hypothesis = import_framework("hypothesis", "hypothesis")
+st = import_framework("hypothesis.strategies", "hypothesis")
 
 
 @st.composite

@@ -23,7 +23,9 @@ import gc
 import numpy as np
 import pytest
 
-tvm_ffi = pytest.importorskip("tvm_ffi")
+from _frameworks import import_framework
+
+tvm_ffi = import_framework("tvm_ffi", "apache-tvm-ffi")
 
 import dlbridge
 from _helpers import (
@@ -234,7 +236,7 @@ def test_numpy_dlbridge_tvm_chain_numpy_deleted_first():
 
 
 def test_torch_to_tvm_to_dlbridge_if_torch_present():
-    torch = pytest.importorskip("torch")
+    torch = import_framework("torch", "torch")
     x = torch.arange(6, dtype=torch.bfloat16)
     y = tvm_ffi.from_dlpack(x)  # via PyTorch's C exchange API
     t = dlbridge.from_dlpack(y)
