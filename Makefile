@@ -91,7 +91,8 @@ wheels-quick:
 
 ## What a GPU machine (no Rust, no network) needs for the GPU tests and benchmark, into
 ## target/gpu-kit: the cp312 wheels of dlbridge (with the test kernels) and of the CUDA
-## example, apache-tvm-ffi's wheel, the Rust GPU tests as one binary (scripts/gpu-kit.sh).
+## example, apache-tvm-ffi's wheel, the Rust GPU tests as one binary, the API documentation's
+## CUDA examples as programs (crates/*/examples; scripts/gpu-kit.sh).
 ## There, beside the working tree: `bash scripts/gpu-run.sh` (here: `--dry-run`).
 gpu-kit:
 	bash scripts/gpu-kit.sh
@@ -171,8 +172,10 @@ browser:
 		[ "$$CI" != true ]; \
 	fi
 
-## Under CI every framework must be there: a test file skipped for a missing one fails, and
-## so does a test that needs the test kernels in a build without them (python/tests/_kernels.py).
+## Under CI (or PYTHON_TESTS_STRICT=1) every skip fails its run unless its reason is on the
+## allow-list of python/tests/_skips.py (no GPU here; off Linux x86_64, a framework without a
+## wheel or a test of another operating system), read from each run's JUnit report
+## (scripts/python-tests.sh, which prints each run's counts and the number that ran in all).
 ## MXNet's tests run in an environment of their own, made first (scripts/mxnet-env.sh: CPython
 ## 3.11 in target/mxnet-venv with python/requirements-mxnet.txt); a failure to make it fails.
 python-test: python-build example-build stubtest browser
@@ -230,20 +233,27 @@ free-threaded-check:
 ## linted here, the abi3 builds by scripts/abi3-check.sh.
 WORKSPACE_FEATURES := --features $(CORE_FEATURES),$(PYO3_BRIDGE_FEATURES),dlbridge-pyo3/cuda,dlbridge-python/testing
 
-## Unit, integration and doc tests; the limited-API (abi3) builds (scripts/abi3-check.sh:
+## Unit, integration and doc tests, the doc tests' `compile_fail` error codes checked
+## (scripts/rustdoc-error-codes.sh: stable rustdoc ignores them), then their counts per binary
+## and in all, and the ignored tests judged (scripts/rust-test-counts.py: only GPU tests and the
+## ThreadSanitizer canary may be, each run elsewhere); the limited-API (abi3) builds (scripts/abi3-check.sh:
 ## dlbridge-pyo3's tests and clippy under pyo3/abi3-py39, `cargo check` of the extension
 ## module's feature `abi3`); then the published crates as crates.io would get them
 ## (scripts/package-check.sh: `cargo publish --dry-run` of dlbridge and dlbridge-pyo3, and the
 ## doc tests of each unpacked package, which must need no file outside it; the MSRV check).
 rust-test:
-	$(CARGO) test --workspace $(WORKSPACE_FEATURES)
+	@mkdir -p target
+	set -o pipefail; RUSTDOC="$(CURDIR)/scripts/rustdoc-error-codes.sh" \
+		$(CARGO) test --workspace $(WORKSPACE_FEATURES) 2>&1 | tee target/rust-test.log
+	python3 scripts/rust-test-counts.py target/rust-test.log
 	CARGO="$(CARGO)" bash scripts/abi3-check.sh
 	CARGO="$(CARGO)" bash scripts/package-check.sh
 
 package-check:
 	CARGO="$(CARGO)" bash scripts/package-check.sh
 
-## The unsafe core under Miri (skipped with a note where the nightly Miri component is missing),
+## The unsafe core under Miri (skipped with a note where the nightly Miri component is missing
+## and cannot be added; under CI=true that fails: scripts/missing-tool.sh),
 ## every feature (the library bridges run their dependencies' code under Miri too: nalgebra,
 ## faer, image, burn-std, candle, arrow) with strict provenance, then again with Tree Borrows
 ## (no rebuild), and the core with ndarray and cudarc on 32-bit i686 (Miri builds that target's
@@ -255,7 +265,7 @@ package-check:
 ## unsafe path, and leave CI minutes for the rest.
 miri:
 	@$(CARGO) +nightly miri --version >/dev/null 2>&1 || \
-		rustup component add --toolchain nightly miri >/dev/null 2>&1 || true
+		rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 || true
 	@if $(CARGO) +nightly miri --version >/dev/null 2>&1; then \
 		MIRIFLAGS="-Zmiri-strict-provenance" $(CARGO) +nightly miri test -p dlbridge --all-features && \
 		MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-tree-borrows" \
@@ -264,7 +274,7 @@ miri:
 			$(CARGO) +nightly miri test -p dlbridge --features ndarray,cudarc \
 			--target i686-unknown-linux-gnu --lib --tests; \
 	else \
-		echo "miri: not installed (rustup +nightly component add miri); skipped"; \
+		bash scripts/missing-tool.sh miri "not installed (rustup +nightly component add miri)"; \
 	fi
 
 ## AddressSanitizer and LeakSanitizer (nightly `-Zsanitizer=address`): the Rust tests of the
@@ -274,10 +284,13 @@ miri:
 ## instrumentation works). The library bridges are left out (their unsafe code runs under Miri,
 ## and building their dependencies with the sanitizer costs minutes). Then ThreadSanitizer on
 ## the aliasing registry (scripts/sanitize-threads.sh: its claim/release stress on eight
-## threads and the aliasing tests, after a canary race the sanitizer must report). Skipped with
-## a note where the nightly toolchain is missing.
+## threads and the aliasing tests, after a canary race the sanitizer must report; it needs the
+## nightly rust-src component, added here where it is missing). Skipped with a note where the
+## nightly toolchain is missing; under CI=true that fails (scripts/missing-tool.sh).
 SANITIZE_TRIPLE := x86_64-unknown-linux-gnu
 sanitize: venv
+	@rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src' || \
+		rustup component add --toolchain nightly rust-src >/dev/null 2>&1 || true
 	@if $(CARGO) +nightly --version >/dev/null 2>&1 && [ "$$(uname -m)" = x86_64 ]; then \
 		PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 		RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
@@ -288,7 +301,7 @@ sanitize: venv
 		PYTHON=$(PYTHON) bash scripts/sanitize-python.sh && \
 		CARGO="$(CARGO)" TRIPLE=$(SANITIZE_TRIPLE) bash scripts/sanitize-threads.sh; \
 	else \
-		echo "sanitize: needs the nightly toolchain on x86_64; skipped"; \
+		bash scripts/missing-tool.sh sanitize "needs the nightly toolchain on x86_64"; \
 	fi
 
 ## Fuzzing (cargo-fuzz / libFuzzer, nightly, AddressSanitizer; fuzz/fuzz_targets): hostile
@@ -297,7 +310,8 @@ sanitize: venv
 ## (overlap), and the producer side: every kind of export, legacy and versioned, through
 ## chains of shares, copies and raw hand-overs (exports). `fuzz-smoke` runs each of
 ## FUZZ_TARGETS for FUZZ_SMOKE_SECONDS (20) from its seeds in fuzz/seeds, installing cargo-fuzz
-## when it is missing, and is skipped with a note where the nightly toolchain is not there;
+## when it is missing, and is skipped with a note where the nightly toolchain or cargo-fuzz is
+## not there (under CI=true that fails: scripts/missing-tool.sh);
 ## `make fuzz FUZZ_SECONDS=3600` (or `FUZZ_TARGETS=overlap`) is the long run, and
 ## `FUZZ_SANITIZER=none` runs it uninstrumented by ASan (eight times the executions; panics,
 ## debug assertions and the oracles still hold). AddressSanitizer's allocator returns NULL for
@@ -312,7 +326,7 @@ fuzz-smoke: FUZZ_SECONDS = $(FUZZ_SMOKE_SECONDS)
 fuzz-smoke fuzz:
 	@if $(CARGO) +nightly --version >/dev/null 2>&1; then \
 		$(CARGO) fuzz --version >/dev/null 2>&1 || $(CARGO) install --quiet --locked cargo-fuzz \
-			|| { echo "fuzz-smoke: cargo-fuzz could not be installed; skipped"; exit 0; }; \
+			|| { bash scripts/missing-tool.sh $@ "cargo-fuzz could not be installed"; exit $$?; }; \
 		cd fuzz && for target in $(FUZZ_TARGETS); do \
 			echo "fuzz: $$target, $(FUZZ_SECONDS) s"; \
 			mkdir -p corpus/$$target seeds/$$target && \
@@ -323,7 +337,7 @@ fuzz-smoke fuzz:
 			status=$${PIPESTATUS[0]}; [ $$status -eq 0 ] || exit $$status; \
 		done; \
 	else \
-		echo "fuzz-smoke: the nightly toolchain is not installed; skipped"; \
+		bash scripts/missing-tool.sh $@ "the nightly toolchain is not installed"; \
 	fi
 
 ## The Python-level fuzzers (atheris; fuzz/python/fuzz.py TARGET): capsules and producers,

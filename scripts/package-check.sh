@@ -16,7 +16,8 @@
 #    `cudarc` (and dlbridge-pyo3's `cuda`, which needs it: Rust 1.88), nor the library bridges
 #    whose crates ask for more (README: nalgebra 1.89, image and arrow 1.88, burn 1.95), into
 #    target/msrv; the toolchain is installed with rustup when it is
-#    missing (minimal profile), and the step is skipped with a note where that fails.
+#    missing (minimal profile), and the step is skipped with a note where that fails (under
+#    CI=true that fails the check: scripts/missing-tool.sh).
 #
 # `--allow-dirty` packages the working tree as it is, so the check also works before a commit.
 set -euo pipefail
@@ -46,9 +47,12 @@ rm -rf "$target_dir"/debug/.fingerprint/dlbridge-[0-9a-f]*
 core=$target_dir/package/dlbridge-$version
 # The doc tests of the library bridges (features nalgebra ... arrow) run in `make rust-test`; they
 # read no file, and building them again here would take minutes on two cores.
+# Their `compile_fail` error codes checked too (scripts/rustdoc-error-codes.sh).
+export RUSTDOC="$PWD/scripts/rustdoc-error-codes.sh"
 (cd "$core" && "${cargo[@]}" test --doc --features ndarray,cudarc --quiet)
 (cd "$target_dir/package/dlbridge-pyo3-$version" &&
     "${cargo[@]}" test --doc --features cuda --quiet --config "patch.crates-io.dlbridge.path=\"$core\"")
+unset RUSTDOC
 echo "package-check: dlbridge and dlbridge-pyo3 $version package, build and pass their doc tests"
 
 msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
@@ -61,5 +65,6 @@ if cargo "+$msrv" --version >/dev/null 2>&1 ||
         --features dlbridge/ndarray,dlbridge/faer -p dlbridge -p dlbridge-pyo3
     echo "package-check: dlbridge and dlbridge-pyo3 build with Rust $msrv (the MSRV, with ndarray and faer; cudarc: 1.88)"
 else
-    echo "package-check: the Rust $msrv toolchain (the MSRV) could not be installed; its check skipped"
+    bash scripts/missing-tool.sh package-check \
+        "the Rust $msrv toolchain (the MSRV) could not be installed, so the MSRV is not checked" || exit $?
 fi
