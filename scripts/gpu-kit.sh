@@ -8,7 +8,12 @@
 #   dlbridge_cuda_saxpy-*-cp312-*.whl  the example extension (examples/cuda_saxpy)
 #   apache_tvm_ffi-*.whl               the peer benches/gpu_exchange.py compares with, from PyPI
 #   cuda-tests                         the Rust GPU tests (crates/dlbridge/tests/cuda.rs, with
-#                                      the feature `cudarc`) as one test binary, stripped
+#                                      the feature `cudarc`) as one test binary, stripped (the
+#                                      GPU tests are ignored unless run with --include-ignored)
+#   doc-examples/                      the API documentation's CUDA examples, each a program
+#                                      the docs include as it is (crates/dlbridge/examples and
+#                                      crates/dlbridge-pyo3/examples), stripped; dlbridge-pyo3's
+#                                      embeds CPython, built against CPython 3.12 (GPU_PYTHON)
 #   MANIFEST.txt                       what was built, from which commit, with sizes
 #
 # The GPU machine also needs the working tree (python/tests, benches, scripts), which travels
@@ -62,10 +67,35 @@ fi
 cp "$binary" "$kit/cuda-tests"
 strip "$kit/cuda-tests"
 
+# The examples in a target directory of their own, with PyO3 configured for the kit's CPython
+# (PYO3_PYTHON) and the quick profile (no LTO: what they test is the code the docs show, not
+# its speed), so that the main target directory's PyO3 build is left as it is.
+echo "gpu-kit: the API documentation's CUDA examples"
+examples=$(PYO3_PYTHON="$interpreter" CARGO_TARGET_DIR=target/gpu-kit-build/doc-examples \
+    cargo build --quiet --profile wheel-quick -p dlbridge -p dlbridge-pyo3 \
+    --features dlbridge/cudarc --examples --message-format=json-render-diagnostics |
+    "$interpreter" -c '
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("reason") == "compiler-artifact" and message.get("executable") \
+            and "example" in message["target"]["kind"]:
+        print(message["executable"])
+')
+if [[ -z $examples ]]; then
+    echo "gpu-kit: the examples (crates/dlbridge/examples, crates/dlbridge-pyo3/examples) were not built" >&2
+    exit 1
+fi
+mkdir -p "$kit/doc-examples"
+while read -r example; do
+    cp "$example" "$kit/doc-examples/"
+    strip "$kit/doc-examples/$(basename "$example")"
+done <<<"$examples"
+
 {
     echo "dlbridge GPU kit, built $(date -u +%Y-%m-%dT%H:%MZ) from commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (with uncommitted changes)')"
     echo "for CPython $version on x86_64 Linux (manylinux2014); run: bash scripts/gpu-run.sh"
-    (cd "$kit" && ls -l | grep -v MANIFEST.txt | sed -n 's/^[^ ]* *[^ ]* *[^ ]* *[^ ]* *\([0-9]*\) .* \([^ ]*\)$/\2 \1 bytes/p')
+    (cd "$kit" && find . -type f ! -name MANIFEST.txt -printf '%P %s bytes\n' | sort)
 } >"$kit/MANIFEST.txt"
 cat "$kit/MANIFEST.txt"
 size=$(du -sm "$kit" | cut -f1)

@@ -6,15 +6,20 @@
 #
 #   bash scripts/gpu-run.sh             on the GPU machine
 #   bash scripts/gpu-run.sh --dry-run   here, without a GPU: the kit installs and imports,
-#                                       the Rust tests run (their GPU tests skip), pytest
-#                                       collects the GPU tests; nothing else runs
+#                                       the Rust tests run (their GPU tests are listed as
+#                                       ignored), the doc examples are found with their
+#                                       libraries, pytest collects the GPU tests; nothing
+#                                       else runs
 #
 # The kit's wheels are installed with pip into a folder of their own (--target, put first on
 # PYTHONPATH), so the machine's own packages stay as they are. Then, each step's output into
 # RESULTS (default $OUT where the device tool sets it, else target/gpu-results):
 #   env.txt      nvidia-smi, the Python and framework versions
-#   rust.txt     the Rust GPU tests (crates/dlbridge/tests/cuda.rs)
-#   pytest.txt   the device test files of python/tests, GPU tests included
+#   rust.txt     the Rust GPU tests (crates/dlbridge/tests/cuda.rs), with --include-ignored
+#                (elsewhere they are ignored, "needs a GPU")
+#   doc-examples.txt  the API documentation's CUDA examples (the kit's doc-examples/), one
+#                after another, each a step of its own
+#   pytest.txt   the GPU tests of python/tests (marker `gpu`, the files of gpu_test_files)
 #   check.md     `dlbridge check torch cupy jax --no-matrix`: the device rules run for real
 #   bench.md     benches/gpu_exchange.py
 #   summary.txt  each step's exit status
@@ -37,7 +42,7 @@ mkdir -p "$results"
 site=$(mktemp -d "${TMPDIR:-/tmp}/dlbridge-gpu-site.XXXXXX")
 trap 'rm -rf "$site"' EXIT
 
-for needed in MANIFEST.txt cuda-tests; do
+for needed in MANIFEST.txt cuda-tests doc-examples; do
     if [[ ! -e $kit/$needed ]]; then
         echo "gpu-run: $kit/$needed is missing: build the kit with \`make gpu-kit\`" >&2
         exit 2
@@ -72,13 +77,74 @@ step() {
     return 0
 }
 
-device_tests=(python/tests/test_device_args.py python/tests/test_device_streams.py
-    python/tests/test_example_cuda_saxpy.py python/tests/test_check_device.py)
+# The API documentation's CUDA examples, programs the docs include as they are. dlbridge-pyo3's
+# embeds CPython (built against CPython 3.12): it runs with this interpreter's libpython on the
+# library path, and this interpreter's directory first on PATH, where the embedded interpreter
+# looks for `python3` to find its prefix (a virtual environment's site-packages included); the
+# kit's packages come first on PYTHONPATH, as for every step.
+doc_examples=("$kit"/doc-examples/*)
+embedding=$("$python" - <<'PYTHON'
+import os, sys, sysconfig
+name = sysconfig.get_config_var("INSTSONAME") or ""
+dirs = [sysconfig.get_config_var("LIBDIR") or "", os.path.join(sys.base_prefix, "lib")]
+found = [d for d in dirs if d and name and os.path.isfile(os.path.join(d, name))]
+print(os.path.dirname(sys.executable))
+print(found[0] if found else "")
+PYTHON
+)
+python_bin=$(sed -n 1p <<<"$embedding")
+python_lib=$(sed -n 2p <<<"$embedding")
+if [[ -z $python_lib ]]; then
+    echo "gpu-run: no shared libpython beside $python: the doc example that embeds CPython may not load"
+fi
+doc_example() {
+    PATH="$python_bin:$PATH" LD_LIBRARY_PATH="$python_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"
+}
+# --dry-run: each example is there, executable, and finds the libraries it links.
+doc_examples_present() {
+    local example missing status=0
+    for example in "${doc_examples[@]}"; do
+        if [[ ! -x $example ]]; then
+            echo "$example: missing or not executable"
+            status=1
+        elif missing=$(doc_example ldd "$example" | grep 'not found'); then
+            echo "$(basename "$example"): a library is not found: $missing"
+            status=1
+        else
+            echo "$(basename "$example"): present, its libraries found"
+        fi
+    done
+    return $status
+}
+
+# The one list of the files that hold GPU tests (marker `gpu`): python/tests/test_suite_rules.py
+# fails when a file with the marker is missing here, or a file here has none. Only the GPU
+# tests of these files run here (-m gpu); CI runs the rest of them.
+gpu_test_files=(python/tests/test_device_args.py python/tests/test_device_streams.py
+    python/tests/test_example_cuda_saxpy.py python/tests/test_check_device.py
+    python/tests/interop/test_torch.py)
+# The GPU tests, then their JUnit report judged as the CPU runs' are (python/tests/_skips.py):
+# with DLBRIDGE_REQUIRE_GPU=1 no skip is allowed, and a run that ran no test fails too.
+gpu_pytest() {
+    local report="$site/gpu-tests.xml" status counts
+    "$python" -m pytest -q -rs -p no:cacheprovider -m gpu --junitxml="$report" \
+        "${gpu_test_files[@]}"
+    status=$?
+    counts=$("$python" python/tests/_skips.py "$report") || return 1
+    read -r passed failed skipped allowed _ <<<"$counts"
+    echo "gpu-run: GPU tests: $passed passed, $failed failed, $skipped skipped"
+    if ((passed < 1 || skipped > allowed)); then
+        echo "gpu-run: GPU tests that did not run (above): with a GPU every one must" >&2
+        return 1
+    fi
+    return "$status"
+}
 if ((dry_run)); then
     unset DLBRIDGE_REQUIRE_GPU
     step "rust" rust.txt "$kit/cuda-tests" --test-threads=1
+    step "doc-examples" doc-examples.txt doc_examples_present
     step "pytest-collect" pytest.txt "$python" -m pytest -q --collect-only -m gpu \
-        -p no:cacheprovider "${device_tests[@]}"
+        -p no:cacheprovider "${gpu_test_files[@]}"
 else
     step "env" env.txt bash -c "nvidia-smi; $python -c '
 import sys, numpy, dlbridge
@@ -90,8 +156,14 @@ for name in (\"torch\", \"cupy\", \"jax\", \"tvm_ffi\"):
     except ImportError as error:
         print(name, \"missing:\", error)
 '"
-    step "rust" rust.txt "$kit/cuda-tests" --test-threads=1
-    step "pytest" pytest.txt "$python" -m pytest -q -rs -p no:cacheprovider "${device_tests[@]}"
+    step "rust" rust.txt "$kit/cuda-tests" --test-threads=1 --include-ignored
+    : >"$results/doc-examples.txt"
+    for example in "${doc_examples[@]}"; do
+        step "doc-example $(basename "$example")" doc-example.txt doc_example "$example"
+        cat "$results/doc-example.txt" >>"$results/doc-examples.txt"
+    done
+    rm -f "$results/doc-example.txt"
+    step "pytest" pytest.txt gpu_pytest
     step "check" check.md bash -c \
         "$python -m dlbridge check torch cupy jax --no-matrix --markdown; s=\$?; [ \$s -le 1 ]"
     step "bench" bench.md "$python" benches/gpu_exchange.py

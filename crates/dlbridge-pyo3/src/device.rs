@@ -24,7 +24,8 @@ use crate::errors::repr_of;
 ///     let on_gpu = py.eval(on_gpu, None, None)?;
 ///     assert_eq!(dlpack_device(&on_gpu)?, Device::new(DeviceType::CUDA, 1));
 ///     // No DLPack producer: the AttributeError of the missing method.
-///     assert!(dlpack_device(&py.eval(c"'text'", None, None)?).is_err());
+///     let refused = dlpack_device(&py.eval(c"'text'", None, None)?).unwrap_err();
+///     assert!(refused.is_instance_of::<pyo3::exceptions::PyAttributeError>(py), "{refused}");
 ///     Ok(())
 /// })
 /// # .unwrap();

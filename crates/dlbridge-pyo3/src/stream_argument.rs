@@ -51,26 +51,18 @@ pub(crate) fn has_streams(device: Device) -> bool {
 /// let legacy = ConsumerStream::Handle(StreamHandle::CUDA_LEGACY_DEFAULT);
 /// assert_eq!(legacy.validate(cuda0).unwrap(), legacy);
 /// // 0 is not a CUDA stream for DLPack: the standard forbids it (it is ROCm's default).
-/// assert!(ConsumerStream::Handle(StreamHandle::ROCM_DEFAULT).validate(cuda0).is_err());
+/// let refused = ConsumerStream::Handle(StreamHandle::ROCM_DEFAULT).validate(cuda0).unwrap_err();
+/// assert!(refused.to_string().starts_with("ValueError: stream=0 is not a valid"), "{refused}");
 /// // SAFETY: -1 asks for no synchronisation and names no stream.
 /// assert_eq!(unsafe { ConsumerStream::from_dlpack_value(-1) }.unwrap(), ConsumerStream::NoSync);
 /// ```
 ///
-/// A stream the caller created (its raw `CUstream`), kept alive as long as the imported
-/// tensor:
+/// A stream the caller created (its raw `CUstream`, here a PyTorch stream's), kept alive as
+/// long as the imported tensor:
 ///
-/// ```no_run
-/// # use dlbridge_pyo3::{ConsumerStream, ImportOptions, StreamHandle};
-/// # fn import(x: &pyo3::Bound<'_, pyo3::PyAny>, raw: usize) -> pyo3::PyResult<()> {
-/// // `raw`: the `CUstream` of a stream of the tensor's device, alive until `tensor` is dropped.
-/// // SAFETY: the stream is of the tensor's device and outlives the tensor and its shares.
-/// let stream = unsafe { StreamHandle::new(raw) };
-/// let options = ImportOptions::default().with_stream(ConsumerStream::Handle(stream));
-/// let tensor = dlbridge_pyo3::from_dlpack(x, &options)?;
-/// # drop(tensor);
-/// # Ok(())
-/// # }
-/// ```
+// The example is the program examples/import_on_stream.rs, included here as it is: `make
+// gpu-kit` builds it against the GPU machine's CPython and scripts/gpu-run.sh runs it there.
+#[doc = concat!("```no_run\n", include_str!("../examples/import_on_stream.rs"), "```")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConsumerStream {

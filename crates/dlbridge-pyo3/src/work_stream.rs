@@ -137,7 +137,8 @@ impl WorkStream {
     /// let a = WorkStream::new(cuda0, Some(7), WorkStreamSource::ExchangeTable);
     /// let b = WorkStream::new(cuda0, Some(9), WorkStreamSource::CupyCurrentStream);
     /// assert_eq!(WorkStream::common([a, a]).unwrap(), a);
-    /// assert!(WorkStream::common([a, b]).is_err());
+    /// let refused = WorkStream::common([a, b]).unwrap_err();
+    /// assert!(refused.to_string().starts_with("ValueError: the device arguments disagree"), "{refused}");
     /// ```
     pub fn common(streams: impl IntoIterator<Item = WorkStream>) -> PyResult<WorkStream> {
         let mut streams = streams.into_iter();

@@ -5,6 +5,7 @@
 
 use dlbridge_pyo3::{TensorArg, TensorArgMut};
 use ndarray::IxDyn;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
 
@@ -41,8 +42,16 @@ fn a_thousand_arguments_may_be_alive_at_once() {
         assert_eq!(total, (0..1_000u64).map(|i| 8 * (i % 256)).sum::<u64>());
         // Reading what is read elsewhere is allowed; writing it is not.
         let again: TensorArg<'_, u8, IxDyn> = buffers[999].extract().unwrap();
-        let refused = buffers[999].extract::<TensorArgMut<'_, u8, IxDyn>>();
-        assert!(refused.is_err());
+        let refused = buffers[999]
+            .extract::<TensorArgMut<'_, u8, IxDyn>>()
+            .unwrap_err();
+        assert!(refused.is_instance_of::<PyValueError>(py), "{refused}");
+        assert!(
+            refused
+                .to_string()
+                .contains("a TensorArgMut may not share memory with another argument"),
+            "{refused}"
+        );
         drop((again, arguments));
         // Every claim was released.
         for buffer in &buffers {

@@ -20,7 +20,7 @@ use dlbridge_pyo3::{
     exchange_api, explain_argument, from_capsule, from_dlpack, inspect_argument, into_capsule,
     publish_dlpack,
 };
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyCapsule, PyDict};
@@ -193,7 +193,8 @@ fn an_address_in_a_python_int_is_never_taken_for_an_exchange_table() {
         let before = CALLS.get();
         let refused = from_dlpack(&forged, &ImportOptions::default()).unwrap_err();
         assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
-        assert!(explain_argument(&forged, true).is_err());
+        let refused = explain_argument(&forged, true).unwrap_err();
+        assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
         assert_eq!(CALLS.get(), before, "the table was followed");
         // A capsule under the 1.2 draft's name is still read (only C code makes one).
         // SAFETY: the table lives for the process (the capsule has no destructor).
@@ -461,7 +462,10 @@ fn an_import_of_memory_other_handles_reach_gives_no_mutable_slice() {
         let capsule = into_capsule(py, shared).unwrap();
         let mut taken = from_capsule(capsule.as_any()).unwrap();
         let read: &[i32] = original.view().as_slice().unwrap();
-        assert!(taken.as_mut_slice::<i32>().is_err());
+        assert_eq!(
+            taken.as_mut_slice::<i32>().unwrap_err(),
+            dlbridge::Error::SharedMemory
+        );
         assert_eq!(read, &[0; 4]);
 
         // Through an exchange table (the fast path of `from_dlpack`), from a class whose
@@ -472,7 +476,10 @@ fn an_import_of_memory_other_handles_reach_gives_no_mutable_slice() {
         let mut imported = from_dlpack(fixed.as_any(), &ImportOptions::default()).unwrap();
         let instance = fixed.borrow();
         let read: &[u8] = instance.tensor().view().as_slice().unwrap();
-        assert!(imported.as_mut_slice::<u8>().is_err());
+        assert_eq!(
+            imported.as_mut_slice::<u8>().unwrap_err(),
+            dlbridge::Error::SharedMemory
+        );
         let api = exchange_api(fixed.as_any()).unwrap().unwrap();
         assert!(!api.managed_tensor(fixed.as_any()).unwrap().is_exclusive());
         assert_eq!(read, &[1, 2]);
@@ -497,8 +504,15 @@ fn arguments_dropped_on_another_thread_without_the_gil_release_what_they_hold() 
         let bytes = PyByteArray::new(py, &[0u8; 4]).into_any();
         let written: TensorArgMut<'_, u8> = bytes.extract().unwrap();
         // Held: the buffer export (the bytearray cannot be resized) and the written claim.
-        assert!(bytes.call_method1("extend", (b"more",)).is_err());
-        assert!(bytes.extract::<TensorArg<'_, u8>>().is_err());
+        let resize = bytes.call_method1("extend", (b"more",)).unwrap_err();
+        assert!(resize.is_instance_of::<PyBufferError>(py), "{resize}");
+        let read = bytes.extract::<TensorArg<'_, u8>>().unwrap_err();
+        assert!(read.is_instance_of::<PyValueError>(py), "{read}");
+        assert!(
+            read.to_string()
+                .contains("overlaps the memory of tensor argument"),
+            "{read}"
+        );
         // Moved to a thread that never held the GIL, and dropped there while this thread
         // has released it: the export is released with the GIL taken there, the claim with
         // one atomic store.

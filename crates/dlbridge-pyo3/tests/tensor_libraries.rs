@@ -134,7 +134,14 @@ fn nalgebra_writes_through_a_mutable_argument() {
         {
             let mut argument: TensorArgMut<'_, f64> = row_major.extract().unwrap();
             // Row stride 3: refused.
-            assert!(argument.as_nalgebra_matrix_mut().is_err());
+            let refused = argument.as_nalgebra_matrix_mut().unwrap_err();
+            assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
+            assert!(
+                refused
+                    .to_string()
+                    .contains("nalgebra cannot express a nalgebra matrix view"),
+                "{refused}"
+            );
             // Column 1 of the transpose is row 1 of the tensor.
             argument
                 .as_nalgebra_matrix_transposed_mut()
@@ -234,8 +241,12 @@ fn candle_copies_in_and_out_and_burn_and_arrow_return_their_values() {
         );
 
         // Into burn and Arrow: an imported argument, which their values then own.
-        let imported = from_dlpack(&row_major, &ImportOptions::default());
+        let refused = from_dlpack(&row_major, &ImportOptions::default()).unwrap_err();
         // A memoryview has no __dlpack__: the typed-argument path reads it, an import refuses.
-        assert!(imported.is_err());
+        assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
+        assert!(
+            refused.to_string().contains("is not a DLPack producer"),
+            "{refused}"
+        );
     });
 }

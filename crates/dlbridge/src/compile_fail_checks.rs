@@ -687,7 +687,8 @@ pub(crate) struct NdarrayBorrows;
 
 /// # cudarc views borrow the tensor as slices do (feature `cudarc`)
 ///
-/// The twins are `no_run`: they need a GPU; compiling them is the point.
+/// The twin is `no_run` here, as it needs a GPU; it is also the program
+/// examples/cuda_borrows.rs, which `make gpu-kit` builds and scripts/gpu-run.sh runs on a GPU.
 ///
 /// A `CudaTensorSlice` cannot outlive its tensor (E0505):
 ///
@@ -761,28 +762,6 @@ pub(crate) struct NdarrayBorrows;
 ///
 /// Twin: each in turn, and the unsafe calls inside `unsafe`.
 ///
-/// ```no_run
-/// use cudarc::driver::CudaContext;
-/// use dlbridge::{Device, DeviceType, Export};
-/// let stream = CudaContext::new(0).unwrap().default_stream();
-/// let buffer = stream.clone_htod(&[1.0f32, 2.0]).unwrap();
-/// let mut tensor = Export::from_cuda_slice(buffer, &[2]).into_versioned().unwrap();
-/// let read = tensor.view().cuda_slice::<f32>(&stream).unwrap();
-/// let host: Vec<f32> = stream.clone_dtoh(&read.as_view()).unwrap();
-/// drop(read);
-/// let mut a = tensor.cuda_slice_mut::<f32>(&stream).unwrap();
-/// let read = a.as_view();
-/// let host: Vec<f32> = stream.clone_dtoh(&read).unwrap();
-/// stream.memset_zeros(&mut a.as_view_mut().unwrap()).unwrap();
-/// drop(a);
-/// let mut b = tensor.cuda_slice_mut::<f32>(&stream).unwrap();
-/// stream.memset_zeros(&mut b.as_view_mut().unwrap()).unwrap();
-/// assert_eq!(b.len(), 2);
-/// drop(b);
-/// // SAFETY: 1 and 2 are the legacy and per-thread default streams of device 0.
-/// let order = unsafe { dlbridge::cuda::wait_for_stream(Device::new(DeviceType::CUDA, 0), 1, 2) };
-/// // SAFETY: the tensor's memory lives on CUDA:0; 1 is the legacy default stream.
-/// let copy = unsafe { dlbridge::cuda::copy_to_host(&tensor.view(), 1) }.unwrap();
-/// ```
+#[doc = concat!("```no_run\n", include_str!("../examples/cuda_borrows.rs"), "```")]
 #[cfg(feature = "cudarc")]
 pub(crate) struct CudaBorrows;

@@ -75,7 +75,8 @@ impl<'a> TensorView<'a> {
     /// use dlbridge::Export;
     /// let tensor = Export::new(vec![1i32, 2, 3, 4, 5, 6], &[2, 3]).into_versioned().unwrap();
     /// assert_eq!(tensor.view().as_slice::<i32>().unwrap(), &[1, 2, 3, 4, 5, 6]);
-    /// assert!(tensor.view().as_slice::<f32>().is_err()); // int32 is not float32
+    /// // int32 is not float32:
+    /// assert!(matches!(tensor.view().as_slice::<f32>(), Err(dlbridge::Error::DataTypeMismatch { .. })));
     /// ```
     pub fn as_slice<T: Element>(&self) -> Result<&'a [T]> {
         let first = self.first_element::<T>()?;

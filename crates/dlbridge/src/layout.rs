@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 /// ```
 /// assert_eq!(dlbridge::layout::element_count(&[2, 3, 4]), Ok(24));
 /// assert_eq!(dlbridge::layout::element_count(&[]), Ok(1));
-/// assert!(dlbridge::layout::element_count(&[2, -1]).is_err());
+/// let refused = dlbridge::layout::element_count(&[2, -1]);
+/// assert_eq!(refused, Err(dlbridge::Error::NegativeExtent { dim: 1, extent: -1 }));
 /// ```
 pub fn element_count(shape: &[i64]) -> Result<u64> {
     count_elements(shape.iter().copied())

@@ -220,6 +220,10 @@
 // The modules in layers: each imports only modules listed before it (`make lint` checks it
 // with scripts/module-layers.py).
 //
+// Unit tests only: the test binary's global allocator, which shows a test the blocks freed.
+#[cfg(test)]
+mod alloc_watch;
+
 // Vocabulary: the header's value types and constants; they import nothing of the crate.
 mod device;
 mod dtype;

@@ -523,7 +523,8 @@ impl ManagedTensor {
     /// use dlbridge::{Export, ManagedTensor};
     /// let raw = Export::new(vec![0u8; 4], &[4]).into_legacy()?.into_raw();
     /// let mut tensor = unsafe { ManagedTensor::from_raw(raw) }?;
-    /// assert!(tensor.as_mut_slice::<u8>().is_err()); // a legacy tensor from outside
+    /// // A legacy tensor from outside: whether its memory may be written is unknown.
+    /// assert!(matches!(tensor.as_mut_slice::<u8>(), Err(dlbridge::Error::WritabilityUnknown)));
     /// // SAFETY: the memory is a Vec this program exported, which nothing else uses.
     /// unsafe { tensor.assume_legacy_writable() };
     /// tensor.as_mut_slice::<u8>()?[0] = 7;
@@ -611,7 +612,7 @@ impl ManagedTensor {
     /// assert_eq!(back.view().shape(), &[2]);
     /// // Read-only memory cannot go out legacy:
     /// let read_only = Export::new(vec![0u8; 2], &[2]).read_only(true).into_versioned()?;
-    /// assert!(read_only.into_raw_legacy().is_err());
+    /// assert!(matches!(read_only.into_raw_legacy(), Err(dlbridge::Error::ReadOnlyLegacyExport)));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     #[must_use = "the tensor leaks unless the pointer is passed on or deleted"]

@@ -370,7 +370,7 @@ impl DataType {
 mod tests {
     use super::{accept_common_descriptor, validate_exactly};
     use crate::ffi::DLTensor;
-    use crate::{DataType, DataTypeCode, Device, DeviceType, Flags, Version};
+    use crate::{DataType, DataTypeCode, Device, DeviceType, Error, Flags, Version};
 
     /// Wherever the common path accepts a descriptor, the exact path accepts it with the same
     /// record: every combination of data types (whole-byte, sub-byte, invalid), flags, data
@@ -486,19 +486,28 @@ mod tests {
 
     #[test]
     fn data_type_check_rejects_zero_fields_and_wrong_fixed_widths() {
-        assert!(DataType::new(DataTypeCode::FLOAT, 0, 1).check().is_err());
-        assert!(DataType::new(DataTypeCode::FLOAT, 32, 0).check().is_err());
-        assert!(
-            DataType::new(DataTypeCode::FLOAT4_E2M1FN, 8, 1)
-                .check()
-                .is_err()
-        );
-        assert!(
-            DataType::new(DataTypeCode::FLOAT6_E3M2FN, 8, 1)
-                .check()
-                .is_err()
-        );
-        assert!(DataType::new(DataTypeCode::BFLOAT, 32, 1).check().is_err());
+        for (dtype, reason) in [
+            (DataType::new(DataTypeCode::FLOAT, 0, 1), "bits is 0"),
+            (DataType::new(DataTypeCode::FLOAT, 32, 0), "lanes is 0"),
+            (
+                DataType::new(DataTypeCode::FLOAT4_E2M1FN, 8, 1),
+                "bits does not match the width its code names",
+            ),
+            (
+                DataType::new(DataTypeCode::FLOAT6_E3M2FN, 8, 1),
+                "bits does not match the width its code names",
+            ),
+            (
+                DataType::new(DataTypeCode::BFLOAT, 32, 1),
+                "bits does not match the width its code names",
+            ),
+        ] {
+            assert_eq!(
+                dtype.check(),
+                Err(Error::InvalidDataType { dtype, reason }),
+                "{dtype:?}"
+            );
+        }
         assert!(DataType::new(DataTypeCode(250), 8, 1).check().is_ok());
     }
 }

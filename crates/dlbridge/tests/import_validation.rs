@@ -398,7 +398,12 @@ fn addresses_that_wrap_around_are_rejected() {
     // A device address is not dereferenced by the host, so it is not judged.
     spec.device = Device::new(DeviceType::CUDA, 0);
     let (tensor, _) = accept_versioned(&spec);
-    assert!(tensor.view().as_slice::<f32>().is_err());
+    assert_eq!(
+        tensor.view().as_slice::<f32>().unwrap_err(),
+        Error::NotHostReadable {
+            device: Device::new(DeviceType::CUDA, 0)
+        }
+    );
 }
 
 #[test]
@@ -463,7 +468,8 @@ fn a_null_deleter_is_never_called() {
     spec.ndim = Some(-1);
     let (ptr, log) = spec.legacy();
     // SAFETY: live tensor, handed over.
-    assert!(unsafe { ManagedTensor::from_raw_legacy(ptr) }.is_err());
+    let refused = unsafe { ManagedTensor::from_raw_legacy(ptr) }.unwrap_err();
+    assert_eq!(refused, Error::InvalidNdim { ndim: -1 });
     assert_eq!(log.calls(), 0);
     // SAFETY: as above.
     unsafe { release_legacy(ptr) };

@@ -37,7 +37,10 @@ fn the_builder_cannot_clear_read_only() {
         .into_versioned()
         .expect("a Vec exports");
     assert!(tensor.view().is_read_only());
-    assert!(tensor.elements_mut::<u8>().is_err());
+    assert!(matches!(
+        tensor.elements_mut::<u8>(),
+        Err(Error::ReadOnly { .. })
+    ));
 }
 
 /// The padded flag cannot relabel a buffer of whole-byte elements as sub-byte storage: every

@@ -330,30 +330,64 @@ const fn one_range(
 /// # .unwrap();
 /// ```
 ///
-/// A fixed number of dimensions outside the range fails to build (`cargo build`):
+/// A fixed number of dimensions outside the range fails to build (`cargo build`: the
+/// constant that checks it cannot be evaluated, E0080):
 ///
-/// ```compile_fail
+/// ```compile_fail,E0080
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 ///
 /// Python::initialize();
 /// Python::attach(|py| {
-///     let vector = py.eval(c"bytearray(4)", None, None).unwrap();
+///     let matrix = py.eval(c"memoryview(bytearray(4)).cast('B', (2, 2))", None, None).unwrap();
 ///     // One dimension cannot be between 2 and 3.
-///     let _ = vector.extract::<TensorArg<'_, u8, Ix1, DimsBetween<2, 3>>>();
+///     let matrix = matrix.extract::<TensorArg<'_, u8, Ix1, DimsBetween<2, 3>>>().unwrap();
+///     assert_eq!(matrix.view().ndim(), 2);
 /// });
 /// ```
 ///
-/// and so does an empty range:
+/// Twin, with a number of dimensions in the range: it builds, and the matrix is taken.
 ///
-/// ```compile_fail
+/// ```
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 ///
 /// Python::initialize();
 /// Python::attach(|py| {
-///     let vector = py.eval(c"bytearray(4)", None, None).unwrap();
-///     let _ = vector.extract::<TensorArg<'_, u8, IxDyn, DimsBetween<3, 2>>>();
+///     let matrix = py.eval(c"memoryview(bytearray(4)).cast('B', (2, 2))", None, None).unwrap();
+///     // Two dimensions are between 2 and 3.
+///     let matrix = matrix.extract::<TensorArg<'_, u8, Ix2, DimsBetween<2, 3>>>().unwrap();
+///     assert_eq!(matrix.view().ndim(), 2);
+/// });
+/// ```
+///
+/// An empty range fails to build too (E0080),
+///
+/// ```compile_fail,E0080
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// Python::initialize();
+/// Python::attach(|py| {
+///     let matrix = py.eval(c"memoryview(bytearray(4)).cast('B', (2, 2))", None, None).unwrap();
+///     // No number of dimensions is between 3 and 2.
+///     let matrix = matrix.extract::<TensorArg<'_, u8, IxDyn, DimsBetween<3, 2>>>().unwrap();
+///     assert_eq!(matrix.view().ndim(), 2);
+/// });
+/// ```
+///
+/// where its twin, a range that holds the tensor's number of dimensions, builds and runs:
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// Python::initialize();
+/// Python::attach(|py| {
+///     let matrix = py.eval(c"memoryview(bytearray(4)).cast('B', (2, 2))", None, None).unwrap();
+///     // Two is between 2 and 3.
+///     let matrix = matrix.extract::<TensorArg<'_, u8, IxDyn, DimsBetween<2, 3>>>().unwrap();
+///     assert_eq!(matrix.view().ndim(), 2);
 /// });
 /// ```
 pub struct DimsBetween<const MIN: usize, const MAX: usize>;
@@ -387,9 +421,9 @@ impl<const MIN: usize, const MAX: usize> Constraints for DimsBetween<MIN, MAX> {
 /// A shape whose number of extents is not the argument's number of dimensions fails to build
 /// (`cargo build`; `cargo check` does not evaluate it), with the message "a typed argument's
 /// shape (shape!) has a different number of extents than its dimension type (Ix1..Ix6) has
-/// dimensions":
+/// dimensions" (E0080: the constant that checks it cannot be evaluated):
 ///
-/// ```compile_fail
+/// ```compile_fail,E0080
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 ///
@@ -397,9 +431,27 @@ impl<const MIN: usize, const MAX: usize> Constraints for DimsBetween<MIN, MAX> {
 ///
 /// Python::initialize();
 /// Python::attach(|py| {
-///     let image = py.eval(c"bytearray(12)", None, None).unwrap();
+///     let image = py.eval(c"memoryview(bytearray(12)).cast('B', (2, 2, 3))", None, None).unwrap();
 ///     // An `Ix2` argument cannot have the three extents of `Rgb`.
-///     let _ = image.extract::<TensorArg<'_, u8, Ix2, Rgb>>();
+///     let image = image.extract::<TensorArg<'_, u8, Ix2, Rgb>>().unwrap();
+///     assert_eq!(image.view().shape(), &[2, 2, 3]);
+/// });
+/// ```
+///
+/// Twin, an `Ix3` argument: it builds, and the image is taken.
+///
+/// ```
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+///
+/// shape!(pub Rgb = [_, _, 3]);
+///
+/// Python::initialize();
+/// Python::attach(|py| {
+///     let image = py.eval(c"memoryview(bytearray(12)).cast('B', (2, 2, 3))", None, None).unwrap();
+///     // An `Ix3` argument has the three extents of `Rgb`.
+///     let image = image.extract::<TensorArg<'_, u8, Ix3, Rgb>>().unwrap();
+///     assert_eq!(image.view().shape(), &[2, 2, 3]);
 /// });
 /// ```
 #[macro_export]

@@ -1,11 +1,36 @@
 //! Typed tensor arguments for `#[pyfunction]`s: a Rust kernel written once takes NumPy,
 //! PyTorch, JAX (any DLPack producer) zero-copy, with its expectations checked at extraction.
 //!
-//! ```ignore
+//! ```
+//! # use dlbridge_pyo3::prelude::*;
+//! # use pyo3::prelude::*;
 //! #[pyfunction]
 //! fn scale(py: Python<'_>, x: TensorArg<'_, f32, Ix2, CContiguous>, mut out: TensorArgMut2<'_, f32>, factor: f32) {
 //!     py.detach(|| out.view_mut().zip_mut_with(&x.view(), |o, &v| *o = v * factor));
 //! }
+//! # // Called here on buffer-protocol objects (the doc tests have no NumPy); from Python, on
+//! # // NumPy arrays, PyTorch tensors or JAX arrays alike.
+//! # Python::initialize();
+//! # Python::attach(|py| -> PyResult<()> {
+//! #     let globals = pyo3::types::PyDict::new(py);
+//! #     globals.set_item("scale", wrap_pyfunction!(scale, py)?)?;
+//! #     py.run(c"
+//! # from array import array
+//! # x, out = array('f', [1, 2, 3, 4]), array('f', [0] * 4)
+//! # matrix = lambda values: memoryview(values).cast('B').cast('f', (2, 2))
+//! # scale(matrix(x), matrix(out), 2.0)
+//! # try:
+//! #     scale(matrix(x), memoryview(bytes(16)).cast('f', (2, 2)), 2.0)
+//! # except TypeError as error:
+//! #     refused = str(error)
+//! # ", Some(&globals), None)?;
+//! #     let out: Vec<f32> = globals.get_item("out")?.unwrap().call_method0("tolist")?.extract()?;
+//! #     assert_eq!(out, [2.0, 4.0, 6.0, 8.0]);
+//! #     // `out` must be writable: read-only memory is refused at extraction.
+//! #     let refused: String = globals.get_item("refused")?.unwrap().extract()?;
+//! #     assert!(refused.contains("expected a writable float32 tensor"), "{refused}");
+//! #     Ok(())
+//! # }).unwrap();
 //! ```
 //!
 //! - [`claims`]: the aliasing registry, so that no memory is written through one argument

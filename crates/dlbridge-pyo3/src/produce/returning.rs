@@ -38,7 +38,8 @@ use crate::host::numpy;
 ///     let tensor = dlbridge_pyo3::from_capsule(&result.getattr("capsule")?)?;
 ///     assert_eq!(tensor.view().as_slice::<f64>().map_err(to_py_err)?, &[1.0, 2.0]);
 ///     // One shot: the tensor is exported once.
-///     assert!(producer.call_method0("__dlpack__").is_err());
+///     let again = producer.call_method0("__dlpack__").unwrap_err();
+///     assert!(again.is_instance_of::<pyo3::exceptions::PyTypeError>(py), "{again}");
 ///     Ok(())
 /// })
 /// # .unwrap();
@@ -137,7 +138,8 @@ impl TensorProducer {
 ///     assert_eq!(shape(&from_vec)?, [2, 3]);
 ///     assert_eq!(shape(&from_managed)?, [4]);
 ///     // A shape that does not describe the values is the core's error.
-///     assert!((vec![1u8, 2, 3], [2, 2]).into_tensor().is_err());
+///     let refused = (vec![1u8, 2, 3], [2, 2]).into_tensor();
+///     assert!(matches!(refused, Err(dlbridge::Error::ShapeMismatch { elements: 4, buffer_len: 3 })));
 ///     Ok(())
 /// })
 /// # .unwrap();

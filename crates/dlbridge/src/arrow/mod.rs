@@ -664,7 +664,8 @@ impl ManagedTensor {
     /// assert!(view.is_read_only());
     ///
     /// let with_nulls = Int32Array::from(vec![Some(1), None]);
-    /// assert!(ManagedTensor::from_arrow_array(&with_nulls).is_err());
+    /// let refused = ManagedTensor::from_arrow_array(&with_nulls); // DLPack has no nulls
+    /// assert!(matches!(refused, Err(dlbridge::Error::Unrepresentable { library: "arrow", .. })));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     pub fn from_arrow_array<T: ArrowPrimitiveType>(array: &PrimitiveArray<T>) -> Result<Self> {

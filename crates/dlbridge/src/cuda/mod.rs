@@ -226,14 +226,9 @@ impl<'a> TensorView<'a> {
     /// compact ([`Error::NotContiguous`]) or misaligned ([`Error::Misaligned`]). The memory is
     /// never freed by dlbridge or cudarc: the tensor's owner keeps it.
     ///
-    /// ```no_run
-    /// use cudarc::driver::CudaContext;
-    /// # fn demo(tensor: &dlbridge::ManagedTensor) -> Result<(), Box<dyn std::error::Error>> {
-    /// let stream = CudaContext::new(0)?.default_stream();
-    /// let slice = tensor.view().cuda_slice::<f32>(&stream)?;
-    /// let host: Vec<f32> = stream.clone_dtoh(&slice.as_view())?;
-    /// # Ok(()) }
-    /// ```
+    // The example is the program examples/cuda_slice.rs, included as it is: `make gpu-kit`
+    // builds it and scripts/gpu-run.sh runs it on a GPU.
+    #[doc = concat!("```no_run\n", include_str!("../../examples/cuda_slice.rs"), "```")]
     pub fn cuda_slice<T: Element>(
         &self,
         stream: &Arc<CudaStream>,
@@ -251,14 +246,9 @@ impl ManagedTensor {
     /// ([`Error::ReadOnly`]), a legacy one ([`Error::WritabilityUnknown`]) or a share another
     /// handle can still read ([`Error::SharedMemory`]) is refused.
     ///
-    /// ```no_run
-    /// use cudarc::driver::CudaContext;
-    /// # fn demo(tensor: &mut dlbridge::ManagedTensor) -> Result<(), Box<dyn std::error::Error>> {
-    /// let stream = CudaContext::new(0)?.default_stream();
-    /// let mut slice = tensor.cuda_slice_mut::<f32>(&stream)?;
-    /// stream.memset_zeros(&mut slice.as_view_mut()?)?;
-    /// # Ok(()) }
-    /// ```
+    // The example is the program examples/cuda_slice_mut.rs, included as it is: `make gpu-kit`
+    // builds it and scripts/gpu-run.sh runs it on a GPU.
+    #[doc = concat!("```no_run\n", include_str!("../../examples/cuda_slice_mut.rs"), "```")]
     pub fn cuda_slice_mut<T: Element>(
         &mut self,
         stream: &Arc<CudaStream>,
@@ -294,17 +284,9 @@ impl<'s, T: Element> Export<'s, CudaSliceOwner<T>> {
     /// must lie in it). The data is ready on [`CudaSlice::stream`]: a consumer on another
     /// stream must wait for it (see the [module docs](crate::cuda#streams)).
     ///
-    /// ```no_run
-    /// use cudarc::driver::CudaContext;
-    /// use dlbridge::{Device, DeviceType, Export};
-    /// # fn demo() -> Result<(), Box<dyn std::error::Error>> {
-    /// let stream = CudaContext::new(0)?.default_stream();
-    /// let slice = stream.clone_htod(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
-    /// let tensor = Export::from_cuda_slice(slice, &[2, 3]).into_versioned()?;
-    /// assert_eq!(tensor.view().device(), Device::new(DeviceType::CUDA, 0));
-    /// stream.synchronize()?; // the copy is done before a consumer on any stream reads
-    /// # Ok(()) }
-    /// ```
+    // The example is the program examples/export_cuda_slice.rs, included as it is: `make gpu-kit`
+    // builds it and scripts/gpu-run.sh runs it on a GPU.
+    #[doc = concat!("```no_run\n", include_str!("../../examples/export_cuda_slice.rs"), "```")]
     pub fn from_cuda_slice(slice: CudaSlice<T>, shape: &'s [usize]) -> Self {
         let ordinal = slice.ordinal();
         let len = slice.len();

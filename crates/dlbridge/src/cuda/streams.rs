@@ -57,16 +57,9 @@ pub fn same_stream(a: usize, b: usize) -> bool {
 /// for a device that is not CUDA, [`Error::StreamCapture`] where the wait would break a CUDA
 /// graph capture (see [CUDA graphs](crate::cuda#cuda-graphs)), [`Error::Driver`] for a failed call.
 ///
-/// ```no_run
-/// use dlbridge::cuda::{wait_for_stream, StreamOrder};
-/// use dlbridge::{Device, DeviceType};
-/// # fn demo(ready: usize, consumer: usize) -> dlbridge::Result<()> {
-/// let cuda0 = Device::new(DeviceType::CUDA, 0);
-/// // SAFETY: both handles are live streams of device 0 (or the legacy default, 1).
-/// assert_eq!(unsafe { wait_for_stream(cuda0, ready, ready) }?, StreamOrder::SameStream);
-/// let order = unsafe { wait_for_stream(cuda0, ready, consumer) }?;
-/// # Ok(()) }
-/// ```
+// The example is the program examples/wait_for_stream.rs, included as it is: `make gpu-kit`
+// builds it and scripts/gpu-run.sh runs it on a GPU.
+#[doc = concat!("```no_run\n", include_str!("../../examples/wait_for_stream.rs"), "```")]
 ///
 /// # Safety
 ///
@@ -145,14 +138,9 @@ pub unsafe fn wait_for_stream(
 /// a CUDA graph (a host copy needs a host synchronisation), and [`Error::NotContiguous`] for a
 /// strided tensor of a sub-byte type.
 ///
-/// ```no_run
-/// use dlbridge::cuda::copy_to_host;
-/// # fn demo(tensor: &dlbridge::ManagedTensor) -> dlbridge::Result<()> {
-/// // SAFETY: the tensor's memory lives on its CUDA device, ready on the legacy stream (1).
-/// let host = unsafe { copy_to_host(&tensor.view(), 1) }?;
-/// assert!(host.view().flags().is_copied());
-/// # Ok(()) }
-/// ```
+// The example is the program examples/copy_to_host.rs, included as it is: `make gpu-kit`
+// builds it and scripts/gpu-run.sh runs it on a GPU.
+#[doc = concat!("```no_run\n", include_str!("../../examples/copy_to_host.rs"), "```")]
 ///
 /// # Safety
 ///

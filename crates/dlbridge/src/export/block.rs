@@ -267,20 +267,37 @@ mod tests {
 
     #[test]
     fn a_panicking_owner_does_not_unwind_into_the_deleter_caller() {
-        struct Bomb;
+        static DROPS: AtomicUsize = AtomicUsize::new(0);
+        // Its fields are dropped after its `Drop` panics: `_held` shows the owner released.
+        struct Bomb {
+            _held: std::sync::Arc<()>,
+        }
         impl Drop for Bomb {
             fn drop(&mut self) {
+                DROPS.fetch_add(1, Ordering::SeqCst);
                 panic!("owner drop panics");
             }
         }
+        let held = std::sync::Arc::new(());
+        let bomb = Bomb {
+            _held: std::sync::Arc::clone(&held),
+        };
         let data = std::ptr::NonNull::<u8>::dangling().as_ptr().cast();
         // SAFETY: zero elements: no memory is reached.
         let tensor =
-            unsafe { Export::from_raw_parts(Bomb, data, DataType::UINT8, Device::CPU, &[0]) }
+            unsafe { Export::from_raw_parts(bomb, data, DataType::UINT8, Device::CPU, &[0]) }
                 .into_versioned()
                 .unwrap();
         let raw = tensor.into_raw().versioned().unwrap();
-        // SAFETY: our own tensor, deleted once.
-        unsafe { (*raw).deleter.unwrap()(raw) };
+        let block = raw.cast_const().cast::<u8>();
+        // The deleter returns (a panic reaching it would abort the test binary), having
+        // dropped the owner once and freed the block all the same.
+        let freed = crate::alloc_watch::frees([block], || {
+            // SAFETY: our own tensor, deleted once.
+            unsafe { (*raw).deleter.unwrap()(raw) };
+        });
+        assert_eq!(freed, [1], "frees of the block");
+        assert_eq!(DROPS.load(Ordering::SeqCst), 1);
+        assert_eq!(std::sync::Arc::strong_count(&held), 1);
     }
 }

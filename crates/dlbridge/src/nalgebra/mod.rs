@@ -246,7 +246,9 @@ impl<'a> TensorView<'a> {
     /// assert_eq!(transposed.as_ptr(), view.data_ptr() as *const f64); // no copy
     /// // The tensor times a vector: (A^T)^T x.
     /// assert_eq!(transposed.tr_mul(&DVector::from_element(3, 1.0)), DVector::from_vec(vec![6.0, 15.0]));
-    /// assert!(view.as_nalgebra_matrix::<f64>().is_err()); // row stride 3
+    /// // Row stride 3: nalgebra's matrix views need a row stride of 1.
+    /// let refused = view.as_nalgebra_matrix::<f64>();
+    /// assert!(matches!(refused, Err(dlbridge::Error::Unrepresentable { library: "nalgebra", .. })));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     pub fn as_nalgebra_matrix_transposed<T: Element>(&self) -> Result<DMatrixView<'a, T>> {

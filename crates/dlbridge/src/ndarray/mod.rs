@@ -253,7 +253,8 @@ impl<'a> TensorView<'a> {
     /// assert_eq!(array, array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]].into_dyn());
     /// assert_eq!(array.strides(), &[1, 2]);
     /// assert_eq!(array.as_ptr(), view.data_ptr() as *const f64); // no copy
-    /// assert!(view.as_array::<f32>().is_err()); // float64 is not float32
+    /// // float64 is not float32:
+    /// assert!(matches!(view.as_array::<f32>(), Err(dlbridge::Error::DataTypeMismatch { .. })));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     pub fn as_array<T: Element>(&self) -> Result<ArrayViewD<'a, T>> {
@@ -272,7 +273,8 @@ impl<'a> TensorView<'a> {
     /// let tensor = Export::new(vec![1u8, 2, 3, 4, 5, 6], &[2, 3]).into_versioned()?;
     /// let matrix = tensor.view().as_array_dim::<u8, Ix2>()?;
     /// assert_eq!(matrix[[1, 2]], 6);
-    /// assert!(tensor.view().as_array_dim::<u8, ndarray::Ix3>().is_err());
+    /// let refused = tensor.view().as_array_dim::<u8, ndarray::Ix3>();
+    /// assert!(matches!(refused, Err(dlbridge::Error::DimensionalityMismatch { expected: 3, actual: 2 })));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     #[inline(always)]

@@ -504,7 +504,13 @@ fn typed_checks_apply_to_views() {
             value: 2
         }
     );
-    assert!(tensor.as_array_mut::<bool>().is_err());
+    assert_eq!(
+        tensor.as_array_mut::<bool>().unwrap_err(),
+        Error::InvalidBool {
+            offset: 2,
+            value: 2
+        }
+    );
 
     // A float32 tensor one byte into a buffer is misaligned.
     let mut words = vec![0u32; 3];
@@ -665,13 +671,20 @@ fn views_export_with_their_owner() {
 
 #[test]
 fn owned_array_export_is_freed_by_its_deleter() {
-    // Under Miri this also proves the array's buffer and the block are freed once.
     let a = Array2::from_shape_vec((2, 2), vec![1i32, 2, 3, 4]).unwrap();
+    let buffer = a.as_ptr().cast::<u8>();
     let tensor = ManagedTensor::from_array(a).unwrap();
+    // The export moved the array, buffer and all: it views the same memory.
+    assert_eq!(tensor.view().data_ptr().cast_const().cast::<u8>(), buffer);
     let raw = tensor.into_raw().versioned().unwrap();
-    // SAFETY: our own tensor; its deleter runs once here and it is not used afterwards.
-    unsafe {
-        let deleter = (*raw).deleter.unwrap();
-        deleter(raw);
-    }
+    let block = raw.cast_const().cast::<u8>();
+    // The deleter frees the array's buffer and the export's block, each exactly once.
+    let freed = crate::alloc_watch::frees([buffer, block], || {
+        // SAFETY: our own tensor; its deleter runs once here and it is not used afterwards.
+        unsafe {
+            let deleter = (*raw).deleter.unwrap();
+            deleter(raw);
+        }
+    });
+    assert_eq!(freed, [1, 1], "frees of [the array's buffer, the block]");
 }
