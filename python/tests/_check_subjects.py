@@ -5,7 +5,7 @@ processes (the tests put this folder on PYTHONPATH)."""
 from __future__ import annotations
 
 import ctypes
-import time
+import threading
 
 import numpy as np
 
@@ -305,9 +305,12 @@ class Crashes(Good):
 
 
 class Hangs(Good):
+    """Blocks forever when asked for a stream: it waits on an event that nothing sets, until
+    the checker kills its worker."""
+
     def __dlpack__(self, *, stream=None, **kwargs):
         if stream is not None:
-            time.sleep(3600)
+            threading.Event().wait()
         return super().__dlpack__(**kwargs)
 
 

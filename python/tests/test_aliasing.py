@@ -6,16 +6,16 @@ no element, thousands of readers at once.
 
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
 
+from _frameworks import import_framework
 from _helpers import CallsDuringExtraction
 from _kernels import kernels as K
 from _kernels import require_kernels
 
-torch = pytest.importorskip("torch")
+torch = import_framework("torch", "torch")
 
 
 def make(framework, array):
@@ -69,28 +69,60 @@ def test_views_that_share_an_element_are_refused_naming_both_arguments(framework
     assert not np.asarray(x).any(), "a refused call wrote nothing"
 
 
-def _refused_while(background, attempt, seconds=2.0):
-    """Runs `background(seconds)` on a thread and calls `attempt()` until it is refused
-    while that call is in progress; returns the refusal (None if the call ended first)."""
-    thread = threading.Thread(target=background, args=(seconds,))
+class HeldNumber:
+    """A number argument whose conversion (`__float__`, which PyO3 calls to extract an
+    f32/f64 argument after the tensor arguments before it, whose claims are then held) calls
+    `during()` first: a kernel call that holds its tensors for as long as `during` runs."""
+
+    def __init__(self, value, during):
+        self.value, self.during = value, during
+
+    def __float__(self):
+        self.during()
+        return float(self.value)
+
+
+def _refused_while(background, attempt):
+    """Runs `background(during)` on a thread: a kernel call that holds its tensor arguments
+    while it converts a `HeldNumber(value, during)`. Calls `attempt()` once while they are
+    held, and returns the ValueError it raised (None if it was not refused)."""
+    holding, release = threading.Event(), threading.Event()
+    failures = []
+
+    def hold():
+        holding.set()
+        if not release.wait(timeout=120):
+            raise TimeoutError("the test thread never released the call")
+
+    def run():
+        try:
+            background(hold)
+        except BaseException as error:  # noqa: BLE001 - asserted below
+            failures.append(error)
+
+    thread = threading.Thread(target=run)
     thread.start()
     refusal = None
     try:
-        while thread.is_alive() and refusal is None:
-            try:
-                attempt()
-            except ValueError as error:
-                refusal = error
-            time.sleep(0.005)
+        # A bound, not a sleep: the call holds its arguments before `attempt` runs.
+        assert holding.wait(timeout=120), "the call on the other thread never held its tensors"
+        try:
+            attempt()
+        except ValueError as error:
+            refusal = error
     finally:
+        release.set()
         thread.join()
+    assert failures == []
     return refusal
 
 
 def test_a_write_refused_for_a_read_on_another_thread_says_so():
     require_kernels()  # called on other threads, where a missing kernel cannot stop the test
     x, y = np.ones(64, np.float32), np.ones(64, np.float32)
-    refusal = _refused_while(lambda seconds: K.slow_total2(x, y, seconds), lambda: K.fill(x, 1.0))
+    refusal = _refused_while(
+        lambda during: K.slow_total2(x, y, HeldNumber(0.0, during)), lambda: K.fill(x, 1.0)
+    )
     assert refusal is not None
     assert str(refusal).startswith(
         "this tensor's memory is being read by a call in progress on another thread: it "
@@ -104,7 +136,7 @@ def test_a_read_refused_for_a_write_on_another_thread_says_so():
     require_kernels()  # called on other threads, where a missing kernel cannot stop the test
     x = torch.zeros(64)
     refusal = _refused_while(
-        lambda seconds: K.slow_fill(x, 1.0, seconds), lambda: K.total(x[10:20])
+        lambda during: K.fill(x, HeldNumber(1.0, during)), lambda: K.total(x[10:20])
     )
     assert refusal is not None
     assert str(refusal).startswith(
@@ -136,29 +168,49 @@ def test_a_call_inside_another_calls_argument_extraction_is_told_from_its_argume
         K.copy_into(x, x)
 
 
-def test_600_threads_read_the_same_tensors_at_once():
+def test_600_threads_hold_read_claims_on_the_same_tensors_at_once():
     require_kernels()  # called on other threads, where a missing kernel cannot stop the test
-    # More claims are alive at once (1,200) than the registry had slots before (256).
+    # More claims are alive at once (1,200) than the registry had slots before (256). Each
+    # thread's call holds its read claims on `a` and `b` while it converts its number
+    # argument, which waits at a barrier of every thread and this one: this thread passes it
+    # only when all 600 calls hold both claims, and they hold them until it releases them.
     a, b = np.ones(100, np.float32), torch.ones(100)
-    threads, barrier = 600, threading.Barrier(600)
+    threads = 600
+    all_holding = threading.Barrier(threads + 1)
+    release = threading.Event()
     results, errors = [], []
+
+    def hold_the_claims():
+        all_holding.wait(timeout=120)
+        if not release.wait(timeout=120):
+            raise TimeoutError("the test thread never released the readers")
 
     def reader():
         try:
-            barrier.wait()
-            results.extend(K.slow_total2(a, b, 0.02) for _ in range(3))
+            results.append(K.slow_total2(a, b, HeldNumber(0.0, hold_the_claims)))
         except Exception as error:  # noqa: BLE001 - collected and asserted below
             errors.append(repr(error))
 
     pool = [threading.Thread(target=reader) for _ in range(threads)]
     for thread in pool:
         thread.start()
-    for thread in pool:
-        thread.join()
+    try:
+        # A BrokenBarrierError (the test fails) unless all 600 calls hold their claims.
+        all_holding.wait(timeout=120)
+        assert not all_holding.broken
+        # Now every call holds `a` and `b`: a write to either is refused.
+        for tensor in (a, b):
+            with pytest.raises(ValueError, match="being read by a call in progress on another"):
+                K.fill(tensor, 0.0)
+    finally:
+        release.set()
+        for thread in pool:
+            thread.join()
     assert errors == []
-    assert results == [200.0] * (3 * threads)
+    assert results == [200.0] * threads
     K.fill(a, 0.0)  # every claim was released
     K.fill(b, 0.0)
+    assert not a.any() and not b.any()
 
 
 @pytest.mark.example_module
@@ -184,7 +236,7 @@ def test_the_registry_is_shared_by_every_extension_module():
     out = np.zeros((2, 2), np.float32)
     # Read through dlbridge's module on one thread, written through the example's on another.
     refusal = _refused_while(
-        lambda seconds: K.slow_total2(out, out, seconds),
+        lambda during: K.slow_total2(out, out, HeldNumber(0.0, during)),
         lambda: dlbridge_matmul.matmul_into(ones, ones, out),
     )
     assert refusal is not None

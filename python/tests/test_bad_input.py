@@ -900,7 +900,7 @@ def test_unknown_device_type_is_held_but_never_read():
     cap = rec.capsule()
     t = dlbridge.from_dlpack(cap)
     assert t.device == (99, 0)
-    with pytest.raises((BufferError, TypeError)):
+    with pytest.raises(BufferError, match=r"needs host memory; this tensor is on DeviceType\(99\)"):
         memoryview(t)
     with pytest.raises(BufferError):
         t.copy()
@@ -939,7 +939,7 @@ def test_dlpack_device_malformed_is_type_error(answer):
             return answer
 
     producer = Odd()
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(TypeError, match=r"expected a \(device_type, device_id\) tuple of ints"):
         dlbridge.from_dlpack(producer)
 
 

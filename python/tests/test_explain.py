@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import dlbridge
+from _frameworks import import_framework
 from _helpers import collect, python_without_exchange_api
 from _kernels import kernels
 from dlbridge.check.fake_producers import (
@@ -80,7 +81,7 @@ def test_it_agrees_with_the_arguments_own_path():
 
 
 def test_torch_tensors_and_autograd():
-    torch = pytest.importorskip("torch")
+    torch = import_framework("torch", "torch")
     explained = dlbridge.explain(torch.ones(2))
     assert explained["argument"]["path"] == "exchange"
     tracked = dlbridge.explain(torch.ones(2, requires_grad=True))
@@ -181,7 +182,7 @@ def test_dlbridge_tensors_are_imported_through_the_exchange_table():
 
 
 def test_torch_tensors_are_imported_through_the_exchange_table():
-    torch = pytest.importorskip("torch")
+    torch = import_framework("torch", "torch")
     explained = agrees_with_from_dlpack(torch.ones(2, 3))
     assert explained["path"] == "exchange"
     assert (explained["negotiation"], explained["copied"], explained["read_only"]) == (
@@ -195,7 +196,7 @@ def test_torch_tensors_are_imported_through_the_exchange_table():
 
 
 def test_torch_copies_when_asked_whoever_makes_the_copy():
-    torch = pytest.importorskip("torch")
+    torch = import_framework("torch", "torch")
     explained = agrees_with_from_dlpack(torch.ones(2, 3), copy=True)
     # Not the exchange table: it takes no `copy`. PyTorch 2.15 copies without flagging
     # IS_COPIED, so dlbridge copies again; a PyTorch that flags it is the copier itself.
@@ -208,7 +209,7 @@ def test_torch_copies_when_asked_whoever_makes_the_copy():
 
 
 def test_torch_without_the_exchange_table():
-    pytest.importorskip("torch")
+    import_framework("torch", "torch")
     # The switch is read once per process: a process of its own.
     code = (
         "import torch, dlbridge\n"
@@ -320,7 +321,10 @@ def test_refusals_are_reported_with_the_exception_that_from_dlpack_raises():
 
 
 def test_explain_keywords_are_checked_as_from_dlpacks_are():
-    with pytest.raises((TypeError, ValueError)):
+    # As from_dlpack's (test_protocol.py): a malformed device is a ValueError.
+    with pytest.raises(
+        ValueError, match=r"device: TypeError: expected a \(device_type, device_id\)"
+    ):
         dlbridge.explain(np.zeros(2), device="cpu")
     with pytest.raises(TypeError):
         dlbridge.explain(np.zeros(2), copy="yes")

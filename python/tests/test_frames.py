@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import dlbridge
 import dlbridge.distributed as dd
+from _frameworks import import_framework
 from _helpers import IS_COPIED, np_address, row_major_strides
 from conftest import UNDER_ASAN
 from dlbridge.check import catalogue
@@ -171,7 +172,7 @@ def test_read_only_array_stays_read_only_over_writable_bytes():
 
 
 def test_torch_over_read_only_bytes_is_one_copy_and_over_writable_bytes_a_view():
-    torch = pytest.importorskip("torch")
+    torch = import_framework("torch", "torch")
     x = torch.arange(8, dtype=torch.bfloat16)
     header, frames = dd.serialize(x)
     frozen = bytes(frames[0].raw())
@@ -423,15 +424,20 @@ def test_a_receiver_that_would_narrow_the_dtype_refuses_the_frame(dtype):
     # A sender whose JAX has jax_enable_x64 on ships 64-bit JAX arrays; a receiver whose JAX
     # has it off (the default) would rebuild them narrowed, their values cut. Found by the
     # atheris fuzzer (fuzz/python/rebuild.py): refused, saying how to keep them.
-    import jax
+    jax = import_framework("jax", "jax")
 
-    if jax.config.read("jax_enable_x64"):
-        pytest.skip("this process's JAX keeps 64-bit dtypes")
     values = dlbridge.from_dlpack(np.array([2**40 + 5, 7], dtype=np.float64).astype(dtype))
     header, frames = dd.serialize(values)
     header["kind"] = "jax"
-    with pytest.raises(TypeError, match=r"jax rebuilt a .* frame .* jax_enable_x64"):
-        dd.deserialize(header, received(frames, read_only=True))
+    # The receiver is this process, with JAX's default (another test file of the same process
+    # may have turned 64-bit dtypes on): set for this test, then put back.
+    enabled = jax.config.read("jax_enable_x64")
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with pytest.raises(TypeError, match=r"jax rebuilt a .* frame .* jax_enable_x64"):
+            dd.deserialize(header, received(frames, read_only=True))
+    finally:
+        jax.config.update("jax_enable_x64", enabled)
 
 
 def test_a_receiver_whose_framework_cannot_hold_the_dtype_refuses_with_a_type_error():

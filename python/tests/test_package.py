@@ -48,14 +48,29 @@ def test_version_is_the_crates_version():
     assert dlbridge.__version__ == workspace_version()
 
 
+FIX_THE_ENVIRONMENT = (
+    "the test suite runs against the package as `make python-build` installs it "
+    "(maturin develop into .venv); run `make python-build` and test with .venv/bin/python"
+)
+
+
 def test_version_matches_the_installed_metadata():
     try:
         installed = metadata.version("dlbridge")
     except metadata.PackageNotFoundError:
-        pytest.skip("dlbridge runs from a source tree without installed metadata")
-    # maturin writes Cargo's version as PEP 440 (the same string for a plain x.y.z).
-    if re.fullmatch(r"\d+\.\d+\.\d+", dlbridge.__version__):
-        assert installed == dlbridge.__version__
+        pytest.fail(
+            f"no installed metadata for dlbridge next to {sys.executable}: " + FIX_THE_ENVIRONMENT
+        )
+    # Cargo.toml's [workspace.package] version is the source of truth; maturin writes it as
+    # PEP 440, the same string for a plain x.y.z (0.1.0 today). A pre-release such as
+    # 0.2.0-alpha.1 would be written 0.2.0a1: this test must then spell that conversion.
+    version = workspace_version()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version), (
+        f"Cargo.toml's version {version!r} is not a plain x.y.z: compare its PEP 440 form"
+    )
+    assert installed == version == dlbridge.__version__, (
+        f"installed metadata says {installed}, Cargo.toml {version}: " + FIX_THE_ENVIRONMENT
+    )
 
 
 def test_version_on_the_command_line(capsys):
@@ -79,8 +94,9 @@ def test_python_m_dlbridge_version():
 
 def test_console_script_version():
     script = os.path.join(os.path.dirname(sys.executable), "dlbridge")
-    if not os.path.exists(script):
-        pytest.skip(f"no console script next to {sys.executable}")
+    assert os.path.exists(script), (
+        f"no `dlbridge` console script next to {sys.executable}: " + FIX_THE_ENVIRONMENT
+    )
     result = subprocess.run([script, "--version"], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"dlbridge {dlbridge.__version__}\n"

@@ -129,17 +129,19 @@ def test_tf_memory_kept_alive():
     assert np.asarray(t).tolist() == [0, 1, 2, 3, 4, 5]
 
 
-def test_tf_copy_true():
-    # TF refuses copy=True with RuntimeError (not TypeError, so there is no retry): dlbridge
-    # either propagates that or gives a private copy; it must never share the memory.
+def test_tf_copy_true_refusal_propagates():
+    # Pins TensorFlow 2.21's behaviour: its __dlpack__ refuses copy=True with RuntimeError (not
+    # TypeError, so dlbridge does not retry without keywords), and dlbridge propagates that
+    # refusal unchanged rather than making a copy itself (so it never shares the memory).
     x = tf.constant(np.arange(4, dtype=np.int32))
-    try:
-        t = dlbridge.from_dlpack(x, copy=True)
-    except RuntimeError as err:
-        assert "copy" in str(err)
-        return
-    assert t.data_ptr != _tf_address(x)
-    assert np.asarray(t).tolist() == [0, 1, 2, 3]
+    message = "tf.Tensor does not support DLPack export with a copy=True"
+    with pytest.raises(RuntimeError) as tf_refusal:
+        x.__dlpack__(copy=True)
+    assert str(tf_refusal.value) == message
+    with pytest.raises(RuntimeError) as refusal:
+        dlbridge.from_dlpack(x, copy=True)
+    assert type(refusal.value) is RuntimeError
+    assert str(refusal.value) == message
 
 
 # --------------------------------------------------------------------------------------------
