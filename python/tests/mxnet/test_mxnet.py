@@ -381,3 +381,38 @@ def test_dlbridge_check_mxnet_reports_what_mxnet_breaks_and_nothing_else():
         assert pair["counts"]["fail"] == 0, pair["failures"]
         assert pair["counts"]["pass"] > 0
         assert pair["zero_copy"] is True
+
+
+def test_the_readme_factory_for_a_framework_without_dlpack_is_checked(tmp_path):
+    # The README's `mylib.py` (its python block that imports mxnet), written out as a user
+    # would, is a factory `dlbridge check mylib:make` checks, and dlbridge imports its tensor.
+    import json
+    import pathlib
+    import subprocess
+    import sys
+
+    readme = (pathlib.Path(__file__).resolve().parents[3] / "README.md").read_text("utf-8")
+    blocks = [block.split("\n```", 1)[0] for block in readme.split("```python\n")[1:]]
+    (mylib,) = [block for block in blocks if "import mxnet as mx" in block]
+    (tmp_path / "mylib.py").write_text(mylib + "\n", encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import mylib as module
+    finally:
+        sys.path.remove(str(tmp_path))
+    imported = dlbridge.from_dlpack(module.make())
+    assert (imported.shape, imported.dtype) == ((2, 2), "float32")
+    assert np.asarray(imported).tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    run = subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", "mylib:make", "--json", "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)},
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode in (0, 1), run.stderr[-3000:]  # 1: MXNet breaks a MUST rule
+    report = json.loads(run.stdout)
+    assert "mylib:make" in report["frameworks"], sorted(report["frameworks"])
+    assert report["frameworks"]["mylib:make"], "no rule was checked"
