@@ -50,6 +50,11 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
+        "installed: reads the installed package's metadata or console script (left out under "
+        "AddressSanitizer, whose run imports a staged build that has neither)",
+    )
+    config.addinivalue_line(
+        "markers",
         "rss: judges the process's resident memory (left out under AddressSanitizer, whose "
         "quarantine keeps freed memory resident)",
     )

@@ -54,6 +54,7 @@ FIX_THE_ENVIRONMENT = (
 )
 
 
+@pytest.mark.installed
 def test_version_matches_the_installed_metadata():
     try:
         installed = metadata.version("dlbridge")
@@ -92,6 +93,7 @@ def test_python_m_dlbridge_version():
     assert result.stdout == f"dlbridge {dlbridge.__version__}\n"
 
 
+@pytest.mark.installed
 def test_console_script_version():
     script = os.path.join(os.path.dirname(sys.executable), "dlbridge")
     assert os.path.exists(script), (

@@ -178,6 +178,7 @@ def test_torch_keeps_memory_alive_after_deletion():
     assert np.asarray(t).tolist() == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.cpp_exception  # torch's BufferError for a sparse tensor is a C++ exception
 def test_torch_refusal_propagates_as_buffer_error():
     # A sparse tensor cannot be expressed in DLPack. Pins PyTorch 2.15's behaviour: its
     # exchange table cannot export it either, so dlbridge asks torch.Tensor.__dlpack__, whose
