@@ -26,7 +26,7 @@ from types import ModuleType
 
 import pytest
 
-from _skips import NO_WHEEL
+from _skips import NO_WHEEL, linux_x86_64
 
 REQUIREMENTS = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "requirements-test.txt"
@@ -36,11 +36,7 @@ REQUIREMENTS = os.path.join(
 def every_framework_required() -> bool:
     """Under CI on Linux x86_64 every framework of python/requirements-test.txt has wheels
     and must be installed."""
-    return (
-        os.environ.get("CI") == "true"
-        and sys.platform.startswith("linux")
-        and platform.machine() in ("x86_64", "AMD64")
-    )
+    return os.environ.get("CI") == "true" and linux_x86_64()
 
 
 def requirement_line(distribution: str) -> str | None:

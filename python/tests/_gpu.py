@@ -17,13 +17,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib
-import os
 from types import ModuleType
 from typing import Callable
 
 import pytest
 
-from _skips import NO_GPU
+from _skips import NO_GPU, gpu_required
 
 
 @functools.cache
@@ -40,11 +39,6 @@ def cuda_device_count() -> int:
     if driver.cuDeviceGetCount(ctypes.byref(count)) != 0:
         return 0
     return count.value
-
-
-def gpu_required() -> bool:
-    """Whether GPU tests must run here (DLBRIDGE_REQUIRE_GPU=1): their skips then fail."""
-    return os.environ.get("DLBRIDGE_REQUIRE_GPU") == "1"
 
 
 def skip_or_fail(reason: str):

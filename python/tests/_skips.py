@@ -60,13 +60,19 @@ def linux_x86_64() -> bool:
     return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
 
 
+def gpu_required() -> bool:
+    """Whether GPU tests must run here (DLBRIDGE_REQUIRE_GPU=1, the GPU machine): their skips
+    then fail, and are off the allow-list."""
+    return os.environ.get("DLBRIDGE_REQUIRE_GPU") == "1"
+
+
 def allowed(reason: str, *, on_linux_x86_64: bool | None = None) -> bool:
     """Whether a skip for `reason` is on the allow-list here. Where GPU tests must run
     (DLBRIDGE_REQUIRE_GPU=1, the GPU machine), a skip for want of a GPU is not."""
     if on_linux_x86_64 is None:
         on_linux_x86_64 = linux_x86_64()
     phrases = ALLOWED_ON_LINUX_X86_64 if on_linux_x86_64 else tuple(ALLOWED)
-    if os.environ.get("DLBRIDGE_REQUIRE_GPU") == "1":
+    if gpu_required():
         phrases = tuple(phrase for phrase in phrases if phrase != NO_GPU)
     return reason.startswith(phrases)
 

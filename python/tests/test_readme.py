@@ -28,37 +28,14 @@ import pytest
 import tomllib
 
 from _frameworks import import_framework
+from _helpers import readme_blocks, readme_python_block
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
 KINDS = {"python", "rust", "rust,ignore", "sh", "text"}
 
 
-def blocks() -> list[tuple[int, str, str]]:
-    """(line, info string, code) of every fenced block of the README."""
-    found = []
-    lines = README.read_text(encoding="utf-8").splitlines()
-    start = None
-    for number, line in enumerate(lines, 1):
-        if not line.startswith("```"):
-            continue
-        if start is None:
-            start, info = number, line[3:].strip()
-        else:
-            found.append((start, info, "\n".join(lines[start : number - 1]) + "\n"))
-            start = None
-    assert start is None, f"README.md: the block opened at line {start} is never closed"
-    return found
-
-
-def python_block(first_line: str) -> str:
-    matching = [code for _, info, code in blocks() if info == "python" and first_line in code]
-    assert len(matching) == 1, f"one python block of the README holds {first_line!r}"
-    return matching[0]
-
-
 def test_every_block_is_of_a_checked_kind():
-    unknown = [(line, info) for line, info, _ in blocks() if info not in KINDS]
+    unknown = [(line, info) for line, info, _ in readme_blocks() if info not in KINDS]
     assert unknown == [], f"README blocks of no checked kind (line, info string): {unknown}"
 
 
@@ -83,7 +60,7 @@ PYTHON_BLOCKS_ELSEWHERE = {"import mxnet as mx": "python/tests/mxnet/test_mxnet.
 
 
 def test_every_python_block_is_run_by_a_test():
-    python = [code for _, info, code in blocks() if info == "python"]
+    python = [code for _, info, code in readme_blocks() if info == "python"]
     for code in python:
         owners = [line for line in {**PYTHON_BLOCKS, **PYTHON_BLOCKS_ELSEWHERE} if line in code]
         assert len(owners) == 1, f"a python block of the README that no test runs:\n{code}"
@@ -95,10 +72,10 @@ def test_every_python_block_is_run_by_a_test():
 def test_the_python_block_runs(first_line, tmp_path):
     frameworks = {"torch": "torch", "ray": "ray", "distributed": "distributed"}
     for module, distribution in frameworks.items():
-        if module in python_block(first_line):
+        if module in readme_python_block(first_line):
             import_framework(module, distribution)
     script = tmp_path / "block.py"
-    script.write_text(python_block(first_line) + PYTHON_BLOCKS[first_line], encoding="utf-8")
+    script.write_text(readme_python_block(first_line) + PYTHON_BLOCKS[first_line], encoding="utf-8")
     result = subprocess.run(
         [sys.executable, str(script)],
         capture_output=True,
@@ -180,7 +157,7 @@ def check_sh_line(line: str) -> None:
 
 def test_every_sh_block_names_what_exists():
     checked = 0
-    for number, info, code in blocks():
+    for number, info, code in readme_blocks():
         if info != "sh":
             continue
         for line in code.replace("\\\n", " ").splitlines():

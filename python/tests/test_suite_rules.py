@@ -13,6 +13,7 @@ the tests"), read from the test sources themselves:
 
 from __future__ import annotations
 
+import os
 import pathlib
 import re
 
@@ -116,7 +117,7 @@ def test_the_rustdoc_wrapper_checks_compile_fail_error_codes(tmp_path):
         "//! Crate.\n/// ```compile_fail,E0308\n/// let x: i32 = ;\n/// ```\npub fn f() {}\n",
         encoding="utf-8",
     )
-    env = {k: v for k, v in __import__("os").environ.items() if k != "RUSTDOC"}
+    env = {k: v for k, v in os.environ.items() if k != "RUSTDOC"}
     env["CARGO_TARGET_DIR"] = str(tmp_path / "target")
 
     def doc_test(**extra):

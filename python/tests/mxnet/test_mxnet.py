@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import dlbridge
-from _helpers import CountingDeleters, read_bytes, rust_tensor_with_bytes
+from _helpers import CountingDeleters, read_bytes, readme_python_block, rust_tensor_with_bytes
 from dlbridge.check.capsules import read_capsule
 from dlbridge.check.records import make_managed
 
@@ -387,14 +387,12 @@ def test_the_readme_factory_for_a_framework_without_dlpack_is_checked(tmp_path):
     # The README's `mylib.py` (its python block that imports mxnet), written out as a user
     # would, is a factory `dlbridge check mylib:make` checks, and dlbridge imports its tensor.
     import json
-    import pathlib
+    import os
     import subprocess
     import sys
 
-    readme = (pathlib.Path(__file__).resolve().parents[3] / "README.md").read_text("utf-8")
-    blocks = [block.split("\n```", 1)[0] for block in readme.split("```python\n")[1:]]
-    (mylib,) = [block for block in blocks if "import mxnet as mx" in block]
-    (tmp_path / "mylib.py").write_text(mylib + "\n", encoding="utf-8")
+    mylib = readme_python_block("import mxnet as mx")
+    (tmp_path / "mylib.py").write_text(mylib, encoding="utf-8")
     sys.path.insert(0, str(tmp_path))
     try:
         import mylib as module
@@ -408,7 +406,7 @@ def test_the_readme_factory_for_a_framework_without_dlpack_is_checked(tmp_path):
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)},
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
         timeout=300,
         check=False,
     )
