@@ -285,12 +285,10 @@ miri:
 ## and building their dependencies with the sanitizer costs minutes). Then ThreadSanitizer on
 ## the aliasing registry (scripts/sanitize-threads.sh: its claim/release stress on eight
 ## threads and the aliasing tests, after a canary race the sanitizer must report; it needs the
-## nightly rust-src component, added here where it is missing). Skipped with a note where the
+## nightly rust-src component, which it adds where it is missing). Skipped with a note where the
 ## nightly toolchain is missing; under CI=true that fails (scripts/missing-tool.sh).
 SANITIZE_TRIPLE := x86_64-unknown-linux-gnu
 sanitize: venv
-	@rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src' || \
-		rustup component add --toolchain nightly rust-src >/dev/null 2>&1 || true
 	@if $(CARGO) +nightly --version >/dev/null 2>&1 && [ "$$(uname -m)" = x86_64 ]; then \
 		PYTHONMALLOC=malloc ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
 		RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \

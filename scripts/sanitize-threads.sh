@@ -16,8 +16,8 @@
 #    integration tests (a thousand live arguments, interleaved views, the process-wide
 #    registry), with halt_on_error: any report fails.
 #
-# Where the nightly rust-src component is missing (`make sanitize` adds it) this is skipped
-# with a note; under CI=true that fails (scripts/missing-tool.sh).
+# It adds the nightly rust-src component where it is missing; where that cannot be done, it is
+# skipped with a note, and under CI=true that fails (scripts/missing-tool.sh).
 #
 # The interpreter the tests embed is not instrumented: its own memory accesses are not
 # checked, but its locks (the GIL is a pthread mutex and condition variable) are seen by the
@@ -25,7 +25,11 @@
 set -euo pipefail
 CARGO="${CARGO:-cargo}"
 TRIPLE="${TRIPLE:-x86_64-unknown-linux-gnu}"
-if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
+has_rust_src() {
+    rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'
+}
+has_rust_src || rustup component add --toolchain nightly rust-src >/dev/null 2>&1 || true
+if ! has_rust_src; then
     exec bash "$(dirname "$0")/missing-tool.sh" sanitize-threads \
         "the nightly toolchain has no rust-src (rustup component add rust-src --toolchain nightly)"
 fi
