@@ -450,6 +450,33 @@ fn tensor_from_a_sliced_array_starts_at_its_offset() {
 }
 
 #[test]
+fn exports_of_arrow_values_are_bounded_by_the_values() {
+    // Issue 47: every layout exported over Arrow values is bounded by the values' length
+    // (`with_buffer_len`), a sliced array's included, whatever the buffer behind them holds.
+    let array = Int32Array::from(vec![0, 1, 2, 3, 4, 5]);
+    let sliced = array.slice(2, 3);
+    for (shape, strides, min_offset, max_offset) in [
+        (&[4usize][..], &[1isize][..], 0, 3),
+        (&[2, 2], &[2, 1], 0, 3),
+        (&[2], &[-1], -1, 0),
+        (&[1usize << 40], &[1], 0, (1 << 40) - 1),
+    ] {
+        let parts = ArrayParts::of(&sliced).unwrap();
+        assert_eq!(
+            export_parts(parts, shape, strides).unwrap_err(),
+            Error::OutOfBounds {
+                min_offset,
+                max_offset,
+                buffer_len: 3,
+            }
+        );
+    }
+    let parts = ArrayParts::of(&sliced).unwrap();
+    let fits = export_parts(parts, &[3], &[1]).unwrap();
+    assert_eq!(fits.view().as_slice::<i32>().unwrap(), &[2, 3, 4]);
+}
+
+#[test]
 fn tensor_from_an_array_holds_one_reference_to_its_buffer() {
     let array = Int32Array::from(vec![1, 2, 3]);
     let before = array.values().inner().strong_count();

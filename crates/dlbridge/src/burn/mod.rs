@@ -318,48 +318,59 @@ impl ManagedTensor {
             given: format!("burn data of type {burn:?}: DLPack has no such type"),
         })?;
         let shape: Vec<usize> = data.shape().as_slice().to_vec();
-        let mut bytes = data.into_bytes();
-        let len = bytes.len();
-        let address = match bytes.write(Writer::new()) {
-            Ok(memory) => memory.as_mut_ptr(),
-            Err(error) => {
-                return Err(Error::Unrepresentable {
-                    library: "burn",
-                    asked: "a DLPack tensor",
-                    given: format!("burn bytes that cannot be read: {error}"),
-                });
-            }
-        };
-        let align = dtype
-            .size_in_bytes()
-            .map_or(1, |size| size.next_power_of_two());
-        if len > 0 && (address as usize) % align != 0 {
-            // Misaligned bytes (burn's shared or file-backed ones may be): a compact copy.
-            let mut copy = zeroed_storage(len)?;
-            // SAFETY: `address` is readable for `len` bytes (burn's own slice above), `copy`
-            // has room for them, and the two do not overlap.
-            unsafe {
-                std::ptr::copy_nonoverlapping(address, copy.as_mut_ptr().cast::<u8>(), len);
-            }
-            let data = copy.as_mut_ptr();
-            // SAFETY: the copy holds `len` bytes of `dtype` elements in C order for `shape`
-            // (burn's data is compact row-major), aligned to a cache line; the `Vec` owns
-            // them, and nothing else can reach them once it is moved in.
-            return unsafe {
-                Export::from_raw_parts(copy, data.cast(), dtype, Device::CPU, &shape)
-            }
+        export_bytes(data.into_bytes(), &shape, dtype)
+    }
+}
+
+/// Exports burn's bytes as a compact row-major tensor of `shape` and `dtype` (the bytes as
+/// the owner, or a copy where they are misaligned), bounded by the bytes: the shape must
+/// describe exactly the elements they hold ([`Error::ShapeMismatch`] otherwise). burn's
+/// `TensorData` keeps its bytes' length equal to its shape's (every constructor checks it;
+/// quantized data, whose length it does not check, has no DLPack type); the bound does not
+/// rely on it.
+fn export_bytes(mut bytes: Bytes, shape: &[usize], dtype: DataType) -> Result<ManagedTensor> {
+    // The memory burn lends: its address and length, which bound the layout.
+    let (address, len) = match bytes.write(Writer::new()) {
+        Ok(memory) => (memory.as_mut_ptr(), memory.len()),
+        Err(error) => {
+            return Err(Error::Unrepresentable {
+                library: "burn",
+                asked: "a DLPack tensor",
+                given: format!("burn bytes that cannot be read: {error}"),
+            });
+        }
+    };
+    // Every data type of the table is whole bytes.
+    let elements = len / dtype.size_in_bytes().unwrap_or(1).max(1);
+    let align = dtype
+        .size_in_bytes()
+        .map_or(1, |size| size.next_power_of_two());
+    if len > 0 && (address as usize) % align != 0 {
+        // Misaligned bytes (burn's shared or file-backed ones may be): a compact copy.
+        let mut copy = zeroed_storage(len)?;
+        // SAFETY: `address` is readable for `len` bytes (burn's own slice above), `copy`
+        // has room for them, and the two do not overlap.
+        unsafe {
+            std::ptr::copy_nonoverlapping(address, copy.as_mut_ptr().cast::<u8>(), len);
+        }
+        let data = copy.as_mut_ptr();
+        // SAFETY: the copy holds `len` bytes, `elements` whole `dtype` elements, aligned to a
+        // cache line, and the export's bound keeps `shape` (compact row-major) inside them;
+        // the `Vec` owns them, and nothing else can reach them once it is moved in.
+        return unsafe { Export::from_raw_parts(copy, data.cast(), dtype, Device::CPU, shape) }
+            .with_buffer_len(elements)
             .is_copied(true)
             .into_versioned();
-        }
-        // SAFETY: burn's `Bytes` owns `len` initialised bytes at `address` (burn checked the
-        // length against the shape and type when the data was made: compact row-major), which
-        // stay in place when the `Bytes` is moved (its controller is boxed and its memory a
-        // separate allocation); `write` gave mutable access, so nothing else in burn shares
-        // them, and once the `Bytes` is moved in nothing else can reach them. The address is
-        // aligned for the type (checked above).
-        unsafe { Export::from_raw_parts(bytes, address.cast(), dtype, Device::CPU, &shape) }
-            .into_versioned()
     }
+    // SAFETY: burn's `Bytes` owns `len` initialised bytes at `address`, `elements` whole
+    // `dtype` elements, and the export's bound keeps `shape` (compact row-major) inside them;
+    // they stay in place when the `Bytes` is moved (its controller is boxed and its memory a
+    // separate allocation); `write` gave mutable access, so nothing else in burn shares them,
+    // and once the `Bytes` is moved in nothing else can reach them. The address is aligned
+    // for the type (checked above).
+    unsafe { Export::from_raw_parts(bytes, address.cast(), dtype, Device::CPU, shape) }
+        .with_buffer_len(elements)
+        .into_versioned()
 }
 
 /// Checks a tensor for burn: host-readable, C-contiguous, aligned, valid bools (the checks of

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ::burn_std::{BoolStore, DType, TensorData};
+use ::burn_std::{BoolStore, Bytes, DType, TensorData};
 use half::{bf16, f16};
 
 use crate::{DataType, Device, Error, Export, Flags, ManagedTensor};
@@ -268,4 +268,70 @@ fn what_burn_cannot_hold_is_refused() {
             ..
         })
     ));
+}
+
+#[test]
+fn exports_of_burn_bytes_are_bounded_by_the_bytes() {
+    // burn's `TensorData` keeps its bytes' length equal to its shape's; the export does not
+    // rely on it (issue 47): bytes shorter than the shape are refused, aligned (exported in
+    // place) or not (copied), whole elements or not.
+    let refused = |bytes: Bytes, shape: &[usize], dtype: DataType, elements: u64, held: usize| {
+        assert_eq!(
+            super::export_bytes(bytes, shape, dtype).unwrap_err(),
+            Error::ShapeMismatch {
+                elements,
+                buffer_len: held,
+            }
+        );
+    };
+    refused(
+        Bytes::from_elems(vec![1.0f32]),
+        &[8],
+        DataType::FLOAT32,
+        8,
+        1,
+    );
+    refused(
+        Bytes::from_elems(vec![1i64, 2, 3]),
+        &[2, 3],
+        DataType::INT64,
+        6,
+        3,
+    );
+    refused(
+        Bytes::from_bytes_vec(vec![0; 6]),
+        &[2],
+        DataType::FLOAT32,
+        2,
+        1,
+    );
+    let huge = 1usize << 40;
+    refused(
+        Bytes::from_elems(vec![0u8]),
+        &[huge],
+        DataType::UINT8,
+        huge as u64,
+        1,
+    );
+    // Misaligned bytes (copied before export, as in the test above): eight bytes from one
+    // or two bytes into a buffer, two float32 elements, four asked for.
+    let mut bytes: Vec<u8> = vec![0; 10];
+    let offset = if (bytes.as_ptr().addr() + 1) % 4 == 0 {
+        2
+    } else {
+        1
+    };
+    let start = bytes.as_mut_ptr().wrapping_add(offset);
+    assert_ne!(start.addr() % 4, 0);
+    // SAFETY: the `Vec` keeps the ten bytes alive and in place; eight of them from `start`;
+    // nothing else reaches them.
+    let tensor =
+        unsafe { Export::from_raw_parts(bytes, start.cast(), DataType::UINT8, Device::CPU, &[8]) }
+            .into_versioned()
+            .unwrap();
+    let misaligned = tensor.into_burn_data().unwrap().into_bytes();
+    refused(misaligned, &[4], DataType::FLOAT32, 4, 2);
+    // Bytes that hold the shape are exported as before.
+    let fits = super::export_bytes(Bytes::from_elems(vec![1u16, 2]), &[2], DataType::UINT16);
+    assert_eq!(fits.unwrap().view().as_slice::<u16>().unwrap(), &[1, 2]);
 }

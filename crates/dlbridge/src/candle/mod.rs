@@ -50,7 +50,7 @@ use ::candle_core::{CpuStorage, Device as CandleDevice, Layout, Storage, Tensor}
 use crate::device::Device;
 use crate::dtype::DataType;
 use crate::error::{Error, Result};
-use crate::export::Export;
+use crate::export::{Export, check_layout};
 use crate::ffi::DLTensor;
 use crate::managed::ManagedTensor;
 use crate::view::TensorView;
@@ -111,20 +111,76 @@ fn storage_parts(storage: &Storage) -> Result<StorageParts> {
     }
 }
 
-/// A candle layout's extents and strides in DLPack's integers.
-fn dims(layout: &Layout) -> Result<(Vec<i64>, Vec<i64>)> {
-    let convert = |values: &[usize]| -> Result<Vec<i64>> {
-        values
-            .iter()
-            .map(|&value| {
-                i64::try_from(value).map_err(|_| Error::ValueOutOfRange {
-                    field: "candle layout",
-                    value: value as u128,
-                })
-            })
-            .collect()
+/// A candle tensor's layout over its CPU storage, bounded by the storage: `first` is the
+/// layout's element at index zero (`start_offset` elements into the storage's `Vec`), and
+/// every element offset that `shape` and `strides` reach from it lies in the `available`
+/// elements of the `Vec` from there on.
+struct BoundedLayout {
+    first: *const u8,
+    dtype: DataType,
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+    available: usize,
+}
+
+/// candle's layout over its storage, checked to lie inside the storage's `Vec` (the bound of
+/// [`Export::new`], `check_layout`), or [`Error::OutOfBounds`] naming the element offsets
+/// reached, counted from the start of the storage, and the storage's length.
+///
+/// candle does not keep the two compatible: its safe `Tensor::from_storage` takes any shape
+/// over any storage (its docs ask the caller to keep them so), so a 1-element storage may
+/// carry the layout of 8 elements, or of 2^40. An empty layout reaches no element: its
+/// `first` is clamped into the storage (candle's `narrow` can start an empty view past it).
+fn bounded_layout(storage: &Storage, layout: &Layout) -> Result<BoundedLayout> {
+    let parts = storage_parts(storage)?;
+    let shape = layout.dims().to_vec();
+    // A stride beyond `isize::MAX` stays too large (`isize::MAX`), for the check to refuse
+    // where the layout steps along it.
+    let strides: Vec<isize> = layout
+        .stride()
+        .iter()
+        .map(|&stride| isize::try_from(stride).unwrap_or(isize::MAX))
+        .collect();
+    let empty = shape.contains(&0);
+    let start = if empty {
+        layout.start_offset().min(parts.len)
+    } else {
+        layout.start_offset()
     };
-    Ok((convert(layout.dims())?, convert(layout.stride())?))
+    let Some(available) = parts.len.checked_sub(start) else {
+        // The element at index zero itself lies past the storage.
+        let start = i64::try_from(start).unwrap_or(i64::MAX);
+        return Err(Error::OutOfBounds {
+            min_offset: start,
+            max_offset: start,
+            buffer_len: parts.len,
+        });
+    };
+    // The offsets reached, counted from the start of the storage, for the error.
+    let from_storage_start =
+        |offset: i64| offset.saturating_add(i64::try_from(start).unwrap_or(i64::MAX));
+    check_layout(&shape, Some(&strides), Some(available)).map_err(|error| match error {
+        Error::OutOfBounds {
+            min_offset,
+            max_offset,
+            ..
+        } => Error::OutOfBounds {
+            min_offset: from_storage_start(min_offset),
+            max_offset: from_storage_start(max_offset),
+            buffer_len: parts.len,
+        },
+        other => other,
+    })?;
+    // Every candle type this bridge reads is whole bytes; `start` is at most the `Vec`'s
+    // length, so the address is inside its allocation or one past it (an empty layout).
+    let size = parts.dtype.size_in_bytes().unwrap_or(1);
+    Ok(BoundedLayout {
+        first: parts.data.wrapping_add(start * size),
+        dtype: parts.dtype,
+        shape,
+        strides,
+        available,
+    })
 }
 
 impl ManagedTensor {
@@ -133,7 +189,10 @@ impl ManagedTensor {
     /// the storage is held, so no in-place write of candle's can tear it.
     ///
     /// Fails with [`Error::Unrepresentable`] for a tensor that is not on the CPU or whose type
-    /// DLPack or this bridge cannot express (the module docs' table).
+    /// DLPack or this bridge cannot express (the module docs' table), and with
+    /// [`Error::OutOfBounds`] for one whose layout reaches past its storage (candle's safe
+    /// `Tensor::from_storage` takes any shape over any storage): the element offsets reached,
+    /// counted from the start of the storage, and the storage's length in elements.
     ///
     /// ```
     /// use candle_core::{Device, Tensor};
@@ -148,34 +207,29 @@ impl ManagedTensor {
     /// ```
     pub fn from_candle_tensor(tensor: &Tensor) -> Result<Self> {
         let (storage, layout) = tensor.storage_and_layout();
-        let parts = storage_parts(&storage)?;
-        let (mut shape, mut strides) = dims(layout)?;
-        let start = layout.start_offset();
-        let within = start <= parts.len;
+        let bounded = bounded_layout(&storage, layout)?;
+        // Lossless: `bounded_layout` checked the extents against `i64::MAX` and the number of
+        // dimensions against `MAX_NDIM`; strides are `isize`.
+        let mut shape: Vec<i64> = bounded.shape.iter().map(|&extent| extent as i64).collect();
+        let mut strides: Vec<i64> = bounded
+            .strides
+            .iter()
+            .map(|&stride| stride as i64)
+            .collect();
         let dl_tensor = DLTensor {
-            data: parts.data.cast_mut().cast(),
+            data: bounded.first.cast_mut().cast(),
             device: Device::CPU,
             ndim: shape.len() as i32,
-            dtype: parts.dtype,
+            dtype: bounded.dtype,
             shape: shape.as_mut_ptr(),
             strides: strides.as_mut_ptr(),
-            byte_offset: if within {
-                (start * parts.dtype.size_in_bytes().unwrap_or(1)) as u64
-            } else {
-                0
-            },
+            byte_offset: 0,
         };
-        if !within {
-            return Err(Error::OutOfBounds {
-                min_offset: start as i64,
-                max_offset: start as i64,
-                buffer_len: parts.len,
-            });
-        }
-        // SAFETY: candle's read lock (`storage`) is held until the copy is made, so candle
-        // writes nothing meanwhile, and its `Vec` keeps the elements alive; the descriptor is
-        // candle's own layout over that `Vec`, which this crate validates like any producer's
-        // (the copy reads only what the validated layout reaches).
+        // SAFETY: `shape` and `strides` hold `ndim` values each and outlive the view; candle's
+        // read lock (`storage`) is held until the copy is made, so candle writes nothing
+        // meanwhile, and its `Vec` keeps the elements alive; every element the layout reaches
+        // lies inside that `Vec` (`bounded_layout`), initialised `dtype` values on the CPU.
+        // The descriptor is also validated like any producer's.
         let view = unsafe { TensorView::from_dltensor(&dl_tensor) }?;
         let copy = view.to_compact_copy();
         drop(storage);
@@ -184,7 +238,8 @@ impl ManagedTensor {
 
     /// A candle CPU tensor's storage exported without copying, as a read-only versioned
     /// managed tensor whose owner is a clone of the candle tensor (feature `candle`): its
-    /// strides and offset are candle's layout, any layout.
+    /// strides and offset are candle's layout, any layout that lies inside the storage (the
+    /// refusals of [`ManagedTensor::from_candle_tensor`]).
     ///
     /// ```
     /// use candle_core::{Device, Tensor};
@@ -211,43 +266,24 @@ impl ManagedTensor {
     /// are fine.
     pub unsafe fn from_candle_tensor_unchecked(tensor: &Tensor) -> Result<Self> {
         let (storage, layout) = tensor.storage_and_layout();
-        let parts = storage_parts(&storage)?;
-        let start = layout.start_offset();
-        let (shape, strides): (Vec<usize>, Vec<isize>) = (
-            layout.dims().to_vec(),
-            layout
-                .stride()
-                .iter()
-                .map(|&stride| isize::try_from(stride).unwrap_or(isize::MAX))
-                .collect(),
-        );
-        if start > parts.len {
-            return Err(Error::OutOfBounds {
-                min_offset: start as i64,
-                max_offset: start as i64,
-                buffer_len: parts.len,
-            });
-        }
-        let size = parts.dtype.size_in_bytes().unwrap_or(1);
-        let data = parts.data.wrapping_add(start * size).cast_mut();
-        let available = parts.len - start;
+        let bounded = bounded_layout(&storage, layout)?;
         drop(storage);
         // SAFETY: the owner, a clone of the candle tensor, keeps its storage's `Vec` alive and
         // in place (candle never reallocates a storage: in-place writes keep its length); the
-        // layout's elements lie in the `Vec` from `start` (bounds-checked by the export
-        // against the `available` elements); read-only; the caller guarantees that candle
-        // does not write the storage while the export lives.
+        // layout's elements lie in the `Vec` from `first` (`bounded_layout`, and the export
+        // checks them again against the `available` elements); read-only; the caller
+        // guarantees that candle does not write the storage while the export lives.
         unsafe {
             Export::from_raw_parts(
                 tensor.clone(),
-                data.cast(),
-                parts.dtype,
+                bounded.first.cast_mut().cast(),
+                bounded.dtype,
                 Device::CPU,
-                &shape,
+                &bounded.shape,
             )
         }
-        .strides(&strides)
-        .with_buffer_len(available)
+        .strides(&bounded.strides)
+        .with_buffer_len(bounded.available)
         .read_only(true)
         .into_versioned()
     }

@@ -2,7 +2,8 @@
 //! under its contract (pointers, strides, the storage kept alive), copies into candle, and the
 //! refusals.
 
-use ::candle_core::{DType, Device as CandleDevice, IndexOp, Tensor};
+use ::candle_core::op::BackpropOp;
+use ::candle_core::{CpuStorage, DType, Device as CandleDevice, IndexOp, Storage, Tensor};
 use half::{bf16, f16};
 
 use crate::{DataType, Device, Error, Export, ManagedTensor};
@@ -196,4 +197,83 @@ fn what_candle_cannot_hold_is_refused() {
             })
         ));
     }
+}
+
+/// A candle tensor over `storage` with the contiguous layout of `shape`, made with candle's
+/// safe `Tensor::from_storage`, which does not check that the storage holds the shape.
+fn over_storage<S: Into<candle_core::Shape>>(storage: CpuStorage, shape: S) -> Tensor {
+    Tensor::from_storage(Storage::Cpu(storage), shape, BackpropOp::none(), false)
+}
+
+/// Both exports of a tensor, both refused with `expected`.
+fn both_refused(tensor: &Tensor, expected: &Error) {
+    assert_eq!(
+        &ManagedTensor::from_candle_tensor(tensor).unwrap_err(),
+        expected
+    );
+    // SAFETY: nothing writes the tensor in place (and the export is refused).
+    let unchecked = unsafe { ManagedTensor::from_candle_tensor_unchecked(tensor) };
+    assert_eq!(&unchecked.unwrap_err(), expected);
+}
+
+#[test]
+fn layouts_that_reach_past_the_storage_are_refused() {
+    // Issue 47: the copy read past the storage (heap garbage for 8 elements over 1, a crash
+    // for 2^40, an out-of-bounds access under Miri); the zero-copy export was bounded.
+    let eight_over_one = over_storage(CpuStorage::U8(vec![7]), (8,));
+    assert_eq!(eight_over_one.dims(), &[8]);
+    let out_of_bounds = |min_offset, max_offset, buffer_len| Error::OutOfBounds {
+        min_offset,
+        max_offset,
+        buffer_len,
+    };
+    both_refused(&eight_over_one, &out_of_bounds(0, 7, 1));
+    let error = ManagedTensor::from_candle_tensor(&eight_over_one).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "shape and strides reach element offsets 0 to 7, outside a buffer of 1 elements"
+    );
+    let huge = over_storage(CpuStorage::F32(vec![1.0]), (1usize << 40,));
+    both_refused(&huge, &out_of_bounds(0, (1 << 40) - 1, 1));
+    let rows = over_storage(CpuStorage::I64(vec![0; 5]), (2, 3));
+    both_refused(&rows, &out_of_bounds(0, 5, 5));
+    // A view of such a tensor: offsets are counted from the start of the storage.
+    let second_row = over_storage(CpuStorage::F64(vec![0.0; 4]), (2, 4))
+        .narrow(0, 1, 1)
+        .unwrap();
+    both_refused(&second_row, &out_of_bounds(4, 7, 4));
+    let past_the_end = over_storage(CpuStorage::U32(vec![1, 2]), (4,))
+        .narrow(0, 3, 1)
+        .unwrap();
+    both_refused(&past_the_end, &out_of_bounds(3, 3, 2));
+    // The same layouts over storage that holds them are exported.
+    let fits = over_storage(CpuStorage::F64((0..8).map(f64::from).collect()), (2, 4))
+        .narrow(0, 1, 1)
+        .unwrap();
+    let copy = ManagedTensor::from_candle_tensor(&fits).unwrap();
+    assert_eq!(
+        copy.view().as_slice::<f64>().unwrap(),
+        &[4.0, 5.0, 6.0, 7.0]
+    );
+}
+
+#[test]
+fn empty_views_that_start_past_the_storage_are_exported() {
+    // candle's `narrow` may start an empty view past the end of its storage: it reaches no
+    // element, so both exports take it (the start is clamped into the storage).
+    let empty = Tensor::arange(0i32, 12, &cpu())
+        .unwrap()
+        .reshape((3, 4))
+        .unwrap()
+        .narrow(0, 3, 0)
+        .unwrap()
+        .narrow(1, 4, 0)
+        .unwrap();
+    assert_eq!(empty.layout().start_offset(), 16);
+    let copy = ManagedTensor::from_candle_tensor(&empty).unwrap();
+    assert_eq!(copy.view().shape(), &[0, 0]);
+    // SAFETY: nothing writes the tensor in place.
+    let exported = unsafe { ManagedTensor::from_candle_tensor_unchecked(&empty) }.unwrap();
+    assert_eq!(exported.view().shape(), &[0, 0]);
+    assert_eq!(exported.view().num_elements(), 0);
 }

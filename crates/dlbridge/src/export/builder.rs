@@ -123,7 +123,12 @@ impl<'s, O: Send + 'static> Export<'s, O> {
     /// Bounds the layout by a buffer of `len` elements (what [`Export::new`] does), for owners
     /// whose length is known.
     #[cfg_attr(
-        not(any(feature = "cudarc", feature = "candle", feature = "arrow")),
+        not(any(
+            feature = "cudarc",
+            feature = "candle",
+            feature = "arrow",
+            feature = "burn"
+        )),
         allow(dead_code)
     )]
     pub(crate) fn with_buffer_len(mut self, len: usize) -> Self {
@@ -229,48 +234,9 @@ impl<'s, O: Send + 'static> Export<'s, O> {
             return Err(Error::CopiedFlagOnSharedMemory);
         }
         // Checked without allocating: the block below is the export's only allocation.
+        check_layout(self.shape, self.strides, self.buffer_len)?;
         let ndim = self.shape.len();
-        if ndim > MAX_NDIM as usize {
-            return Err(Error::InvalidNdim { ndim: ndim as i64 });
-        }
-        if let Some(&extent) = self.shape.iter().find(|&&e| e > i64::MAX as usize) {
-            return Err(Error::ValueOutOfRange {
-                field: "shape",
-                value: extent as u128,
-            });
-        }
         let shape = self.shape.iter().map(|&extent| extent as i64);
-        if let Some(strides) = self.strides {
-            if strides.len() != ndim {
-                return Err(Error::StridesLength {
-                    ndim,
-                    strides: strides.len(),
-                });
-            }
-        }
-        let elements = layout::count_elements(shape.clone())?;
-        if let Some(buffer_len) = self.buffer_len {
-            match self.strides {
-                None if elements != buffer_len as u64 => {
-                    return Err(Error::ShapeMismatch {
-                        elements,
-                        buffer_len,
-                    });
-                }
-                Some(strides) if elements > 0 => {
-                    let dims = shape.clone().zip(strides.iter().map(|&s| s as i64));
-                    let (min_offset, max_offset) = layout::offsets_reached(dims)?;
-                    if min_offset < 0 || max_offset >= buffer_len as i64 {
-                        return Err(Error::OutOfBounds {
-                            min_offset,
-                            max_offset,
-                            buffer_len,
-                        });
-                    }
-                }
-                _ => {}
-            }
-        }
         let descriptor = Descriptor {
             data: self.data,
             dtype: self.dtype,
@@ -307,4 +273,65 @@ impl<'s, O: Send + 'static> Export<'s, O> {
         unsafe { tensor.set_ready_stream(ready_stream) };
         Ok(tensor)
     }
+}
+
+/// Checks a layout, without allocating, before it is exported: at most [`MAX_NDIM`]
+/// dimensions, every extent within `i64::MAX`, one stride per dimension (`strides`: `None`
+/// for compact row-major), an element count that fits `u64`; and, where `buffer_len` is
+/// known, that the layout lies in a buffer of that many elements whose first is the layout's
+/// element at index zero: without strides the shape must describe exactly the buffer's
+/// elements ([`Error::ShapeMismatch`]), with them every element offset reached must lie in
+/// `0..buffer_len` ([`Error::OutOfBounds`]).
+///
+/// The one bound of every export over memory of a known length ([`Export::new`],
+/// `with_buffer_len`), and of the bridges that read a foreign library's layout over its
+/// storage before anything is exported (candle's copy).
+pub(crate) fn check_layout(
+    shape: &[usize],
+    strides: Option<&[isize]>,
+    buffer_len: Option<usize>,
+) -> Result<()> {
+    let ndim = shape.len();
+    if ndim > MAX_NDIM as usize {
+        return Err(Error::InvalidNdim { ndim: ndim as i64 });
+    }
+    if let Some(&extent) = shape.iter().find(|&&e| e > i64::MAX as usize) {
+        return Err(Error::ValueOutOfRange {
+            field: "shape",
+            value: extent as u128,
+        });
+    }
+    let extents = shape.iter().map(|&extent| extent as i64);
+    if let Some(strides) = strides {
+        if strides.len() != ndim {
+            return Err(Error::StridesLength {
+                ndim,
+                strides: strides.len(),
+            });
+        }
+    }
+    let elements = layout::count_elements(extents.clone())?;
+    if let Some(buffer_len) = buffer_len {
+        match strides {
+            None if elements != buffer_len as u64 => {
+                return Err(Error::ShapeMismatch {
+                    elements,
+                    buffer_len,
+                });
+            }
+            Some(strides) if elements > 0 => {
+                let dims = extents.zip(strides.iter().map(|&s| s as i64));
+                let (min_offset, max_offset) = layout::offsets_reached(dims)?;
+                if min_offset < 0 || max_offset >= buffer_len as i64 {
+                    return Err(Error::OutOfBounds {
+                        min_offset,
+                        max_offset,
+                        buffer_len,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

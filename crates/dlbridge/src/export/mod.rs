@@ -23,6 +23,8 @@ mod sharing;
 mod fresh_storage;
 
 pub use builder::Export;
+#[cfg(feature = "candle")]
+pub(crate) use builder::check_layout;
 #[cfg(feature = "burn")]
 pub(crate) use fresh_storage::CacheLine;
 #[cfg(any(feature = "cudarc", feature = "burn"))]

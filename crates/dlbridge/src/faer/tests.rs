@@ -178,6 +178,36 @@ fn owned_matrices_export_without_copying() {
 }
 
 #[test]
+fn resized_matrices_export_inside_their_allocation() {
+    // Issue 47: `from_faer_mat` takes faer's extents and column stride (its row capacity)
+    // without a length to bound them by: faer keeps them inside its allocation (its `Mat`'s
+    // fields are private; only the `unsafe fn set_dims` could break that). Pinned here for
+    // matrices whose capacity exceeds their extents, every element read (Miri reports a read
+    // outside the allocation).
+    let value = |r: usize, c: usize| (100 * r + c) as f32;
+    let mut truncated = Mat::<f32>::from_fn(9, 7, value);
+    truncated.truncate(4, 3);
+    let mut reserved = Mat::<f32>::from_fn(2, 3, value);
+    reserved.reserve(33, 9);
+    let mut regrown = Mat::<f32>::from_fn(6, 2, value);
+    regrown.truncate(1, 1);
+    regrown.resize_with(8, 5, value);
+    for matrix in [truncated, reserved, regrown] {
+        let (rows, cols) = (matrix.nrows(), matrix.ncols());
+        let col_stride = matrix.col_stride();
+        assert!(col_stride >= rows as isize);
+        let exported = ManagedTensor::from_faer_mat(matrix).unwrap();
+        let view = exported.view();
+        assert_eq!(view.strides(), &[1, col_stride as i64]);
+        let values: Vec<f32> = view.elements::<f32>().unwrap().iter().copied().collect();
+        let expected: Vec<f32> = (0..rows)
+            .flat_map(|r| (0..cols).map(move |c| value(r, c)))
+            .collect();
+        assert_eq!(values, expected);
+    }
+}
+
+#[test]
 fn every_element_type_views_and_exports() {
     fn check<T: crate::Element + PartialEq + std::fmt::Debug>(values: [T; 4]) {
         let exported =
