@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ThreadSanitizer on the aliasing registry of typed arguments (dlbridge-pyo3's args/claims.rs).
+# ThreadSanitizer on the aliasing registry of typed arguments (dlbridge-pyo3's claims.rs), and on
+# the copies made for copy=True that claim memory in it.
 #
 #   CARGO=cargo TRIPLE=x86_64-unknown-linux-gnu scripts/sanitize-threads.sh
 #
@@ -14,7 +15,9 @@
 #    GIL and releasing without it, overlapping and interleaved layouts, every grant checked
 #    against the test's own count of each byte's readers and writer) and the aliasing
 #    integration tests (a thousand live arguments, interleaved views, the process-wide
-#    registry), with halt_on_error: any report fails.
+#    registry), and the copies' claims (tests/copy_claims.rs: a writer filling memory through a
+#    TensorArgMut with the GIL released while two threads copy it with copy=True, through the
+#    producer's copy and dlbridge's own), with halt_on_error: any report fails.
 #
 # It adds the nightly rust-src component where it is missing; where that cannot be done, it is
 # skipped with a note, and under CI=true that fails (scripts/missing-tool.sh).
@@ -40,7 +43,7 @@ test_registry() {
 }
 echo "sanitize-threads: the canary (a data race ThreadSanitizer must report)"
 if TSAN_OPTIONS="halt_on_error=1" test_registry --lib -- --ignored --exact \
-    args::claims::tests::thread_sanitizer_canary > target/sanitize-threads-canary.log 2>&1; then
+    claims::tests::thread_sanitizer_canary > target/sanitize-threads-canary.log 2>&1; then
     echo "sanitize-threads: the canary's race was not reported: the build is not instrumented"
     exit 1
 fi
@@ -51,5 +54,6 @@ if ! grep -q "ThreadSanitizer: data race" target/sanitize-threads-canary.log; th
 fi
 echo "sanitize-threads: the canary's race was reported; now the registry"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
-test_registry --lib -- args::claims
+test_registry --lib -- claims::
 test_registry --test aliasing
+test_registry --test copy_claims

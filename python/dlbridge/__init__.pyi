@@ -37,7 +37,7 @@ class Tensor:
     """DLPack 1.3's C exchange table of the type: a PyCapsule named `dlpack_exchange_api`."""
     __dlbridge_writability__: ClassVar[Any]
     """dlbridge's writability hook for other dlbridge-pyo3 modules: a PyCapsule named
-    `dlbridge_writability_v1`."""
+    `dlbridge_writability_v2` (the descriptor and its writability in one answer)."""
 
     def __dlpack__(
         self,

@@ -325,3 +325,32 @@ def test_a_range_of_dimensions_is_a_constraint():
     for refused in (np.ones(3), np.ones((1, 1, 1, 1)), np.float64(1.0)):
         with pytest.raises(TypeError, match="with 2 to 3 dimensions"):
             K.matrix_sums(refused)
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 47: a class's tensor is written through the borrowed path only on the word of the same
+# answer that described it (the writability hook describes the tensor and says whether it may
+# be written from one call of the class's `tensor()`; tests/soundness.rs drives a class that
+# answers two calls with two tensors). Exports handed to Python are not Rust handles.
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_dlbridge_tensor_in_rust_memory_stays_writable_while_python_holds_its_exports():
+    tensor = dlbridge.zeros((3,), dtype="float64")
+    seen = K.inspect_argument(tensor, True)
+    assert (seen["path"], seen["read_only"]) == ("exchange", False)
+    array = np.from_dlpack(tensor)
+    view = memoryview(tensor)
+    capsule = tensor.__dlpack__(max_version=(1, 3))
+    K.add_one(tensor)
+    assert array.tolist() == [1.0, 1.0, 1.0]
+    assert array.flags.writeable and not view.readonly
+    del capsule
+    view.release()
+    # A tensor over another object's memory is written as that object allows.
+    source = np.arange(3.0)
+    K.add_one(dlbridge.from_dlpack(source))
+    assert source.tolist() == [1.0, 2.0, 3.0]
+    source.flags.writeable = False
+    with pytest.raises(TypeError, match=r"\(read-only: "):
+        K.add_one(dlbridge.from_dlpack(source))

@@ -1218,3 +1218,37 @@ def test_concurrent_exchanges_from_threads():
     collect()
     assert errors == []
     assert [refcount(s) for s in sources] == counts
+
+
+# ---- issue 47: every way out to Python says one writability ------------------------------
+
+
+def test_rust_memory_that_nothing_else_reads_goes_to_python_writable():
+    t = dlbridge.zeros((3,), dtype="float64")
+    first = np.from_dlpack(t)
+    second = np.from_dlpack(t)  # exports handed to Python do not count as Rust handles
+    assert first.flags.writeable and second.flags.writeable
+    assert not memoryview(t).readonly
+    assert not dlbridge.from_dlpack(t.__dlpack__(max_version=(1, 3))).flags & READ_ONLY
+    first[0] = 1.0
+    (ctypes.c_double * 3).from_buffer(t)[1] = 2.0  # a writable buffer
+    assert np.asarray(t).tolist() == [1.0, 2.0, 0.0]
+    assert second.tolist() == [1.0, 2.0, 0.0]
+    t.__dlpack__()  # legacy, as before
+
+
+def test_a_tensor_over_another_objects_memory_goes_back_as_its_producer_flagged_it():
+    from _kernels import kernels
+
+    source = bytearray(b"\x01\x02\x03")
+    result = kernels.import_return_like(np.frombuffer(source, np.uint8), bytearray(b"like"))
+    assert isinstance(result, memoryview) and not result.readonly
+    result[0] = 9
+    assert source == bytearray(b"\x09\x02\x03")
+    read_only = np.frombuffer(b"\x01\x02\x03", np.uint8)
+    frozen = kernels.import_return_like(read_only, bytearray(b"like"))
+    assert frozen.readonly
+    with pytest.raises(TypeError):
+        frozen[0] = 99
+    t = dlbridge.from_dlpack(np.arange(3.0))
+    assert np.from_dlpack(t).flags.writeable and not memoryview(t).readonly

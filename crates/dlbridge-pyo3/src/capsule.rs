@@ -14,6 +14,7 @@ use pyo3::types::PyCapsule;
 
 use crate::errors::type_name;
 use crate::trampoline;
+use crate::writability_hook;
 
 /// Name of a capsule holding a legacy `DLManagedTensor`.
 ///
@@ -134,6 +135,10 @@ pub const DLPACK_EXCHANGE_API: &CStr = c"dlpack_exchange_api";
 /// The capsule owns the tensor until a consumer renames it `used_*`; if it dies unconsumed, its
 /// destructor calls the tensor's deleter (once), preserving any exception in flight.
 ///
+/// A tensor whose memory other Rust handles read (a share of a tensor Rust still holds, or a
+/// tensor whose shares are alive in Rust) goes out flagged READ_ONLY, as by every other way
+/// out to Python; as a legacy tensor, which cannot say so, it is refused (`BufferError`).
+///
 /// ```
 /// use std::sync::Arc;
 ///
@@ -156,6 +161,12 @@ pub const DLPACK_EXCHANGE_API: &CStr = c"dlpack_exchange_api";
 /// ```
 #[inline]
 pub fn into_capsule(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Bound<'_, PyCapsule>> {
+    // Every way out to Python takes one rule: memory that other Rust handles read goes out
+    // read-only, and a legacy capsule, which cannot say so, is refused.
+    if writability_hook::lent_read_only(&tensor) && !tensor.is_versioned() {
+        return Err(writability_hook::legacy_refusal(&tensor));
+    }
+    let tensor = writability_hook::owned_for_python(tensor)?;
     let raw = tensor.into_raw();
     let (pointer, name): (*mut c_void, &'static CStr) = match raw {
         RawManagedTensor::Versioned(ptr) => (ptr.cast(), DLTENSOR_VERSIONED),

@@ -1,7 +1,16 @@
-//! The aliasing registry of typed tensor arguments: the memory that every live
-//! [`crate::TensorArg`] and [`crate::TensorArgMut`] reaches, so that memory written through
-//! one argument is never reached through another at the same time, on any thread (that
-//! would alias a `&mut`).
+//! The aliasing registry: the memory that every live typed argument ([`crate::TensorArg`],
+//! [`crate::TensorArgMut`] and their device forms) reaches, and the memory that dlbridge is
+//! copying for a consumer (`copy=True`, a copy to the CPU) on either side of the protocol, so
+//! that memory written through one argument is never reached through another argument, nor
+//! read by a copy, at the same time, on any thread (that would alias a `&mut`, or race with
+//! its writes).
+//!
+//! Below both sides of the protocol in the crate's layers: typed arguments claim what they
+//! reach for as long as they live ([`Claim::new`]); [`crate::from_dlpack`] and
+//! [`crate::export_capsule`] claim the source of each copy they make for the copy's duration
+//! ([`Claim::for_copy`]), a read claim that is refused while a `TensorArgMut` writes the
+//! memory; [`compact_copy`] is such a copy for anyone's code (the `dlbridge` package's
+//! `Tensor.copy()` and pickling use it).
 //!
 //! # Rationale
 //!
@@ -10,7 +19,9 @@
 //! the same memory with the GIL released: each argument claims the bytes its layout reaches
 //! for as long as it lives, and a claim is refused (`ValueError`) when it overlaps a live
 //! claim and one of the two is written. Reading through several arguments at once is always
-//! allowed.
+//! allowed. The copies dlbridge makes for a consumer read the memory as an argument does, so
+//! each holds a read claim while it copies: a copy of memory that a `TensorArgMut` is writing
+//! would race with the kernel's writes (and hold bytes of two passes), and is refused instead.
 //!
 //! - **Exact for strided layouts.** Claims whose byte ranges do not intersect (the common
 //!   case: different tensors) are told apart by the ranges alone. A dense claim (a layout
@@ -67,14 +78,15 @@ use std::ffi::{CStr, c_int};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
-use dlbridge::TensorView;
 use dlbridge::overlap::{ByteLayout, DEFAULT_MAX_WORK, Overlap, memory_overlap};
+use dlbridge::{ManagedTensor, TensorView};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyModule};
 
+use crate::errors::to_py_err;
 use crate::trampoline;
 
 /// The module of `sys.modules` that holds the state shared by every copy of dlbridge-pyo3.
@@ -210,7 +222,8 @@ fn find_registry(py: Python<'_>) -> PyResult<&'static RegistryApi> {
     Ok(table)
 }
 
-/// An argument's claim on the memory it reaches, released on drop.
+/// A claim on the memory a view reaches (an argument's, for as long as it lives; a copy's,
+/// while it copies), released on drop.
 pub(crate) struct Claim {
     /// 0 for a tensor without elements, which claims nothing; the address of the claim's
     /// slot (aligned, so its low bit is clear) in this build's registry; or, with the low bit
@@ -218,12 +231,42 @@ pub(crate) struct Claim {
     handle: usize,
 }
 
+/// Who claims memory: it chooses the refusal's message, never whether to refuse (the table
+/// hears of neither).
+#[derive(Clone, Copy)]
+enum Claimant<'a> {
+    /// A typed argument of a call.
+    Argument,
+    /// A copy dlbridge makes of the memory; what asked for it (`"copy=True"`, ...).
+    Copy(&'a str),
+}
+
 impl Claim {
-    /// Registers the bytes `view` reaches, read or `written`; refuses (`ValueError`) an
-    /// overlap with a written claim, or for a written one with any claim. A tensor without
-    /// elements claims nothing.
+    /// A typed argument's claim: registers the bytes `view` reaches, read or `written`;
+    /// refuses (`ValueError`) an overlap with a written claim, or for a written one with any
+    /// claim. A tensor without elements claims nothing.
     #[inline(always)]
     pub(crate) fn new(py: Python<'_>, view: &TensorView<'_>, written: bool) -> PyResult<Self> {
+        Self::register(py, view, written, Claimant::Argument)
+    }
+
+    /// A read claim on the bytes `view` reaches, to hold while dlbridge copies them for
+    /// `reason` (`"copy=True"`, `"dl_device=(1, 0)"`: what the consumer asked for, which the
+    /// refusal names): refused (`ValueError`) while a writable argument (`TensorArgMut`) of a
+    /// call in progress, on any thread, writes any of those bytes. Other readers (arguments,
+    /// copies) go on beside it.
+    pub(crate) fn for_copy(py: Python<'_>, view: &TensorView<'_>, reason: &str) -> PyResult<Self> {
+        Self::register(py, view, false, Claimant::Copy(reason))
+    }
+
+    /// Registers the bytes `view` reaches for `claimant`, read or `written`.
+    #[inline(always)]
+    fn register(
+        py: Python<'_>,
+        view: &TensorView<'_>,
+        written: bool,
+        claimant: Claimant<'_>,
+    ) -> PyResult<Self> {
         if view.num_elements() == 0 {
             return Ok(Claim { handle: 0 });
         }
@@ -260,9 +303,48 @@ impl Claim {
         };
         match claimed {
             Ok(handle) => Ok(Claim { handle }),
-            Err(conflict) => Err(refusal(&conflict, written)),
+            Err(conflict) => Err(match claimant {
+                Claimant::Argument => refusal(&conflict, written),
+                Claimant::Copy(reason) => copy_refusal(&conflict, reason),
+            }),
         }
     }
+}
+
+/// A compact (C-contiguous) host copy of the memory `view` describes, made as dlbridge makes
+/// its own copies for `copy=True`: under a read claim in the aliasing registry of typed
+/// arguments, so that it never reads memory that a writable argument
+/// ([`TensorArgMut`](crate::TensorArgMut)) of a call in progress, on any thread, may be
+/// writing. For a copy of memory that Python code can reach (a tensor class's own tensor, an
+/// import) in a method of one's own, such as a `copy()`; `what` names the request in the
+/// refusal (`"copy=True"`, `"Tensor.copy()"`).
+///
+/// # Errors
+///
+/// `ValueError` while a `TensorArgMut` reaches any of the bytes (naming `what` and the
+/// argument), and the core's refusals of [`TensorView::to_compact_copy`] (memory the host
+/// cannot read: `BufferError`).
+///
+/// ```
+/// use dlbridge_pyo3::compact_copy;
+/// use dlbridge_pyo3::prelude::*;
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let transposed = Export::new(vec![1u8, 3, 2, 4], &[2, 2])
+///         .strides(&[1, 2])
+///         .into_versioned()
+///         .map_err(to_py_err)?;
+///     let copy = compact_copy(py, &transposed.view(), "copy()")?;
+///     assert_eq!(copy.view().as_slice::<u8>().map_err(to_py_err)?, &[1, 2, 3, 4]);
+///     assert!(copy.view().flags().is_copied());
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
+pub fn compact_copy(py: Python<'_>, view: &TensorView<'_>, what: &str) -> PyResult<ManagedTensor> {
+    let _reading = Claim::for_copy(py, view, what)?;
+    view.to_compact_copy().map_err(to_py_err)
 }
 
 /// [`Claim::new`] through another build's registry.
@@ -344,6 +426,35 @@ fn refusal(conflict: &ClaimConflict, written: bool) -> PyErr {
              cannot be written here (TensorArgMut) until that call returns",
         )
     }
+}
+
+/// The error for a copy's refused read claim: a `TensorArgMut` writes the memory.
+#[cold]
+fn copy_refusal(conflict: &ClaimConflict, reason: &str) -> PyErr {
+    let holder = match conflict.same_thread {
+        0 => format!(
+            "tensor argument {} of a call in progress on another thread",
+            conflict.other_ordinal
+        ),
+        _ => format!(
+            "tensor argument {} of a call in progress on this thread, which this copy runs \
+             inside",
+            conflict.other_ordinal
+        ),
+    };
+    if conflict.other_written == 0 {
+        // A read claim meets written claims only; a registry of another build that says
+        // otherwise still refused it.
+        return PyValueError::new_err(format!(
+            "{reason}: the tensor's memory is claimed by {holder}, so it cannot be copied \
+             until that call returns"
+        ));
+    }
+    PyValueError::new_err(format!(
+        "{reason}: the tensor's memory is being written by a writable argument of a running \
+         kernel ({holder}, a TensorArgMut), so it cannot be copied until that call returns: \
+         the copy would race with the kernel's writes"
+    ))
 }
 
 // ------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
 use crate::capsule::from_capsule;
+use crate::claims::{Claim, compact_copy};
 use crate::device::device_from_tuple;
 use crate::dispatch::{TypeInfo, type_info};
 use crate::errors::{to_py_err, type_name};
@@ -235,7 +236,7 @@ fn import<T: Trace>(
     if object.is_instance_of::<PyCapsule>() {
         let tensor = from_capsule(object)?;
         trace.received(ImportPath::Capsule, &tensor);
-        return finish(tensor, None, options, false, trace);
+        return finish(py, tensor, None, options, false, trace);
     }
     let info = type_info(object)?;
     let plain = options.device.is_none()
@@ -409,7 +410,7 @@ fn import<T: Trace>(
         };
         trace.received(path, &tensor);
     }
-    finish(tensor, producer_device, options, copied_here, trace)
+    finish(py, tensor, producer_device, options, copied_here, trace)
 }
 
 /// The `stream=` to pass to `__dlpack__` (`None`: none) and the stream the data will then be
@@ -478,8 +479,13 @@ fn call_copying_here_if_refused<'py, T: Trace>(
     }
 }
 
-/// Applies the producer's device, checks the requested device, makes a requested copy.
+/// Applies the producer's device, checks the requested device, makes a requested copy. A
+/// copy made here reads memory that Python code and typed arguments may still reach (the
+/// producer's own, shared), so it is made under a read claim in the aliasing registry
+/// ([`Claim::for_copy`]): memory that a live `TensorArgMut` writes, on any thread, is refused
+/// with `ValueError` instead of copied while it is written.
 fn finish<T: Trace>(
+    py: Python<'_>,
     mut tensor: ManagedTensor,
     producer_device: Option<Device>,
     options: &ImportOptions,
@@ -515,6 +521,7 @@ fn finish<T: Trace>(
             )));
         }
         trace.step(ImportStep::CopiedToHost);
+        let _reading = Claim::for_copy(py, &tensor.view(), "device=CPU")?;
         return stream_order::copy_to_host(&tensor);
     }
     if let Some(wanted) = options.device {
@@ -541,7 +548,8 @@ fn finish<T: Trace>(
             )));
         }
         trace.step(ImportStep::CopiedHere);
-        return tensor.view().to_compact_copy().map_err(to_py_err);
+        // Under a read claim: no `TensorArgMut` writes the memory while it is copied.
+        return compact_copy(py, &tensor.view(), "copy=True");
     }
     if options.copy == Some(false) && tensor.view().flags().is_copied() {
         return Err(PyBufferError::new_err(

@@ -225,7 +225,7 @@
 //! | exception | when |
 //! |---|---|
 //! | `TypeError` | an argument of the wrong kind (element type, dimensions, layout, device, read-only for writing, not a tensor); the message says what was expected and what came, e.g. `expected a float32 C-contiguous tensor with 2 dimensions in host memory, got float64 shape (3, 4) strides (1, 3) on CPU:0`, and PyO3 adds the note `while processing 'x'` |
-//! | `ValueError` | an argument of the right kind with the wrong extents; a written argument whose memory another argument reaches |
+//! | `ValueError` | an argument of the right kind with the wrong extents; a written argument whose memory another argument reaches; a copy (`copy=True`) of memory that a written argument of a call in progress reaches |
 //! | `BufferError` | a tensor its producer will not export (a PyTorch view with a lazy conjugation or negation bit, a sparse tensor), or a result that cannot be exported |
 //!
 //! Every message a kernel's caller can meet, as the test kernels raise it, is in the
@@ -238,7 +238,11 @@
 //! `TensorArgMut` lives, its memory is claimed in a registry that every dlbridge extension
 //! module of the process shares: no other argument, in this call or in another thread's, may
 //! reach it (overlap is computed exactly, so `x[:, ::2]` and `x[:, 1::2]` may be written
-//! together). Memory is never written behind its owner's back: a tensor that says it is
+//! together). The copies dlbridge makes of such memory (`from_dlpack(x, copy=True)`, and
+//! `__dlpack__(copy=True)` of the classes of [`publish_dlpack`]) claim it for reading while they
+//! copy, so a copy of memory a `TensorArgMut` is writing is refused (`ValueError`) rather than
+//! torn; [`compact_copy`] makes such a copy in a method of one's own. Memory is never written
+//! behind its owner's back: a tensor that says it is
 //! read-only, or cannot say that it is writable, is refused for writing. Modules built with
 //! this crate run on free-threaded Python as well; declare
 //! `#[pymodule(gil_used = false)]` when the module holds no state of its own.
@@ -271,7 +275,8 @@
 #![warn(missing_docs)]
 
 // The modules in layers: each imports only modules listed before it (`make lint` checks it
-// with scripts/module-layers.py). Leaves first (capsules and their names, the protocol's
+// with scripts/module-layers.py). Leaves first (capsules and their names, the aliasing
+// registry that typed arguments and the copies of both sides claim memory in, the protocol's
 // `stream=` values, stream ordering and host copies through the CUDA driver among them); then
 // host memory without DLPack; then what both sides look up about a Python type (its
 // framework's rules, its C exchange table); then the producer side, which never imports the
@@ -283,11 +288,12 @@
 mod errors;
 mod owner;
 mod trampoline;
+mod claims;
+mod writability_hook;
 mod capsule;
 mod device;
 mod stream_argument;
 mod stream_order;
-mod writability_hook;
 mod host;
 mod framework;
 mod dispatch;
@@ -316,6 +322,7 @@ pub use capsule::{
     DLPACK_EXCHANGE_API, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR, USED_DLTENSOR_VERSIONED,
     from_capsule, into_capsule,
 };
+pub use claims::compact_copy;
 pub use consume::from_dlpack_explained;
 pub use consume::{ImportOptions, from_dlpack};
 pub use device::{device_argument, device_from_tuple, dlpack_device};

@@ -252,8 +252,10 @@ fn panics_in_a_users_class_become_python_errors() {
         // SAFETY: the capsule of this name holds a `WritabilityHook`.
         let hook: dlbridge_pyo3::WritabilityHook = unsafe { std::mem::transmute(hook.as_ptr()) };
         let mut code = 0u32;
-        // SAFETY: a live object of the publishing type and a slot for the answer.
-        assert_eq!(unsafe { hook(x.as_ptr(), &mut code) }, -1);
+        // SAFETY: a live object of the publishing type, a descriptor to fill and a slot for
+        // the answer.
+        let status = unsafe { hook(x.as_ptr(), described.as_mut_ptr(), &mut code) };
+        assert_eq!(status, -1);
         raised("the writability hook: Faulty::tensor panics");
 
         // The tensor handed to a panicking `new_instance` is released once all the same.

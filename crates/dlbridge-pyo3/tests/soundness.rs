@@ -18,12 +18,12 @@ use dlbridge::{DataType, Device, Export, ManagedTensor, Version};
 use dlbridge_pyo3::{
     ArgumentPath, DLPACK_EXCHANGE_API, ImportOptions, TensorArg, TensorArgMut, TensorClass,
     exchange_api, explain_argument, from_capsule, from_dlpack, inspect_argument, into_capsule,
-    publish_dlpack,
+    publish_dlpack, return_like,
 };
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyCapsule, PyDict};
+use pyo3::types::{PyByteArray, PyCapsule, PyDict, PyModule};
 
 /// Runs `f` attached to an embedded interpreter (started once per test process).
 fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> R {
@@ -525,5 +525,326 @@ fn arguments_dropped_on_another_thread_without_the_gil_release_what_they_hold() 
         assert_eq!(bytes.len().unwrap(), 8);
         let again: TensorArgMut<'_, u8> = bytes.extract().unwrap();
         assert_eq!(again.view().len(), 8);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// A class that answers two calls of `tensor()` with two tensors (issue 47, hole 4).
+// ---------------------------------------------------------------------------------------------
+
+/// A frozen class whose `tensor()` answers each call with the other of its two tensors (safe
+/// code: `TensorClass` is a safe trait, and nothing asks it to answer the same twice).
+#[pyclass(frozen)]
+struct Alternating {
+    tensors: [Arc<ManagedTensor>; 2],
+    calls: AtomicUsize,
+}
+
+impl TensorClass for Alternating {
+    fn tensor(&self) -> &Arc<ManagedTensor> {
+        &self.tensors[self.calls.fetch_add(1, Ordering::SeqCst) % 2]
+    }
+
+    fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
+        let tensor = Arc::new(tensor);
+        Py::new(
+            py,
+            Alternating {
+                tensors: [Arc::clone(&tensor), tensor],
+                calls: AtomicUsize::new(0),
+            },
+        )
+    }
+}
+
+/// A kernel writing its argument: adds one to every element.
+#[pyfunction]
+fn add_one(mut x: TensorArgMut<'_, u8>) {
+    x.view_mut().iter_mut().for_each(|value| *value += 1);
+}
+
+#[test]
+fn a_class_answering_with_two_tensors_never_has_its_read_only_one_written() {
+    attach(|py| {
+        publish_dlpack::<Alternating>(py).unwrap();
+        let kernel = wrap_pyfunction!(add_one, py).unwrap();
+        for read_only_first in [true, false] {
+            let read_only = Arc::new(
+                Export::new(vec![0u8; 4], &[4])
+                    .read_only(true)
+                    .into_versioned()
+                    .unwrap(),
+            );
+            let writable = Arc::new(Export::new(vec![0u8; 4], &[4]).into_versioned().unwrap());
+            let tensors = if read_only_first {
+                [Arc::clone(&read_only), Arc::clone(&writable)]
+            } else {
+                [Arc::clone(&writable), Arc::clone(&read_only)]
+            };
+            let object = Bound::new(
+                py,
+                Alternating {
+                    tensors,
+                    calls: AtomicUsize::new(0),
+                },
+            )
+            .unwrap();
+            let mut written = 0u8;
+            for attempt in 0..6 {
+                // From Rust and from Python alike, each argument asks the class once.
+                let outcome = if attempt % 2 == 0 {
+                    kernel.call1((&object,)).map(drop)
+                } else {
+                    object.extract::<TensorArgMut<'_, u8>>().map(|mut x| {
+                        assert_eq!(x.path(), ArgumentPath::ExchangeTable);
+                        x.view_mut().iter_mut().for_each(|value| *value += 1);
+                    })
+                };
+                match outcome {
+                    Ok(()) => written += 1,
+                    Err(refused) => {
+                        assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
+                        assert!(refused.to_string().contains("read-only"), "{refused}");
+                    }
+                }
+                assert_eq!(
+                    read_only.view().as_slice::<u8>().unwrap(),
+                    &[0; 4],
+                    "the READ_ONLY tensor was written (read-only first: {read_only_first}, \
+                     attempt {attempt})"
+                );
+            }
+            // Every other argument was the writable tensor, and written.
+            assert_eq!(written, 3, "read-only first: {read_only_first}");
+            assert_eq!(writable.view().as_slice::<u8>().unwrap(), &[written; 4]);
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory that Rust code reads through another handle reaches Python read-only (issue 47, hole
+// 5): shares, imports, and a class's tensor while shares of it are alive.
+// ---------------------------------------------------------------------------------------------
+
+/// `object.__dlpack__(max_version=(1, 3))` taken back: its flags, as a consumer reads them.
+fn versioned_export(object: &Bound<'_, PyAny>) -> ManagedTensor {
+    let keywords = PyDict::new(object.py());
+    keywords.set_item("max_version", (1, 3)).unwrap();
+    let capsule = object
+        .call_method("__dlpack__", (), Some(&keywords))
+        .unwrap();
+    from_capsule(&capsule).unwrap()
+}
+
+#[test]
+fn a_share_reaches_python_read_only_by_every_way_out() {
+    attach(|py| {
+        let original = Arc::new(
+            Export::new(vec![1u8, 2, 3, 4], &[4])
+                .into_versioned()
+                .unwrap(),
+        );
+        // Rust reads the memory through the original while the shares go to Python.
+        let read: &[u8] = original.view().as_slice().unwrap();
+
+        // A class holding a share: its exports are flagged READ_ONLY, a legacy capsule (which
+        // cannot say so) is refused, and a writable argument refuses it (the hook's answer).
+        publish_dlpack::<Fixed>(py).unwrap();
+        let share = Arc::clone(&original).share_versioned().unwrap();
+        let holder = Fixed::new_instance(py, share).unwrap().into_bound(py);
+        assert!(versioned_export(holder.as_any()).view().is_read_only());
+        let legacy = holder.call_method0("__dlpack__").unwrap_err();
+        assert!(legacy.is_instance_of::<PyBufferError>(py), "{legacy}");
+        assert!(legacy.to_string().contains("is_share() = true"), "{legacy}");
+        let api = exchange_api(holder.as_any()).unwrap().unwrap();
+        assert!(
+            api.managed_tensor(holder.as_any())
+                .unwrap()
+                .view()
+                .is_read_only()
+        );
+        let written = holder
+            .as_any()
+            .extract::<TensorArgMut<'_, u8>>()
+            .unwrap_err();
+        assert!(written.is_instance_of::<PyTypeError>(py), "{written}");
+        assert!(written.to_string().contains("read-only"), "{written}");
+
+        // Returned like that class (through its table): a read-only instance.
+        let share = Arc::clone(&original).share_versioned().unwrap();
+        let back = return_like(py, share, holder.as_any()).unwrap();
+        let back = back.cast::<Fixed>().unwrap();
+        assert!(back.get().tensor().view().is_read_only());
+
+        // Returned like an object whose module's `from_dlpack` takes a producer (NumPy's and
+        // JAX's way): the capsule it gets is flagged READ_ONLY, and a legacy one refused.
+        let toy = PyModule::from_code(
+            py,
+            c"
+class Array:
+    pass
+def from_dlpack(producer):
+    array = Array()
+    array.capsule = producer.__dlpack__(max_version=(1, 3))
+    return array
+",
+            c"toy_versioned.py",
+            c"toy_versioned",
+        )
+        .unwrap();
+        let like = toy.getattr("Array").unwrap().call0().unwrap();
+        let share = Arc::clone(&original).share_versioned().unwrap();
+        let result = return_like(py, share, &like).unwrap();
+        let capsule = result.getattr("capsule").unwrap();
+        assert!(from_capsule(&capsule).unwrap().view().is_read_only());
+        let toy = PyModule::from_code(
+            py,
+            c"
+class Array:
+    pass
+def from_dlpack(producer):
+    array = Array()
+    array.capsule = producer.__dlpack__()
+    return array
+",
+            c"toy_legacy.py",
+            c"toy_legacy",
+        )
+        .unwrap();
+        let like = toy.getattr("Array").unwrap().call0().unwrap();
+        let share = Arc::clone(&original).share_versioned().unwrap();
+        let refused = return_like(py, share, &like).unwrap_err();
+        assert!(refused.is_instance_of::<PyBufferError>(py), "{refused}");
+
+        // `export_capsule` of a share (the protocol's rules) says the same.
+        let share = Arc::new(Arc::clone(&original).share_versioned().unwrap());
+        let versioned = dlbridge_pyo3::ExportRequest::default().with_max_version(Some((1, 3)));
+        let capsule = dlbridge_pyo3::export_capsule(py, &share, &versioned).unwrap();
+        assert!(
+            from_capsule(capsule.as_any())
+                .unwrap()
+                .view()
+                .is_read_only()
+        );
+        let legacy =
+            dlbridge_pyo3::export_capsule(py, &share, &dlbridge_pyo3::ExportRequest::default())
+                .unwrap_err();
+        assert!(legacy.is_instance_of::<PyBufferError>(py), "{legacy}");
+
+        assert_eq!(read, &[1, 2, 3, 4]);
+    });
+}
+
+/// The buffer protocol is served where PyO3 has `__getbuffer__` (the full API, or the limited
+/// API of Python 3.11 and later).
+#[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
+#[test]
+fn a_share_returned_like_a_buffer_is_a_read_only_memoryview() {
+    attach(|py| {
+        let original = Arc::new(
+            Export::new(vec![1u8, 2, 3, 4], &[4])
+                .into_versioned()
+                .unwrap(),
+        );
+        // Rust reads the memory through the original while the share goes to Python.
+        let read: &[u8] = original.view().as_slice().unwrap();
+        // Returned like a bytearray: a read-only memoryview, which Python cannot write.
+        let like = PyByteArray::new(py, b"like").into_any();
+        let share = Arc::clone(&original).share_versioned().unwrap();
+        let view = return_like(py, share, &like).unwrap();
+        let locals = PyDict::new(py);
+        locals.set_item("mv", &view).unwrap();
+        run(
+            py,
+            c"
+assert mv.readonly
+try:
+    mv[0] = 99
+    refused = None
+except TypeError as error:
+    refused = str(error)
+",
+            &locals,
+        );
+        let refused = locals.get_item("refused").unwrap().unwrap();
+        assert!(!refused.is_none(), "the memoryview took a write");
+        // Its owner serves every buffer read-only.
+        let owner = view.getattr("obj").unwrap();
+        let again = py
+            .import("builtins")
+            .unwrap()
+            .getattr("memoryview")
+            .unwrap()
+            .call1((&owner,))
+            .unwrap();
+        assert!(
+            again
+                .getattr("readonly")
+                .unwrap()
+                .extract::<bool>()
+                .unwrap()
+        );
+
+        assert_eq!(read, &[1, 2, 3, 4]);
+    });
+}
+
+#[test]
+fn a_class_over_an_exclusive_tensor_is_writable_while_no_rust_share_reads_it() {
+    attach(|py| {
+        publish_dlpack::<Fixed>(py).unwrap();
+        let tensor = Export::new(vec![0u8; 3], &[3]).into_versioned().unwrap();
+        let fixed = Fixed::new_instance(py, tensor).unwrap().into_bound(py);
+        let write = |value: u8| {
+            let mut x = fixed.as_any().extract::<TensorArgMut<'_, u8>>()?;
+            assert_eq!(x.path(), ArgumentPath::ExchangeTable);
+            x.view_mut().fill(value);
+            PyResult::Ok(())
+        };
+        // Writable by every way out.
+        write(1).unwrap();
+        assert!(!versioned_export(fixed.as_any()).view().is_read_only());
+        assert!(fixed.call_method0("__dlpack__").is_ok());
+        let api = exchange_api(fixed.as_any()).unwrap().unwrap();
+        assert!(
+            !api.managed_tensor(fixed.as_any())
+                .unwrap()
+                .view()
+                .is_read_only()
+        );
+        // Exports handed to Python do not count: with one alive, it is still writable.
+        let exported = versioned_export(fixed.as_any());
+        write(2).unwrap();
+        drop(exported);
+
+        // A share of its tensor alive in Rust reads the memory: Python gets it read-only.
+        let share = Arc::clone(fixed.get().tensor()).share_versioned().unwrap();
+        let read: &[u8] = share.view().as_slice().unwrap();
+        let refused = write(3).unwrap_err();
+        assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
+        assert!(refused.to_string().contains("read-only"), "{refused}");
+        assert!(versioned_export(fixed.as_any()).view().is_read_only());
+        let legacy = fixed.call_method0("__dlpack__").unwrap_err();
+        assert!(legacy.is_instance_of::<PyBufferError>(py), "{legacy}");
+        assert!(legacy.to_string().contains("live_shares() = 1"), "{legacy}");
+        assert!(
+            api.managed_tensor(fixed.as_any())
+                .unwrap()
+                .view()
+                .is_read_only()
+        );
+        assert_eq!(read, &[2, 2, 2]);
+
+        // Dropped, or handed to a consumer as a capsule, the share no longer counts.
+        drop(share);
+        write(4).unwrap();
+        let share = Arc::clone(fixed.get().tensor()).share_versioned().unwrap();
+        let capsule = into_capsule(py, share).unwrap();
+        write(5).unwrap();
+        drop(capsule);
+        assert_eq!(
+            fixed.get().tensor().view().as_slice::<u8>().unwrap(),
+            &[5; 3]
+        );
     });
 }

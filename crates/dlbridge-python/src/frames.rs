@@ -52,7 +52,7 @@ pub(crate) fn _frame_of<'py>(
     let inner = tensor.tensor();
     let view = inner.view();
     let read_only = view.is_read_only();
-    let compact = compact_host_bytes(inner, "send")?;
+    let compact = compact_host_bytes(py, inner, "send")?;
     let compact_view = compact.view();
     let shape = compact_view.shape();
     let mut strides = vec![0i64; shape.len()];

@@ -29,7 +29,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use dlbridge::{DataType, Device, Export, MAX_NDIM, ManagedTensor};
-use dlbridge_pyo3::to_py_err;
+use dlbridge_pyo3::{compact_copy, to_py_err};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -80,7 +80,7 @@ pub(crate) fn reduce<'py>(
     let view = tensor.view();
     let read_only = view.is_read_only();
     let padded = view.flags().is_subbyte_type_padded();
-    let source = compact_host_bytes(tensor, "pickle")?;
+    let source = compact_host_bytes(py, tensor, "pickle")?;
     let data = if protocol >= 5 {
         pickle_buffer(py, source, read_only)?
     } else {
@@ -117,8 +117,10 @@ pub(crate) fn reduce<'py>(
 /// The tensor itself when it is C-contiguous, else a compact C-order copy of it: the bytes
 /// that pickling (`action` "pickle") and frames ("send") carry. A tensor the host cannot read
 /// is refused with a `TypeError` naming its device, and a strided sub-byte tensor (whose
-/// elements share bytes) with a `BufferError`.
+/// elements share bytes) with a `BufferError`. The copy is made under a read claim
+/// (`ValueError` while a kernel's `TensorArgMut` writes the memory).
 pub(crate) fn compact_host_bytes(
+    py: Python<'_>,
     tensor: &Arc<ManagedTensor>,
     action: &str,
 ) -> PyResult<Arc<ManagedTensor>> {
@@ -141,7 +143,11 @@ pub(crate) fn compact_host_bytes(
             view.strides()
         )))
     } else {
-        Ok(Arc::new(view.to_compact_copy().map_err(to_py_err)?))
+        Ok(Arc::new(compact_copy(
+            py,
+            &view,
+            &format!("cannot {action} this strided dlbridge.Tensor (a copy is made first)"),
+        )?))
     }
 }
 
@@ -330,7 +336,16 @@ pub(crate) fn rebuild(
         .into_versioned()
         .map_err(to_py_err)?;
     if let Some(why) = copy_reason {
-        let copied = copy_of(&over_buffer, dtype, shape, read_only, subbyte_padded)?;
+        let reason = format!("cannot rebuild {what} (copied out of its buffer)");
+        let copied = copy_of(
+            data.py(),
+            &reason,
+            &over_buffer,
+            dtype,
+            shape,
+            read_only,
+            subbyte_padded,
+        )?;
         let writability = if read_only {
             "read-only: the tensor was read-only when sent"
         } else {
@@ -370,15 +385,18 @@ pub(crate) fn storage_bytes(dtype: DataType, shape: &[usize], subbyte_padded: bo
 }
 
 /// An aligned copy of `over_buffer` in dlbridge's memory, flagged IS_COPIED, and read-only
-/// when `read_only`.
+/// when `read_only`; made under a read claim, as the buffer is Python's (`ValueError`, after
+/// `reason`, while a kernel's `TensorArgMut` writes it).
 fn copy_of(
+    py: Python<'_>,
+    reason: &str,
     over_buffer: &ManagedTensor,
     dtype: DataType,
     shape: &[usize],
     read_only: bool,
     subbyte_padded: bool,
 ) -> PyResult<ManagedTensor> {
-    let copy = over_buffer.view().to_compact_copy().map_err(to_py_err)?;
+    let copy = compact_copy(py, &over_buffer.view(), reason)?;
     if !read_only {
         return Ok(copy);
     }

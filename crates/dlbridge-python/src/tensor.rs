@@ -7,7 +7,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use dlbridge::ManagedTensor;
-use dlbridge_pyo3::{TensorClass, exchange_api_exports, to_py_err};
+use dlbridge_pyo3::{TensorClass, exchange_api_exports};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -149,9 +149,11 @@ impl Tensor {
         )
     }
 
-    /// A compact (C-contiguous) copy in Rust-owned memory.
-    fn copy(&self) -> PyResult<Tensor> {
-        let copy = self.inner.view().to_compact_copy().map_err(to_py_err)?;
+    /// A compact (C-contiguous) copy in Rust-owned memory. Made under a read claim in the
+    /// aliasing registry of typed arguments: refused (`ValueError`) while a kernel's writable
+    /// argument (`TensorArgMut`) writes the memory.
+    fn copy(&self, py: Python<'_>) -> PyResult<Tensor> {
+        let copy = dlbridge_pyo3::compact_copy(py, &self.inner.view(), "Tensor.copy()")?;
         Ok(Tensor::new(copy))
     }
 
@@ -165,13 +167,15 @@ impl Tensor {
 
     /// `copy.copy`: as [`Tensor::copy`], an independent, writable, C-contiguous copy (as NumPy's
     /// arrays copy).
-    fn __copy__(&self) -> PyResult<Tensor> {
-        self.copy()
+    fn __copy__(&self, py: Python<'_>) -> PyResult<Tensor> {
+        let copy = dlbridge_pyo3::compact_copy(py, &self.inner.view(), "copy.copy()")?;
+        Ok(Tensor::new(copy))
     }
 
     /// `copy.deepcopy`: as `copy.copy` (a tensor holds no Python objects to copy deeply).
-    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-        self.copy()
+    fn __deepcopy__(&self, memo: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+        let copy = dlbridge_pyo3::compact_copy(memo.py(), &self.inner.view(), "copy.deepcopy()")?;
+        Ok(Tensor::new(copy))
     }
 
     /// The buffer protocol, for host-readable tensors whose dtype has a `struct` format.

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::device::Device;
 use crate::error::{Error, Result};
@@ -126,12 +127,20 @@ pub struct ManagedTensor {
     /// may hand out `&mut [T]`: false for a share of a tensor in an `Arc`
     /// ([`ManagedTensor::is_exclusive`]).
     exclusive: bool,
+    /// The shares of this tensor alive as handles in Rust ([`ManagedTensor::live_shares`]).
+    live_shares: AtomicUsize,
+    /// For a share: the `live_shares` of the tensor it shares, which its owner keeps alive
+    /// until this tensor's deleter runs; released (decremented, then forgotten) when this
+    /// handle is dropped or given away ([`ManagedTensor::into_raw`]).
+    counted_in: Option<NonNull<AtomicUsize>>,
 }
 
 // SAFETY: DLPack allows the deleter to run on any thread and the data to be used from any
-// thread the consumer likes; the handle owns the tensor exclusively.
+// thread the consumer likes; the handle owns the tensor exclusively. `counted_in` points to an
+// atomic counter (of a tensor in an `Arc`, itself `Send + Sync`), which any thread may change.
 unsafe impl Send for ManagedTensor {}
-// SAFETY: `&ManagedTensor` only reads the descriptor and the data; writes need `&mut`.
+// SAFETY: `&ManagedTensor` only reads the descriptor and the data (and `live_shares`, an
+// atomic); writes need `&mut`.
 unsafe impl Sync for ManagedTensor {}
 
 impl ManagedTensor {
@@ -151,10 +160,16 @@ impl ManagedTensor {
     /// for as long as the tensor lives: it is validated once and read again by every view.
     /// For a host-readable device the data must be readable (and writable unless flagged
     /// read-only) wherever the layout reaches, for as long as the tensor lives; on another
-    /// device it must be that device's memory (device views hand it to the device's driver). While a reference the tensor hands out lives (a `&[T]` from a
-    /// view, a `&mut [T]` from [`ManagedTensor::as_mut_slice`]), nothing outside this crate
-    /// may write the elements it covers, nor, for a `&mut [T]`, read them: Rust's aliasing
-    /// rules, which no consumer can check for memory a producer shares.
+    /// device it must be that device's memory (device views hand it to the device's driver).
+    /// While a reference the tensor hands out lives (a `&[T]` from a view, a `&mut [T]` from
+    /// [`ManagedTensor::as_mut_slice`]), nothing else may write the elements it covers, nor,
+    /// for a `&mut [T]`, read them: not foreign code, and not another handle of this crate
+    /// either (the tensor that `ptr` was exported from, say a share made by
+    /// [`ManagedTensor::share_versioned`] whose `Arc` still lives, or another import of the
+    /// same memory). The tensor this returns is exclusive ([`ManagedTensor::is_exclusive`]):
+    /// where other handles may reach the memory, call [`ManagedTensor::mark_shared`] on it
+    /// before any typed access. These are Rust's aliasing rules, which no consumer can check
+    /// for memory a producer shares.
     #[inline]
     pub unsafe fn from_raw_versioned(ptr: *mut DLManagedTensorVersioned) -> Result<Self> {
         // SAFETY: forwarded.
@@ -283,6 +298,8 @@ impl ManagedTensor {
             implicit_strides,
             ready_stream: None,
             exclusive: true,
+            live_shares: AtomicUsize::new(0),
+            counted_in: None,
         }
     }
 
@@ -454,6 +471,75 @@ impl ManagedTensor {
         self.exclusive = true;
     }
 
+    /// How many shares of this tensor ([`ManagedTensor::share_versioned`],
+    /// [`ManagedTensor::share_legacy`]) are alive as handles in Rust right now: made, and
+    /// neither dropped nor given away with [`ManagedTensor::into_raw`] (a share handed to a
+    /// consumer as a raw pointer, a capsule say, no longer counts; what that consumer makes of
+    /// it is a new tensor of its own). Rust code may read the memory through such a handle, so
+    /// a producer that lends the memory out for writing (`dlbridge-pyo3` handing a tensor
+    /// class's memory to Python) asks that none be alive first. A snapshot: another thread
+    /// holding a clone of the `Arc` may make a share just after.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dlbridge::Export;
+    /// let original = Arc::new(Export::new(vec![0u8; 4], &[4]).into_versioned()?);
+    /// let shared = Arc::clone(&original).share_versioned()?;
+    /// assert_eq!(original.live_shares(), 1);
+    /// let raw = shared.into_raw(); // handed to a consumer: no longer a Rust handle
+    /// assert_eq!(original.live_shares(), 0);
+    /// // SAFETY: the consumer's side: a live tensor it owns, released once.
+    /// unsafe { raw.delete() };
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[inline]
+    pub fn live_shares(&self) -> usize {
+        self.live_shares.load(Ordering::Acquire)
+    }
+
+    /// Whether this handle is a share made in Rust ([`ManagedTensor::share_versioned`],
+    /// [`ManagedTensor::share_legacy`]), counted in its source's
+    /// [`ManagedTensor::live_shares`]: the source, and whoever else holds its `Arc`, may read the
+    /// memory while this handle lives. (An import of a Python object's memory, or of a capsule,
+    /// is not one, though it is not exclusive either.)
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dlbridge::Export;
+    /// let original = Arc::new(Export::new(vec![0u8; 4], &[4]).into_versioned()?);
+    /// assert!(!original.is_share());
+    /// assert!(Arc::clone(&original).share_versioned()?.is_share());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[inline]
+    pub fn is_share(&self) -> bool {
+        self.counted_in.is_some()
+    }
+
+    /// Counts this tensor, a new share, in `source`'s [`ManagedTensor::live_shares`] until
+    /// it is dropped or given away.
+    ///
+    /// # Safety
+    ///
+    /// `source` must stay alive (and in place) until this tensor's deleter runs: the share's
+    /// owner holds it.
+    pub(crate) unsafe fn count_as_share_of(&mut self, source: &ManagedTensor) {
+        debug_assert!(self.counted_in.is_none(), "a share is counted once");
+        source.live_shares.fetch_add(1, Ordering::AcqRel);
+        self.counted_in = Some(NonNull::from(&source.live_shares));
+    }
+
+    /// Takes this handle out of its source's [`ManagedTensor::live_shares`] (nothing for a
+    /// tensor that is not a counted share); called once the handle stops being one.
+    #[inline]
+    fn release_share_count(&mut self) {
+        if let Some(counter) = self.counted_in.take() {
+            // SAFETY: the source tensor is kept alive by this share's owner until the deleter
+            // runs, which has not happened yet (`count_as_share_of`'s contract).
+            unsafe { counter.as_ref() }.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
     /// The view for a mutable typed access: refused unless this handle is exclusive
     /// ([`Error::SharedMemory`]), the producer allows writes, and no two indices reach the
     /// same element. The caller holds `&mut self`, so nothing else borrows the tensor.
@@ -560,7 +646,9 @@ impl ManagedTensor {
     /// Gives up ownership: returns the pointer without calling the deleter. The caller (or the
     /// consumer it hands the pointer to) must make sure the deleter is called once.
     #[must_use = "the tensor leaks unless the pointer is passed on or deleted"]
-    pub fn into_raw(self) -> RawManagedTensor {
+    pub fn into_raw(mut self) -> RawManagedTensor {
+        // Given away: no longer a Rust handle of a share.
+        self.release_share_count();
         let this = ManuallyDrop::new(self);
         // The implicit strides are ours, not the producer's: free them.
         // SAFETY: read once from a value that is never used or dropped again.
@@ -652,6 +740,8 @@ fn raw_of(owned: Owned) -> RawManagedTensor {
 
 impl Drop for ManagedTensor {
     fn drop(&mut self) {
+        // Before the deleter, which may release the source the count lives in.
+        self.release_share_count();
         // SAFETY: owned, validated, deleter not yet called; `self` is gone after this.
         unsafe { raw_of(self.owned).delete() }
     }

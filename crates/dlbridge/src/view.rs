@@ -53,8 +53,10 @@ impl<'a> TensorView<'a> {
     /// # Safety
     ///
     /// `shape` and `strides`, when not NULL, must point to `ndim` readable `i64` values, and the
-    /// descriptor and the data it describes must stay valid and unchanged (but for writes
-    /// through this crate) for `'a`. For a host-readable device, `data + byte_offset` and every
+    /// descriptor and the data it describes must stay valid and unchanged for `'a`, by any
+    /// writer, other handles of this crate to the same memory included, except through the
+    /// mutable access this view itself hands out under its own contract
+    /// (`as_array_mut_unchecked`, feature `ndarray`). For a host-readable device, `data + byte_offset` and every
     /// element the layout reaches must be readable memory; on another device it must be that
     /// device's memory.
     pub unsafe fn from_dltensor(tensor: &'a DLTensor) -> Result<Self> {

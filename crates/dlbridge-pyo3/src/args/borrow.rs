@@ -5,7 +5,7 @@
 use dlbridge::{DataType, ManagedTensor, TensorView, Writability};
 use pyo3::prelude::*;
 
-use super::claims::Claim;
+use crate::claims::Claim;
 use crate::consume::{ImportOptions, from_dlpack};
 use crate::dispatch::{BorrowedWritability, TypeInfo, type_info};
 use crate::errors::{argument_error, to_py_err};
@@ -155,6 +155,15 @@ pub(crate) type ImportStream<'s> =
 
 /// The exchange-table path of [`extract_with`]; `None` sends the argument to the reference
 /// path (a descriptor the table cannot give, a lazy PyTorch view).
+///
+/// Every question asked of the producer is answered once: a read-only argument takes the
+/// borrowed descriptor (`dltensor_from_py_object_no_sync`); a writable one takes it only where
+/// its writability comes in the same answer (dlbridge's classes: the writability hook, which
+/// describes the tensor and says whether it may be written from one call of the class's
+/// `tensor()`) or is known of the type (PyTorch and PaddlePaddle have no read-only tensors);
+/// else the owned export (`managed_tensor_from_py_object_no_sync`), whose flags are its own.
+/// A class is safe Rust, free to answer two calls with two tensors, so that a writability
+/// asked apart from the descriptor could be another tensor's.
 #[inline(always)]
 fn extract_from_table<R>(
     api: ExchangeApi,
@@ -163,17 +172,29 @@ fn extract_from_table<R>(
     writable: bool,
     make: &impl Fn(&TensorView<'_>, Access) -> PyResult<R>,
 ) -> PyResult<Option<(Source, R)>> {
-    let known_writability =
-        !writable || !matches!(info.borrowed_writability, BorrowedWritability::Unknown);
-    let described = if known_writability {
-        match api.describe(object) {
-            Ok(described) => described,
-            Err(_) => return Ok(None),
+    let described = match info.borrowed_writability {
+        // Reading does not ask.
+        _ if !writable => api
+            .describe(object)
+            .map(|described| described.map(|tensor| (tensor, Writability::Writable))),
+        BorrowedWritability::AlwaysWritable => api
+            .describe(object)
+            .map(|described| described.map(|tensor| (tensor, Writability::Writable))),
+        BorrowedWritability::Hook(hook) => {
+            // SAFETY: a hook of the writability capsule's name, found on `object`'s type (a
+            // capsule Python code copied onto another class is still such a hook, which
+            // checks the object's type itself: `describe`'s contract).
+            unsafe { writability_hook::describe(hook, object) }.map(Some)
         }
-    } else {
-        None
+        // The writability of a borrowed descriptor would not be known.
+        BorrowedWritability::Unknown => Ok(None),
     };
-    let Some(tensor) = described else {
+    let described = match described {
+        Ok(described) => described,
+        // Refused by the fast path: the reference path gives the producer's own answer.
+        Err(_) => return Ok(None),
+    };
+    let Some((tensor, writability)) = described else {
         // No borrowed descriptor (the table has no `dltensor_from_py_object_no_sync`, or the
         // writability of one would not be known): an owned export, which has flags.
         let Ok(tensor) = api.managed_tensor(object) else {
@@ -198,15 +219,6 @@ fn extract_from_table<R>(
     if !api.is_faithful(object, Some(&view))? {
         return Ok(None);
     }
-    let writability = match info.borrowed_writability {
-        // Reading does not ask.
-        _ if !writable => Writability::Writable,
-        BorrowedWritability::AlwaysWritable | BorrowedWritability::Unknown => Writability::Writable,
-        // SAFETY: a hook of the writability capsule's name, found on `object`'s type (a
-        // capsule Python code copied onto another class is still such a hook, which checks
-        // the object's type itself: `ask`'s contract).
-        BorrowedWritability::Hook(hook) => unsafe { writability_hook::ask(hook, object) }?,
-    };
     let access = Access::new(writability, ArgumentPath::ExchangeTable);
     Ok(Some((Source::ExchangeTable, make(&view, access)?)))
 }

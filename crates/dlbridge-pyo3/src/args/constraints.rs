@@ -654,7 +654,8 @@ pub(crate) fn read_only_reason(access: Access) -> &'static str {
         }
         (_, ArgumentPath::ExchangeTable) => {
             "its class marks it read-only (as dlbridge.Tensor.readonly says of a tensor over \
-             read-only memory)"
+             read-only memory, or of memory that other Rust handles read: a share of a tensor \
+             Rust still holds)"
         }
         (_, ArgumentPath::ExchangeExport | ArgumentPath::Dlpack) => {
             "its producer flagged it READ_ONLY (a NumPy array that is not writeable, memory \

@@ -33,8 +33,10 @@
 //! # }).unwrap();
 //! ```
 //!
-//! - [`claims`]: the aliasing registry, so that no memory is written through one argument
-//!   while another reaches it;
+//! - the aliasing registry, so that no memory is written through one argument while another
+//!   reaches it, is below this module in the crate's layers ([`crate::claims`]: the copies
+//!   of both sides of the protocol claim memory in it too); every argument holds a
+//!   [`Claim`](crate::claims::Claim);
 //! - [`borrow`]: the one order of sources a descriptor is borrowed from, and how each says
 //!   whether its memory may be written;
 //! - [`constraints`]: what an argument's type requires (dimensions, layout, extents, in any
@@ -45,7 +47,6 @@
 //! - [`device_arg`]: the argument types in device memory (a device constraint, the device
 //!   pointer, the stream to launch on), built on `tensor_arg`'s extraction.
 
-pub(crate) mod claims;
 pub(crate) mod borrow;
 pub(crate) mod constraints;
 pub(crate) mod accessors;

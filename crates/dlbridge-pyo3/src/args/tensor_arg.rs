@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 
 use super::accessors::{argument_accessors, contiguous_slice_mut};
 use super::borrow::{Access, ImportStream, Source, extract_with};
-use super::claims::Claim;
 use super::constraints::{CContiguous, Constraints, Contiguous, Dimensionality, check};
+use crate::claims::Claim;
 use crate::dispatch::type_info;
 use crate::errors::argument_error;
 use crate::framework::FrameworkRules;

@@ -30,6 +30,7 @@ use super::formats::{dtype_of_numpy_type, numpy_type_of};
 use super::strides::{ElementStrides, HOST_MAX_NDIM};
 use crate::errors::to_py_err;
 use crate::owner::PyObjectOwner;
+use crate::writability_hook::writable_for_python;
 
 /// The head of NumPy's `PyArrayObject_fields`.
 #[repr(C)]
@@ -351,7 +352,8 @@ unsafe impl Send for OwnedElements {}
 unsafe impl Sync for OwnedElements {}
 
 /// Returns `tensor` as a new `numpy.ndarray` over its memory, zero-copy, made with NumPy's C
-/// API: what `numpy.from_dlpack` would give (a read-only array for a read-only tensor), in a
+/// API: what `numpy.from_dlpack` would give (a read-only array for a read-only tensor, and for
+/// one that other Rust handles read: `writability_hook::writability_for_python`), in a
 /// fraction of the time. `Err(tensor)` gives the tensor back for a tensor this path does not
 /// take (not in CPU memory, without elements, of a data type NumPy has no number for, more
 /// than 64 dimensions) or when NumPy's API was not found: the caller then goes through
@@ -380,7 +382,8 @@ pub(crate) fn into_array(
     // in `host`).
     let extents = view.shape().as_ptr().cast::<isize>();
     let data = view.data_ptr();
-    let writable = view.writability().allows_writes();
+    // The rule of every way out: read-only where other Rust handles read the memory.
+    let writable = writable_for_python(&tensor);
     // SAFETY: `extents` and the strides describe the tensor's layout, which its validation
     // checked for `data` (V7, V8); the tensor, which owns that memory, becomes the base below.
     let array = unsafe {

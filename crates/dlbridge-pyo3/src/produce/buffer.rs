@@ -15,13 +15,16 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use crate::host::formats::buffer_format;
+use crate::writability_hook::{shared_reason, writable_for_python};
 
 /// Fills `view` with a buffer over `tensor` (`__getbuffer__`): host-readable tensors whose
 /// dtype has a `struct` format ([`buffer_format`]: bfloat16 and float8 as unsigned integers
 /// of their width), in the layout that `flags` asks for; writable unless the tensor is
-/// read-only. A request the tensor cannot serve is a `BufferError` naming why (device
-/// memory, a data type without a format, a read-only tensor asked for writing, a layout
-/// other than the contiguity asked for).
+/// read-only or other Rust handles read its memory (it is a share of a tensor Rust still
+/// holds, or shares of it are alive in Rust: [`ManagedTensor::is_share`],
+/// [`ManagedTensor::live_shares`]). A request the tensor cannot serve is a `BufferError`
+/// naming why (device memory, a data type without a format, a read-only tensor asked for
+/// writing, a layout other than the contiguity asked for).
 ///
 /// A class of one's own serves its tensor with it, and releases with [`release_buffer`]:
 ///
@@ -83,7 +86,8 @@ pub unsafe fn get_buffer(
 
 /// Fills `view` with the bytes of a C-contiguous host tensor of any dtype (sub-byte, bfloat16
 /// and float8 included, which have no `struct` format): one dimension of unsigned bytes
-/// (format "B"), `compact_byte_size` long, writable unless `read_only`. What pickling hands
+/// (format "B"), `compact_byte_size` long, writable unless `read_only` or unless
+/// [`get_buffer`] would serve the tensor read-only. What pickling hands
 /// to `pickle.PickleBuffer`; released with [`release_buffer`]. A class of one's own uses it as
 /// [`get_buffer`]'s example does.
 ///
@@ -172,11 +176,9 @@ impl BufferLayout {
             ))
         })?;
         let itemsize = dtype.size_in_bytes().unwrap_or(1) as isize;
-        let readonly = view.is_read_only();
+        let readonly = !writable_for_python(tensor);
         if readonly && flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
-            return Err(PyBufferError::new_err(
-                "the tensor is read-only; a writable buffer was requested",
-            ));
+            return Err(writable_refused(tensor));
         }
         let c = view.is_c_contiguous();
         let f = view.is_f_contiguous();
@@ -226,10 +228,9 @@ impl BufferLayout {
                 view.strides()
             )));
         }
+        let read_only = read_only || !writable_for_python(tensor);
         if read_only && flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
-            return Err(PyBufferError::new_err(
-                "the tensor is read-only; a writable buffer was requested",
-            ));
+            return Err(writable_refused(tensor));
         }
         let len = isize::try_from(view.compact_byte_size())
             .map_err(|_| PyBufferError::new_err("the tensor is too large for a buffer"))?;
@@ -267,4 +268,18 @@ impl BufferLayout {
             (*view).internal = (layout as *mut BufferLayout).cast();
         }
     }
+}
+
+/// The refusal of a writable buffer (`PyBUF_WRITABLE`) over a tensor served read-only, saying
+/// why: its producer's flag, or other Rust handles reading its memory.
+fn writable_refused(tensor: &ManagedTensor) -> PyErr {
+    let why = if tensor.view().is_read_only() {
+        format!(
+            "the tensor is read-only ({:?})",
+            tensor.view().writability()
+        )
+    } else {
+        format!("the tensor is served read-only: {}", shared_reason(tensor))
+    };
+    PyBufferError::new_err(format!("{why}; a writable buffer was requested"))
 }

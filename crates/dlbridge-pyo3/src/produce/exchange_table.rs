@@ -24,7 +24,7 @@ use crate::capsule::DLPACK_EXCHANGE_API;
 use crate::errors::to_py_err;
 use crate::trampoline;
 use crate::writability_hook::{
-    WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE, WritabilityHook, writability_code,
+    WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE, WritabilityHook, share_for_python, writability_code,
 };
 
 /// Tensors exported through published tables since the process started (a diagnostic: it
@@ -81,7 +81,9 @@ static EXPORTS: AtomicU64 = AtomicU64::new(0);
 ///
 /// - `managed_tensor_allocator`: a zero-filled CPU tensor in Rust memory shaped like the
 ///   prototype (other devices are refused through `SetError`);
-/// - `managed_tensor_from_py_object_no_sync`: shares the instance's tensor (one allocation);
+/// - `managed_tensor_from_py_object_no_sync`: shares the instance's tensor (one allocation),
+///   flagged READ_ONLY where it is handed to Python read-only (the rule of every way out:
+///   flagged so by its producer, or read by other Rust handles, a share's source say);
 /// - `managed_tensor_to_py_object_no_sync`: wraps an owned tensor in a new instance;
 /// - `dltensor_from_py_object_no_sync`: fills a borrowed `DLTensor`, no allocation; for a
 ///   frozen class (`#[pyclass(frozen)]`) only, whose instances keep their tensor for life
@@ -92,12 +94,13 @@ static EXPORTS: AtomicU64 = AtomicU64::new(0);
 /// Each function runs through the crate's trampoline: a failure or a panic (with its message)
 /// is a Python exception and -1 (the allocator's goes to `SetError`, as the standard asks).
 ///
-/// Beside the table, the type gets `__dlbridge_writability__`: a capsule named
-/// `dlbridge_writability_v1` holding a [`WritabilityHook`] that says whether an instance's
-/// tensor may be written ([`dlbridge::Writability`]) without allocating, which the borrowed
-/// `DLTensor` of `dltensor_from_py_object_no_sync` cannot say. dlbridge's writable typed
-/// arguments ([`crate::TensorArgMut`]) use it to refuse read-only tensors on the borrowed
-/// path, saying why. The signature belongs to the name: a changed one would get a new name.
+/// Beside the table, a frozen class's type gets `__dlbridge_writability__`: a capsule named
+/// `dlbridge_writability_v2` holding a [`WritabilityHook`] that describes an instance's tensor
+/// as `dltensor_from_py_object_no_sync` does and says, in the same answer (one call of
+/// [`TensorClass::tensor`]) and without allocating, whether that tensor may be written, which
+/// the borrowed `DLTensor` cannot say. dlbridge's writable typed arguments
+/// ([`crate::TensorArgMut`]) take it on the borrowed path, refusing read-only tensors and
+/// saying why. The signature belongs to the name: a changed one would get a new name.
 ///
 /// The table alone, without `__dlpack__` (`Image`: the class of
 /// [`TensorClass`](crate::TensorClass)'s example):
@@ -144,6 +147,11 @@ pub fn publish_exchange_api<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
     let capsule = unsafe { PyCapsule::new_with_pointer(py, table.cast(), DLPACK_EXCHANGE_API) }?;
     let class = py.get_type::<T>();
     class.setattr("__dlpack_c_exchange_api__", capsule)?;
+    if !is_frozen::<T>() {
+        // The hook lends a descriptor as `dltensor_from_py_object_no_sync` does, which only
+        // an instance that keeps its tensor for life may (see `table_for`).
+        return Ok(());
+    }
     let hook: WritabilityHook = writability_of::<T>;
     let hook = NonNull::new(hook as *mut c_void).expect("a function pointer");
     // SAFETY: the capsule holds a function pointer (as data, as capsules hold pointers), valid
@@ -152,25 +160,54 @@ pub fn publish_exchange_api<T: TensorClass>(py: Python<'_>) -> PyResult<()> {
     class.setattr(WRITABILITY_ATTRIBUTE, capsule)
 }
 
-/// The [`WritabilityHook`] of `T`.
+/// The [`WritabilityHook`] of `T` (a frozen class): the borrowed descriptor of the instance's
+/// tensor and whether it is handed to Python writable
+/// ([`crate::writability_hook::writability_for_python`]), both of the tensor that one call of
+/// [`TensorClass::tensor`] returned.
 ///
 /// # Safety
 ///
-/// `object` is NULL or a live object, and `out_writability` NULL or a slot to write (the
-/// hook's contract); the GIL is held (else it is taken).
+/// `object` is NULL or a live object, `out_tensor` NULL or a `DLTensor` to fill, and
+/// `out_writability` NULL or a slot to write (the hook's contract); the GIL is held (else it
+/// is taken).
 unsafe extern "C" fn writability_of<T: TensorClass>(
     object: *mut ffi::PyObject,
+    out_tensor: *mut DLTensor,
     out_writability: *mut u32,
 ) -> c_int {
     trampoline::attaching("the writability hook", |py| {
+        output_slot(out_tensor, "out_tensor")?;
         output_slot(out_writability, "out_writability")?;
         // SAFETY: the caller passes a live object (NULL is refused).
         let instance = unsafe { instance::<T>(py, object, "object") }?;
-        let code = writability_code(instance.borrow().tensor().view().writability());
-        // SAFETY: `out_writability` is the caller's slot (checked non-NULL).
-        unsafe { out_writability.write(code) };
+        let borrowed = instance.borrow();
+        // One answer: the descriptor and the writability are of this one tensor.
+        let tensor = borrowed.tensor();
+        let described = borrowed_descriptor(tensor);
+        let code = writability_code(tensor);
+        // SAFETY: the caller's descriptor and slot (both checked non-NULL). The descriptor's
+        // shape and strides point into the instance's tensor, which the instance of a frozen
+        // class (the only ones the hook is published for) keeps for its life.
+        unsafe {
+            out_tensor.write(described);
+            out_writability.write(code);
+        }
         Ok(0)
     })
+}
+
+/// A `DLTensor` describing `tensor`, borrowed: its shape and strides point into `tensor`.
+fn borrowed_descriptor(tensor: &ManagedTensor) -> DLTensor {
+    let view = tensor.view();
+    DLTensor {
+        data: view.data_ptr(),
+        device: view.device(),
+        ndim: view.ndim() as i32,
+        dtype: view.dtype(),
+        shape: view.shape().as_ptr().cast_mut(),
+        strides: view.strides().as_ptr().cast_mut(),
+        byte_offset: 0,
+    }
 }
 
 /// Whether `T` is a frozen class (`#[pyclass(frozen)]`): no `&mut self` reaches an instance,
@@ -232,8 +269,9 @@ unsafe extern "C" fn from_py_object<T: TensorClass>(
             output_slot(out, "out")?;
             // SAFETY: the consumer passes a live object (NULL is refused).
             let instance = unsafe { instance::<T>(py, object.cast(), "py_object") }?;
+            // One answer: the memory and its flags are of this one tensor.
             let tensor = Arc::clone(instance.borrow().tensor());
-            let shared = tensor.share_versioned().map_err(to_py_err)?;
+            let shared = share_for_python(&tensor, false)?;
             let raw = shared
                 .into_raw()
                 .versioned()
@@ -290,19 +328,9 @@ unsafe extern "C" fn dltensor_from_py_object<T: TensorClass>(
             output_slot(out, "out")?;
             // SAFETY: the consumer passes a live object (NULL is refused).
             let instance = unsafe { instance::<T>(py, object.cast(), "py_object") }?;
-            let borrowed = instance.borrow();
-            let view = borrowed.tensor().view();
             // The shape and strides point into the instance's tensor, which the object keeps
             // alive at least until control returns to the caller, as the standard requires.
-            let described = DLTensor {
-                data: view.data_ptr(),
-                device: view.device(),
-                ndim: view.ndim() as i32,
-                dtype: view.dtype(),
-                shape: view.shape().as_ptr().cast_mut(),
-                strides: view.strides().as_ptr().cast_mut(),
-                byte_offset: 0,
-            };
+            let described = borrowed_descriptor(instance.borrow().tensor());
             // SAFETY: `out` is the caller's DLTensor to fill (checked non-NULL).
             unsafe { out.write(described) };
             Ok(0)

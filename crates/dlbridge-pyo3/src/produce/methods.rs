@@ -20,11 +20,13 @@ use pyo3::types::{PyCapsule, PyString, PyTuple};
 
 use super::class::{TensorClass, instance, once_per_class};
 use crate::capsule::into_capsule;
+use crate::claims::Claim;
 use crate::device::device_argument;
 use crate::errors::{repr_of, to_py_err};
 use crate::stream_argument::{ConsumerStream, has_streams, standard_default_stream};
 use crate::stream_order;
 use crate::trampoline;
+use crate::writability_hook::share_for_python;
 
 /// What a consumer asked `__dlpack__` for (the array API's four keywords).
 ///
@@ -104,7 +106,15 @@ impl<'a, 'py> ExportRequest<'a, 'py> {
 ///   host-readable memory, means a host copy (flagged IS_COPIED); any other device is a
 ///   `BufferError`, as is `copy=False` when a copy is needed;
 /// - `copy=True` gives a compact host copy flagged IS_COPIED; otherwise the capsule shares
-///   the memory (one allocation, keeping `tensor` alive).
+///   the memory (one allocation, keeping `tensor` alive), flagged READ_ONLY where `tensor` is
+///   read-only or other Rust handles read its memory (it is a share of a tensor Rust still
+///   holds, or shares of it are alive in Rust: [`ManagedTensor::is_share`],
+///   [`ManagedTensor::live_shares`]), and then refused in a legacy capsule, which cannot say
+///   so (`BufferError`);
+/// - a copy (either kind) holds a read claim on the tensor's memory in the aliasing registry
+///   of typed arguments while it is made: while a writable argument (`TensorArgMut`) of a
+///   call in progress, on any thread, reaches that memory, the copy is refused with
+///   `ValueError` rather than made while the memory is written.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -169,6 +179,14 @@ pub fn export_capsule<'py>(
         )));
     }
     let exported = if needs_copy || request.copy == Some(true) {
+        // The copy reads memory that typed arguments may reach (this tensor's, shared with
+        // Python): held until it is made, a read claim keeps a `TensorArgMut` from writing it
+        // meanwhile, and is refused (`ValueError`) while one does.
+        let reason = match request.copy {
+            Some(true) => "copy=True",
+            _ => "dl_device=(1, 0)",
+        };
+        let _reading = Claim::for_copy(py, &view, reason)?;
         let copy = if device.is_host_readable() {
             view.to_compact_copy().map_err(to_py_err)?
         } else {
@@ -183,11 +201,8 @@ pub fn export_capsule<'py>(
         if let Some(consumer) = consumer_stream {
             stream_order::order_for_consumer(tensor, device, consumer)?;
         }
-        if versioned {
-            Arc::clone(tensor).share_versioned().map_err(to_py_err)?
-        } else {
-            Arc::clone(tensor).share_legacy().map_err(to_py_err)?
-        }
+        // Flagged READ_ONLY where other Rust handles read the memory (legacy refused).
+        share_for_python(tensor, !versioned)?
     };
     into_capsule(py, exported)
 }

@@ -10,6 +10,11 @@
 //!   ([`get_buffer`](crate::get_buffer)), for classes of one's own and for results returned
 //!   like buffer-protocol inputs.
 //!
+//! Every way out hands a tensor to Python writable or not by one rule,
+//! `writability_hook::writability_for_python`: a tensor that other Rust handles read goes to
+//! Python read-only (its shares and results are made so by `share_for_python` and
+//! `owned_for_python` there).
+//!
 //! The produce side never imports the consume side (`explain`, `exchange`, `work_stream`,
 //! [`crate::consume`], [`crate::args`], `libraries`): a producer's answers do not depend on how
 //! dlbridge reads other producers. `lib.rs` lists it before them and declares the rule, which

@@ -11,6 +11,7 @@ use crate::capsule::{from_capsule, into_capsule};
 use crate::dispatch::type_info;
 use crate::errors::{to_py_err, tuple, type_name};
 use crate::host::numpy;
+use crate::writability_hook::{legacy_refusal, lent_read_only, owned_for_python};
 
 /// A one-shot DLPack producer around an owned tensor: what framework `from_dlpack` functions
 /// that want an object with `__dlpack__` (NumPy, JAX) are given. It answers `max_version` as
@@ -67,6 +68,12 @@ impl TensorProducer {
             .take()
             .ok_or_else(|| PyTypeError::new_err("this tensor was already exported"))?;
         let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        // Flagged as it goes to Python: READ_ONLY where other Rust handles read the memory,
+        // which a legacy capsule cannot say.
+        if !versioned && lent_read_only(&tensor) {
+            return Err(legacy_refusal(&tensor));
+        }
+        let tensor = owned_for_python(tensor)?;
         let tensor = match (versioned, tensor.is_versioned()) {
             (true, true) | (false, false) => tensor,
             (true, false) => std::sync::Arc::new(tensor)
@@ -220,10 +227,15 @@ impl<O: Send + 'static> IntoTensor for Export<'_, O> {
 ///   without 64-bit types makes int32 of int64 and float32 of float64: the message names
 ///   `jax.config.update("jax_enable_x64", True)` and a narrower result as the fixes);
 /// - for an object with no such module function but with the buffer protocol (`memoryview`,
-///   `bytes`, `bytearray`, `array.array`), a writable `memoryview` over the result, in its
-///   shape and format ([`buffer_format`](crate::buffer_format)), which keeps the tensor alive
-///   (the full API, or the limited API of Python 3.11 and later);
+///   `bytes`, `bytearray`, `array.array`), a `memoryview` over the result, in its shape and
+///   format ([`buffer_format`](crate::buffer_format)), which keeps the tensor alive (the full
+///   API, or the limited API of Python 3.11 and later);
 /// - anything else is a `TypeError`.
+///
+/// A result that is read-only, or a share of a tensor Rust still holds (which Rust code may
+/// read through that tensor: [`ManagedTensor::is_share`]), goes out read-only on every way: a
+/// NumPy array without `WRITEABLE`, a read-only `memoryview`, DLPack flags with READ_ONLY (a
+/// legacy capsule, which cannot say so, is refused with `BufferError`).
 ///
 /// The result shares the tensor's memory; the tensor's deleter runs when the framework frees
 /// its object. Typed arguments have it as a method: `x.return_like(py, result)`.
@@ -255,8 +267,11 @@ pub fn return_like<'py>(
     };
     if let Some(table) = info.exchange_table {
         if let Some(wrap) = table.get().managed_tensor_to_py_object_no_sync {
-            // The table takes versioned tensors: a legacy one is shared as one, no copy.
-            let raw = tensor.into_raw_versioned().map_err(to_py_err)?;
+            // The table takes versioned tensors: a legacy one is shared as one, no copy;
+            // flagged READ_ONLY where other Rust handles read the memory.
+            let raw = owned_for_python(tensor)?
+                .into_raw_versioned()
+                .map_err(to_py_err)?;
             let mut out: *mut std::ffi::c_void = std::ptr::null_mut();
             // SAFETY: the table's contract: it steals the owned tensor and returns a new
             // reference (or -1 with a Python error set); the GIL is held.
@@ -385,7 +400,8 @@ fn has_buffer_protocol(object: &Bound<'_, PyAny>) -> bool {
 
 /// A result returned like a buffer-protocol input (`memoryview`, `bytes`, `bytearray`,
 /// `array.array`, ...): a `memoryview` over the tensor's memory, zero-copy, in its shape and
-/// format ([`buffer_format`](crate::buffer_format)), writable.
+/// format ([`buffer_format`](crate::buffer_format)), writable unless the tensor is read-only
+/// or other Rust handles read it ([`get_buffer`](crate::get_buffer)'s rule).
 fn buffer_result<'py>(py: Python<'py>, tensor: ManagedTensor) -> PyResult<Bound<'py, PyAny>> {
     #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
     {

@@ -29,7 +29,9 @@ impl ManagedTensor {
     /// accessors return [`Error::SharedMemory`]; see [`ManagedTensor::is_exclusive`]); to
     /// write, take the tensor back from its `Arc` (`Arc::try_unwrap`) once the shares are
     /// gone. Its DLPack flags stay those of this tensor: a foreign consumer it is handed to
-    /// (through [`ManagedTensor::into_raw`]) may write, as C code sharing memory may.
+    /// (through [`ManagedTensor::into_raw`]) may write, as C code sharing memory may. While
+    /// the share is a handle in Rust, this tensor counts it
+    /// ([`ManagedTensor::live_shares`]).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -58,13 +60,18 @@ impl ManagedTensor {
 
 #[inline(always)]
 fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
+    let source: *const ManagedTensor = Arc::as_ptr(&tensor);
     // SAFETY: the `Arc` moves into the export (and lives as long as it), but its target does
     // not move, so a view of the target stays valid through the call, which only reads it.
-    let view = unsafe { &*Arc::as_ptr(&tensor) }.view();
+    let view = unsafe { &*source }.view();
     let ready_stream = tensor.ready_stream();
     // SAFETY: the `Arc` keeps the validated tensor, and so the memory its view describes,
     // alive; the view's read-only flag carries over.
     let mut shared = unsafe { export_view(&view, tensor, legacy, false) }?;
+    // SAFETY: the share's owner is the `Arc`, so the source stays alive and in place until
+    // the share's deleter runs (counted while the share is a Rust handle:
+    // `ManagedTensor::live_shares`).
+    unsafe { shared.count_as_share_of(&*source) };
     // SAFETY: the share keeps the source tensor alive, whose ready stream lives as long as it
     // or a share of it can be exported (`set_ready_stream`'s contract).
     unsafe { shared.set_ready_stream(ready_stream) };
