@@ -166,7 +166,16 @@ pub fn into_capsule(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Bound<'_,
     if writability_hook::lent_read_only(&tensor) && !tensor.is_versioned() {
         return Err(writability_hook::legacy_refusal(&tensor));
     }
-    let tensor = writability_hook::owned_for_python(tensor)?;
+    wrap_in_capsule(py, writability_hook::owned_for_python(tensor)?)
+}
+
+/// [`into_capsule`] for a tensor the rule of every way out to Python was already applied to
+/// (`export_capsule`'s and `TensorProducer`'s shares, made for Python): a share is otherwise
+/// taken for one that Rust code still reads through.
+pub(crate) fn wrap_in_capsule(
+    py: Python<'_>,
+    tensor: ManagedTensor,
+) -> PyResult<Bound<'_, PyCapsule>> {
     let raw = tensor.into_raw();
     let (pointer, name): (*mut c_void, &'static CStr) = match raw {
         RawManagedTensor::Versioned(ptr) => (ptr.cast(), DLTENSOR_VERSIONED),

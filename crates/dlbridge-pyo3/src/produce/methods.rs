@@ -19,7 +19,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyString, PyTuple};
 
 use super::class::{TensorClass, instance, once_per_class};
-use crate::capsule::into_capsule;
+use crate::capsule::wrap_in_capsule;
 use crate::claims::Claim;
 use crate::device::device_argument;
 use crate::errors::{repr_of, to_py_err};
@@ -204,7 +204,7 @@ pub fn export_capsule<'py>(
         // Flagged READ_ONLY where other Rust handles read the memory (legacy refused).
         share_for_python(tensor, !versioned)?
     };
-    into_capsule(py, exported)
+    wrap_in_capsule(py, exported)
 }
 
 /// The consumer's stream of `request` for a tensor on `device`, as a handle that work must be

@@ -7,7 +7,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use crate::capsule::{from_capsule, into_capsule};
+use crate::capsule::{from_capsule, wrap_in_capsule};
 use crate::dispatch::type_info;
 use crate::errors::{to_py_err, tuple, type_name};
 use crate::host::numpy;
@@ -83,7 +83,7 @@ impl TensorProducer {
                 .share_legacy()
                 .map_err(to_py_err)?,
         };
-        into_capsule(py, tensor)
+        wrap_in_capsule(py, tensor)
     }
 
     fn __dlpack_device__(&self) -> (i32, i32) {
