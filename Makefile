@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python fuzz-python-extension fuzz-python-smoke soak bench doc venv python-build python-test browser stubtest example-build example-c bench-python bench-peers bench-distributed
+.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python fuzz-python-extension fuzz-python-smoke soak bench doc venv python-build python-test browser stubtest example-build example-c bench-python bench-peers bench-distributed bench-claims bench-compare
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -418,6 +418,13 @@ bench-python: python-build example-build bench-peers
 	$(PYTHON) benches/python_exchange.py --json target/bench/python_exchange.json
 	$(PYTHON) benches/chart.py target/bench/python_exchange.json docs/benchmarks-python.png
 
+## What the aliasing registry's claims cost, printed (not asserted): an import with its claim,
+## and typed arguments' registrations beside 0, 100 and 1,000 live imports
+## (crates/dlbridge-pyo3/tests/import_claims.rs, its one ignored test), in a release build.
+bench-claims: venv
+	PYTHONPATH="$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+		$(CARGO) test --release -p dlbridge-pyo3 --test import_claims -- --ignored --nocapture
+
 ## Large tensors through Ray (one node, and between the two nodes of a local test cluster) and
 ## Dask (a LocalCluster): Ray's and Dask's own paths for NumPy and PyTorch beside dlbridge's
 ## serializer (dlbridge.distributed) on NumPy, PyTorch and JAX, interleaved; time and the peak
@@ -441,6 +448,23 @@ bench-peers: venv
 	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlbridge-user --lto
 	PYTHON=$(PYTHON) bash benches/peers/torch_floor/build.sh
 	PYTHON=$(PYTHON) bash benches/peers/build-dlbridge-default-profile.sh
+
+## dlbridge's exchange and argument paths in the working tree against commit BASE
+## (`make bench-compare BASE=0744a74`), both built with the test kernels in the workspace's
+## profile (fat LTO) and in cargo's default release profile, all four timed in one interleaved
+## run (benches/compare_builds.py; the builds by benches/build-at-commit.sh, under
+## target/compare): a Markdown table of each path per build and the change against BASE in the
+## same profile, also kept as JSON (target/compare/compare.json). BENCHMARKS.md, "Issue 47:
+## what soundness costs".
+bench-compare: venv
+	@test -n "$(BASE)" || { echo "make bench-compare BASE=COMMIT: the commit to compare with" >&2; exit 2; }
+	PYTHON=$(PYTHON) bash benches/build-at-commit.sh $(BASE) target/compare/builds/base
+	PYTHON=$(PYTHON) bash benches/build-at-commit.sh WORKTREE target/compare/builds/worktree
+	$(PYTHON) benches/compare_builds.py --json target/compare/compare.json \
+		--against after-lto:before-lto --against after-default:before-default \
+		before-lto=target/compare/builds/base/lto after-lto=target/compare/builds/worktree/lto \
+		before-default=target/compare/builds/base/default \
+		after-default=target/compare/builds/worktree/default
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace $(WORKSPACE_FEATURES) --no-deps

@@ -21,6 +21,7 @@ import sys
 #: Why a Rust test may be ignored by `make test` (`#[ignore = "REASON"]`), and what runs it.
 ALLOWED_IGNORES = {
     "needs a GPU": "the GPU kit runs these with --include-ignored (scripts/gpu-run.sh)",
+    "a measurement, printed": "make bench-claims runs it in a release build (BENCHMARKS.md)",
     "a deliberate data race, for ThreadSanitizer to report": (
         "scripts/sanitize-threads.sh runs it first, and must see the race reported"
     ),

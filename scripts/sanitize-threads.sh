@@ -17,7 +17,12 @@
 #    integration tests (a thousand live arguments, interleaved views, the process-wide
 #    registry), and the copies' claims (tests/copy_claims.rs: a writer filling memory through a
 #    TensorArgMut with the GIL released while two threads copy it with copy=True, through the
-#    producer's copy and dlbridge's own), with halt_on_error: any report fails.
+#    producer's copy and dlbridge's own), and the imports' claims (the unit test
+#    `imports_and_written_claims_on_many_threads_never_alias_a_write`: imports held across
+#    rounds and released on another thread, whose lock-free pushes race with the registrations
+#    that take them off the import index; and tests/import_claims.rs's
+#    `imports_and_writers_on_two_threads_keep_each_other_out`), with halt_on_error: any report
+#    fails.
 #
 # It adds the nightly rust-src component where it is missing; where that cannot be done, it is
 # skipped with a note, and under CI=true that fails (scripts/missing-tool.sh).
@@ -57,3 +62,4 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 test_registry --lib -- claims::
 test_registry --test aliasing
 test_registry --test copy_claims
+test_registry --test import_claims -- --exact imports_and_writers_on_two_threads_keep_each_other_out

@@ -1,7 +1,8 @@
 """Rust's tensor libraries and Python's frameworks through dlbridge: a burn tensor handed to
 PyTorch, a PyTorch tensor read by nalgebra, faer and candle, an Arrow fixed-shape tensor
-column handed to NumPy and PyTorch. Each line says whether the memory crossed without a copy
-(the addresses compared) and checks the values against NumPy or PyTorch. Run by `make tour`.
+column handed to NumPy (zero-copy, read-only) and PyTorch (a copy: PyTorch would write
+Arrow's immutable memory). Each line says whether the memory crossed without a copy (the
+addresses compared) and checks the values against NumPy or PyTorch. Run by `make tour`.
 """
 
 import dlbridge_tensor_libraries as libs
@@ -52,7 +53,9 @@ np.testing.assert_array_equal(column, expected)
 assert not column.flags.writeable  # Arrow's buffers are immutable
 shared = column.ctypes.data == address
 print(f"arrow fixed_shape_tensor -> numpy {column.shape}: {crossing(shared)}, read-only")
+# PyTorch has no read-only tensors (it writes memory flagged READ_ONLY): it gets a copy.
 column, address = libs.arrow_fixed_shape_column(torch.empty(0), 4)
 torch.testing.assert_close(column, torch.from_numpy(expected))
 shared = column.data_ptr() == address
-print(f"arrow fixed_shape_tensor -> torch {tuple(column.shape)}: {crossing(shared)}")
+assert not shared
+print(f"arrow fixed_shape_tensor -> torch {tuple(column.shape)}: {crossing(shared)}, writable")

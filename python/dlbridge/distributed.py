@@ -23,10 +23,13 @@ What a tensor becomes on the way:
   - NumPy arrays and `dlbridge.Tensor` are views of those bytes (zero-copy), read-only where
     the bytes are: Ray's object store is shared memory that no reader may write, so an array
     from `ray.get` is read-only, as Ray's own NumPy path makes it.
-  - PyTorch, JAX, PaddlePaddle and TensorFlow have no read-only tensors (PyTorch and Paddle
-    tensors over such memory could be written; JAX may donate a buffer to a computation that
-    writes it), so over read-only bytes they get one copy, made by dlbridge, and are views
-    (zero-copy) over writable bytes, such as the frames Dask's workers receive.
+  - PyTorch, JAX, PaddlePaddle and TensorFlow cannot hold read-only memory (PyTorch and
+    Paddle write memory flagged READ_ONLY; JAX and TensorFlow take only legacy DLPack
+    capsules, which cannot say read-only), so over read-only bytes they get one copy, made by
+    dlbridge, and are views (zero-copy) over writable bytes, such as the frames Dask's workers
+    receive. What each framework can hold is one table, dlbridge-pyo3's, which `return_like`
+    reads too (`dlbridge._dlbridge._framework_table()`); the frames are row-major compact,
+    a layout every framework takes.
   - Bytes misaligned for the dtype are copied; `dlbridge.explain` says which happened, and
     why, in its `rebuilt` entry for a `dlbridge.Tensor`.
 
@@ -63,6 +66,17 @@ import dlbridge
 _extension: Any = importlib.import_module("dlbridge._dlbridge")
 _frame_of = _extension._frame_of
 _tensor_from_frame = _extension._tensor_from_frame
+#: What each framework's tensors can hold of a tensor handed to them, by kind: dlbridge-pyo3's
+#: table (`FRAMEWORK_HOLDINGS`), the one `return_like` reads, so that a tensor goes to a
+#: framework by one rule whichever way it goes.
+_FRAMEWORK_TABLE: dict[str, dict[str, Any]] = _extension._framework_table()
+
+
+def _holds_read_only(kind: str) -> bool:
+    """Whether the framework `kind` (a kind of `FRAMEWORKS`) holds read-only memory as it
+    is, by the table."""
+    return bool(_FRAMEWORK_TABLE[kind]["holds_read_only"])
+
 
 __all__ = [
     "FRAMEWORKS",
@@ -87,7 +101,8 @@ class TensorType:
     serialized by Ray and Dask only where they register the subclass too); `from_dlpack`
     makes one from a `dlbridge.Tensor` (a DLPack producer); `holds_read_only` says whether
     the result can be a view of read-only memory that no one writes (True for NumPy, whose
-    arrays have `writeable=False`); where it is False, read-only bytes are copied first.
+    arrays have `writeable=False`); where it is False, read-only bytes are copied first. The
+    frameworks dlbridge knows take it from dlbridge-pyo3's table (`_FRAMEWORK_TABLE`).
     """
 
     kind: str
@@ -99,13 +114,13 @@ class TensorType:
 def _numpy_type() -> TensorType:
     import numpy as np
 
-    return TensorType("numpy", np.ndarray, np.from_dlpack, holds_read_only=True)
+    return TensorType("numpy", np.ndarray, np.from_dlpack, _holds_read_only("numpy"))
 
 
 def _torch_type() -> TensorType:
     import torch
 
-    return TensorType("torch", torch.Tensor, torch.from_dlpack)
+    return TensorType("torch", torch.Tensor, torch.from_dlpack, _holds_read_only("torch"))
 
 
 def _jax_type() -> TensorType:
@@ -113,7 +128,9 @@ def _jax_type() -> TensorType:
     import jax.numpy
 
     # jax.Array is abstract: its arrays are instances of one concrete class.
-    return TensorType("jax", type(jax.numpy.zeros(())), jax.dlpack.from_dlpack)
+    return TensorType(
+        "jax", type(jax.numpy.zeros(())), jax.dlpack.from_dlpack, _holds_read_only("jax")
+    )
 
 
 def _paddle_from_dlpack(tensor: dlbridge.Tensor) -> Any:
@@ -125,7 +142,7 @@ def _paddle_from_dlpack(tensor: dlbridge.Tensor) -> Any:
 def _paddle_type() -> TensorType:
     import paddle
 
-    return TensorType("paddle", paddle.Tensor, _paddle_from_dlpack)
+    return TensorType("paddle", paddle.Tensor, _paddle_from_dlpack, _holds_read_only("paddle"))
 
 
 def _tensorflow_from_dlpack(tensor: dlbridge.Tensor) -> Any:
@@ -138,11 +155,18 @@ def _tensorflow_from_dlpack(tensor: dlbridge.Tensor) -> Any:
 def _tensorflow_type() -> TensorType:
     import tensorflow as tf
 
-    return TensorType("tensorflow", type(tf.constant(0)), _tensorflow_from_dlpack)
+    return TensorType(
+        "tensorflow",
+        type(tf.constant(0)),
+        _tensorflow_from_dlpack,
+        _holds_read_only("tensorflow"),
+    )
 
 
 def _dlbridge_type() -> TensorType:
-    return TensorType("dlbridge", dlbridge.Tensor, lambda tensor: tensor, holds_read_only=True)
+    return TensorType(
+        "dlbridge", dlbridge.Tensor, lambda tensor: tensor, _holds_read_only("dlbridge")
+    )
 
 
 #: The frameworks dlbridge knows: kind -> (the module whose import makes it available, the
@@ -313,6 +337,9 @@ def deserialize(header: dict[str, Any], frames: Sequence[Any]) -> Any:
         raise TypeError(f"a dlbridge frame's header field 'kind' must be a str, got {kind!r}")
     target = tensor_type(kind)
     tensor = _tensor_from_frame(header, frames[0])
+    # The table's rule (return_like's): read-only bytes are copied for a framework that cannot
+    # hold them. Layouts need nothing: a frame is row-major compact, which every framework
+    # takes.
     if tensor.readonly and not target.holds_read_only:
         tensor = tensor.copy()
     try:

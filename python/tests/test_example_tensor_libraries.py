@@ -91,15 +91,19 @@ def test_candle_copies_a_torch_tensor_and_returns_a_torch_tensor():
         libs.candle_column_sums(x.double())
 
 
-def test_an_arrow_fixed_shape_column_reaches_numpy_and_torch_without_a_copy():
+def test_an_arrow_fixed_shape_column_reaches_numpy_zero_copy_and_torch_as_a_copy():
     expected = np.arange(30, dtype=np.float32).reshape(5, 2, 3)
     column, address = libs.arrow_fixed_shape_column(np.empty(0), 5)
     assert column.ctypes.data == address
     assert not column.flags.writeable
     np.testing.assert_array_equal(column, expected)
+    # Arrow's buffers are immutable and PyTorch has no read-only tensors (it writes memory
+    # flagged READ_ONLY): PyTorch gets a copy, which it may write.
     column, address = libs.arrow_fixed_shape_column(torch.empty(0), 5)
-    assert column.data_ptr() == address
+    assert column.data_ptr() != address
     torch.testing.assert_close(column, torch.from_numpy(expected))
+    column.add_(100)
+    torch.testing.assert_close(column, torch.from_numpy(expected + 100))
 
 
 def test_jax_arrays_reach_the_libraries_too():
@@ -110,7 +114,23 @@ def test_jax_arrays_reach_the_libraries_too():
     sums = libs.candle_column_sums(a)
     assert isinstance(sums, jax.Array)
     np.testing.assert_allclose(np.asarray(sums), np.asarray(a).sum(0))
-    # JAX asks for a legacy capsule, which cannot say "read-only": Arrow's immutable column is
-    # refused rather than handed out as writable memory.
-    with pytest.raises(BufferError, match="a read-only tensor cannot be exported as a legacy"):
-        libs.arrow_fixed_shape_column(jnp.zeros(1), 2)
+    # JAX asks for a legacy capsule, which cannot say "read-only": Arrow's immutable column
+    # reaches JAX as a copy, never as the column's memory.
+    column, address = libs.arrow_fixed_shape_column(jnp.zeros(1), 2)
+    assert isinstance(column, jax.Array)
+    assert column.unsafe_buffer_pointer() != address
+    np.testing.assert_array_equal(
+        np.asarray(column), np.arange(12, dtype=np.float32).reshape(2, 2, 3)
+    )
+    # faer's product pads its columns (a 3x3 float64 product has column stride 8), a layout
+    # JAX refuses: it reaches JAX compacted, with the product's values.
+    x64 = jax.config.jax_enable_x64  # float64 needs it; this process's other tests keep theirs
+    jax.config.update("jax_enable_x64", True)
+    try:
+        a = jnp.arange(9.0, dtype=jnp.float64).reshape(3, 3)
+        product, in_place = libs.faer_matmul(a, a.T)
+        assert in_place
+        assert isinstance(product, jax.Array)
+        np.testing.assert_allclose(np.asarray(product), np.asarray(a) @ np.asarray(a).T)
+    finally:
+        jax.config.update("jax_enable_x64", x64)

@@ -12,6 +12,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+use crate::claims::claim_import;
 use crate::errors::type_name;
 use crate::trampoline;
 use crate::writability_hook;
@@ -95,17 +96,16 @@ pub const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
 /// use dlbridge_pyo3::DLPACK_EXCHANGE_API;
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(
@@ -326,6 +326,14 @@ unsafe fn capsule_kind(name: *const std::ffi::c_char) -> Option<CapsuleKind> {
 /// that of two threads the second sees a used capsule (consumers other than dlbridge hold
 /// none, which dlbridge cannot change).
 ///
+/// The tensor, unless it is a copy the producer made for it (IS_COPIED), reaches memory that
+/// Python code and kernels may reach too: it holds a read claim on that memory in the
+/// aliasing registry of typed arguments for as long as it lives (released when it is dropped,
+/// or given away: [`into_capsule`], [`ManagedTensor::into_raw`]), so that no kernel writes
+/// the memory through a `TensorArgMut` while Rust code can read it through this tensor. A
+/// capsule of memory that a `TensorArgMut` is writing is refused (`ValueError`) and keeps its
+/// tensor.
+///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
 /// use dlbridge_pyo3::{from_capsule, into_capsule};
@@ -345,20 +353,32 @@ unsafe fn capsule_kind(name: *const std::ffi::c_char) -> Option<CapsuleKind> {
 /// # .unwrap();
 /// ```
 pub fn from_capsule(object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
+    take_from_capsule(object, Some("from_capsule"))
+}
+
+/// [`from_capsule`], whose tensor holds the import's claim when `claim` names the import
+/// (`"from_capsule"`, `"from_dlpack"`: the refusal says it), and none otherwise: typed
+/// arguments claim what they reach themselves. The claim is made before the capsule is
+/// marked consumed, so that a refused one keeps its tensor.
+pub(crate) fn take_from_capsule(
+    object: &Bound<'_, PyAny>,
+    claim: Option<&str>,
+) -> PyResult<ManagedTensor> {
     let capsule = object.cast::<PyCapsule>().map_err(|_| {
         PyTypeError::new_err(format!(
             "expected a DLPack capsule, got an object of type {}",
             type_name(object)
         ))
     })?;
-    pyo3::sync::critical_section::with_critical_section(object, || consume(capsule))
+    pyo3::sync::critical_section::with_critical_section(object, || consume(capsule, claim))
 }
 
 /// Marks a tensor imported from Python shared ([`ManagedTensor::mark_shared`]), unless it is
 /// a copy the producer made for it (IS_COPIED): the producer's object, its other views and
 /// other imports of it can still reach the memory, so Rust may read it but not take a
 /// `&mut [T]` of it (a kernel writes through a `TensorArgMut`, whose aliasing registry sees
-/// every argument).
+/// every argument). A tensor marked shared is one that the public imports claim
+/// ([`claim_import`]).
 #[inline(always)]
 fn shared_unless_copied(tensor: &mut ManagedTensor) {
     if !tensor.flags().is_copied() {
@@ -366,8 +386,8 @@ fn shared_unless_copied(tensor: &mut ManagedTensor) {
     }
 }
 
-/// [`from_capsule`] inside its critical section.
-fn consume(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTensor> {
+/// [`take_from_capsule`] inside its critical section.
+fn consume(capsule: &Bound<'_, PyCapsule>, claim: Option<&str>) -> PyResult<ManagedTensor> {
     let object = capsule.as_any();
     let ptr = capsule.as_ptr();
     // SAFETY: a live capsule; the name pointer stays valid while the capsule lives.
@@ -412,6 +432,14 @@ fn consume(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTensor> {
             "the capsule holds an invalid DLPack tensor (a bug of its producer): {error}"
         ))
     })?;
+    shared_unless_copied(&mut tensor);
+    if let Some(what) = claim {
+        if let Err(refused) = claim_import(object.py(), &mut tensor, what) {
+            // Refused: the capsule keeps the tensor (its destructor still frees it).
+            let _still_owned_by_the_capsule = tensor.into_raw();
+            return Err(refused);
+        }
+    }
     // SAFETY: a live capsule; the new name is a static C string.
     if unsafe { ffi::PyCapsule_SetName(ptr, used_name.as_ptr()) } != 0 {
         // Not marked consumed: the capsule keeps the tensor (its destructor still frees it).
@@ -423,6 +451,5 @@ fn consume(capsule: &Bound<'_, PyCapsule>) -> PyResult<ManagedTensor> {
     if unsafe { ffi::PyCapsule_SetDestructor(ptr, None) } != 0 {
         drop(PyErr::take(object.py()));
     }
-    shared_unless_copied(&mut tensor);
     Ok(tensor)
 }

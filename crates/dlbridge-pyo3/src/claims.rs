@@ -10,7 +10,12 @@
 //! [`crate::export_capsule`] claim the source of each copy they make for the copy's duration
 //! ([`Claim::for_copy`]), a read claim that is refused while a `TensorArgMut` writes the
 //! memory; [`compact_copy`] is such a copy for anyone's code (the `dlbridge` package's
-//! `Tensor.copy()` and pickling use it).
+//! `Tensor.copy()` and pickling use it). The tensor of a tensor class is read by Rust code
+//! under a read claim too ([`crate::ClassTensor::read`], [`Claim::for_read`]), held for as long
+//! as a reference to its elements can live. A tensor imported into Rust from a Python object
+//! (`from_dlpack`, `from_capsule`, an exchange table's export), unless it is a copy, holds a
+//! read claim for its whole life ([`claim_import`], [`Claim::for_import`]): the claim becomes
+//! the tensor's [`ReleaseOnDrop`], released when it is dropped or given away.
 //!
 //! # Rationale
 //!
@@ -37,9 +42,19 @@
 //! - **Cheap.** A registration scans the slots in use (with one thread, as many as there are
 //!   arguments), comparing ranges only where one of two claims is written; it takes no lock
 //!   where the GIL serializes registrations, and the free-threaded build takes one mutex. A
-//!   release is one atomic store, from any thread, with or without the GIL. A registration
-//!   that reads a slot at the moment it is released may still see it, which can only refuse an
-//!   overlap that was real an instant before. The exact test, the messages' positions of the
+//!   release is one atomic store, from any thread, with or without the GIL (an import's
+//!   adds a lock-free push, below). A registration that reads a slot at the moment it is
+//!   released may still see it, which can only refuse an overlap that was real an instant
+//!   before.
+//! - **Imports apart.** Imports' claims (reads that live as long as the imported tensor, so
+//!   that a program may hold thousands) live in slots of their own, outside the scanned ones,
+//!   indexed by start address (a B-tree, kept by registrations only): a read registration never
+//!   looks at them (reads never conflict), a written one finds the imports whose ranges may
+//!   meet its own by one range search (the starts within the longest import's length below its
+//!   start), and an import takes a free slot from a list. A released import's slot is marked
+//!   free by the releasing thread and pushed on a lock-free list, from which the next written
+//!   or import registration removes it from the index: so a registration costs the same
+//!   beside 1,000 live imports as beside none (a written one or an import, a logarithm more). The exact test, the messages' positions of the
 //!   arguments, and other modules' calls through the table stay off this path: the typed-
 //!   argument benchmarks in BENCHMARKS.md are within noise of the fixed 256-slot table this
 //!   replaced.
@@ -58,7 +73,11 @@
 //! table, and never removes, reorders or changes the meaning of a member, nor of the structs a
 //! member takes: a change to those is a new member. A module that needs the members of
 //! version N refuses (with an error naming both versions) a table of a lower version. This
-//! build needs version 1.
+//! build implements version 2 (which appended [`RegistryApi::claim_as`]: a claim that says what
+//! claims, and a conflict that says what the other claim is) and needs version 1: with a
+//! table of version 1 it calls `claim`, and a refusal that cannot tell an import (or a copy)
+//! from a reading argument names both possibilities. Members past a table's version are never
+//! read (a table of version 1 is shorter than [`RegistryApi`]).
 //!
 //! # Limitations
 //!
@@ -69,17 +88,22 @@
 //!   (stride 0) that happens to reach as many elements as its range holds is taken as dense;
 //!   sub-byte element types (packed float4) are compared by the range of their elements
 //!   taken one byte each.
-//! - "Tensor argument N of this call" counts the live claims of the thread: a kernel that
-//!   calls back into Python, which calls another kernel on the same thread, counts the outer
-//!   call's arguments too.
+//! - "Tensor argument N of this call" counts the live argument claims of the thread: a kernel
+//!   that calls back into Python, which calls another kernel on the same thread, counts the
+//!   outer call's arguments too. (Imports, copies and class reads are not counted, except
+//!   through a table of version 1, which does not tell them apart.)
+//! - A written argument that meets both an argument (or a copy, a class read) and an import is
+//!   refused naming the first: the scanned slots are searched before the imports.
 //! - Sub-interpreters each have their own `sys.modules`, and so their own registry.
 
+use std::cell::UnsafeCell;
+use std::collections::BTreeMap;
 use std::ffi::{CStr, c_int};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 use dlbridge::overlap::{ByteLayout, DEFAULT_MAX_WORK, Overlap, memory_overlap};
-use dlbridge::{ManagedTensor, TensorView};
+use dlbridge::{ManagedTensor, ReleaseOnDrop, TensorView};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::ffi;
 use pyo3::intern;
@@ -96,9 +120,26 @@ const REGISTRY_ATTRIBUTE: &str = "aliasing_registry";
 /// The name of the registry's capsule.
 const REGISTRY_CAPSULE: &CStr = c"dlbridge_pyo3.aliasing_registry";
 /// The table version this build implements.
-const REGISTRY_VERSION: u64 = 1;
-/// The table version this build needs.
+const REGISTRY_VERSION: u64 = 2;
+/// The table version this build needs (it uses the members of version 2 where the table has
+/// them, and says less in its refusals where it has not).
 const REQUIRED_VERSION: u64 = 1;
+
+/// [`RegistryApi::claim_as`]'s claimant, and [`ClaimConflictOf::other_claimant`]'s value: a
+/// typed argument of a call (what every claim of version 1's [`RegistryApi::claim`] is taken
+/// for).
+pub const CLAIMANT_ARGUMENT: u8 = 0;
+/// A tensor imported into Rust (`from_dlpack`, `from_capsule`, an exchange table's export),
+/// which reads the memory for as long as it lives (never written).
+pub const CLAIMANT_IMPORT: u8 = 1;
+/// A copy that dlbridge makes of the memory (`copy=True`, a copy to the CPU), read while it
+/// is made.
+pub const CLAIMANT_COPY: u8 = 2;
+/// Rust code reading a tensor class's memory (`ClassTensor::read`), while its guard lives.
+pub const CLAIMANT_CLASS_READ: u8 = 3;
+/// [`ClaimConflictOf::other_claimant`] when the registry cannot say (a table of version 1,
+/// whose conflicts carry no claimant).
+pub const CLAIMANT_UNKNOWN: u8 = u8::MAX;
 
 /// What a claim asks for: the memory a tensor argument reaches (C layout; see the module's
 /// compatibility rule).
@@ -144,6 +185,20 @@ pub struct ClaimConflict {
     pub ordinal: u32,
 }
 
+/// Why a claim was refused, with what the other claim is (C layout; filled by
+/// [`RegistryApi::claim_as`], version 2).
+#[repr(C)]
+#[derive(Default)]
+pub struct ClaimConflictOf {
+    /// As [`RegistryApi::claim`] fills it; the ordinals count typed arguments only, and
+    /// `other_ordinal` is 0 when the other claim is not an argument.
+    pub conflict: ClaimConflict,
+    /// What the other claim is: [`CLAIMANT_ARGUMENT`], [`CLAIMANT_IMPORT`], [`CLAIMANT_COPY`]
+    /// or [`CLAIMANT_CLASS_READ`] (later versions may add values: a reader takes one it does
+    /// not know for an argument's).
+    pub other_claimant: u8,
+}
+
 /// The shared registry's function table (see the module's compatibility rule).
 #[repr(C)]
 pub struct RegistryApi {
@@ -158,6 +213,18 @@ pub struct RegistryApi {
     ) -> c_int,
     /// Releases a claim by its handle, from any thread, with or without the GIL.
     pub release: unsafe extern "C" fn(handle: usize),
+    /// Version 2: registers a claim as [`RegistryApi::claim`] does, saying what claims
+    /// (`claimant`: [`CLAIMANT_ARGUMENT`], [`CLAIMANT_IMPORT`], [`CLAIMANT_COPY`],
+    /// [`CLAIMANT_CLASS_READ`]; a value the registry does not know is taken for an argument),
+    /// and told what the refusing claim is (`*out_conflict`). Whether a claim is refused does
+    /// not depend on the claimants: only the messages, and which claims count as a call's
+    /// arguments in the ordinals, do.
+    pub claim_as: unsafe extern "C" fn(
+        request: *const ClaimRequest,
+        claimant: u8,
+        out_handle: *mut usize,
+        out_conflict: *mut ClaimConflictOf,
+    ) -> c_int,
 }
 
 /// This build's registry, published if it is the first in the process.
@@ -165,25 +232,68 @@ static OWN_REGISTRY: RegistryApi = RegistryApi {
     version: REGISTRY_VERSION,
     claim: claim_in_own_registry,
     release: release_in_own_registry,
+    claim_as: claim_as_in_own_registry,
 };
 
-/// The process's registry, found (or published) on first use.
+/// The process's registry, found (or published) on first use: a table of version 1 or later,
+/// which may be shorter than [`RegistryApi`] (its members past its version are absent).
 static REGISTRY: AtomicPtr<RegistryApi> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The process's registry table: a pointer to a process-lifetime table of version 1 or later,
+/// whose members are read one at a time, those of version 2 only where the table has them (a
+/// table of version 1 is shorter than [`RegistryApi`], so no reference to the whole struct is
+/// made).
+#[derive(Clone, Copy)]
+struct Registry(NonNull<RegistryApi>);
+
+impl Registry {
+    /// Whether it is this build's own table (called directly, inlined).
+    #[inline(always)]
+    fn is_own(self) -> bool {
+        std::ptr::eq(self.0.as_ptr(), &OWN_REGISTRY)
+    }
+
+    fn version(self) -> u64 {
+        // SAFETY: a live table (see the type); `version` is the first member of every version.
+        unsafe { (*self.0.as_ptr()).version }
+    }
+
+    fn claim(
+        self,
+    ) -> unsafe extern "C" fn(*const ClaimRequest, *mut usize, *mut ClaimConflict) -> c_int {
+        // SAFETY: a live table of version 1 or later, which has this member.
+        unsafe { (*self.0.as_ptr()).claim }
+    }
+
+    fn release(self) -> unsafe extern "C" fn(usize) {
+        // SAFETY: as above.
+        unsafe { (*self.0.as_ptr()).release }
+    }
+
+    /// Version 2's [`RegistryApi::claim_as`], where the table has it.
+    fn claim_as(
+        self,
+    ) -> Option<
+        unsafe extern "C" fn(*const ClaimRequest, u8, *mut usize, *mut ClaimConflictOf) -> c_int,
+    > {
+        // SAFETY: a table of version 2 or later has the member (the compatibility rule).
+        (self.version() >= 2).then(|| unsafe { (*self.0.as_ptr()).claim_as })
+    }
+}
 
 /// The registry every copy of dlbridge-pyo3 in the process uses.
 #[inline]
-fn registry(py: Python<'_>) -> PyResult<&'static RegistryApi> {
-    let found = REGISTRY.load(Ordering::Acquire);
-    if !found.is_null() {
-        // SAFETY: only process-lifetime tables are stored (see `find_registry`).
-        return Ok(unsafe { &*found });
+fn registry(py: Python<'_>) -> PyResult<Registry> {
+    match NonNull::new(REGISTRY.load(Ordering::Acquire)) {
+        // Only process-lifetime tables are stored (see `find_registry`).
+        Some(found) => Ok(Registry(found)),
+        None => find_registry(py),
     }
-    find_registry(py)
 }
 
 /// Finds the process's registry in `sys.modules`, publishing this build's when there is none.
 #[cold]
-fn find_registry(py: Python<'_>) -> PyResult<&'static RegistryApi> {
+fn find_registry(py: Python<'_>) -> PyResult<Registry> {
     let modules = py
         .import(intern!(py, "sys"))?
         .getattr(intern!(py, "modules"))?;
@@ -204,21 +314,20 @@ fn find_registry(py: Python<'_>) -> PyResult<&'static RegistryApi> {
         .call_method1(intern!(py, "setdefault"), (REGISTRY_ATTRIBUTE, capsule))?;
     // SAFETY: a live object; `PyCapsule_GetPointer` checks that it is a capsule of the name.
     let pointer = unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), REGISTRY_CAPSULE.as_ptr()) };
-    if pointer.is_null() {
+    // A capsule of this name holds a process-lifetime table of some version (the
+    // compatibility rule).
+    let Some(table) = NonNull::new(pointer.cast::<RegistryApi>()).map(Registry) else {
         return Err(PyErr::fetch(py));
-    }
-    // SAFETY: a capsule of this name holds a process-lifetime `RegistryApi` (the
-    // compatibility rule); its `version` is its first member in every version.
-    let table = unsafe { &*pointer.cast::<RegistryApi>() };
-    if table.version < REQUIRED_VERSION {
+    };
+    if table.version() < REQUIRED_VERSION {
         return Err(PyRuntimeError::new_err(format!(
             "the dlbridge-pyo3 aliasing registry of this process has version {}, older than \
              the version {REQUIRED_VERSION} this module needs: an extension module built with \
              an older dlbridge-pyo3 was imported first",
-            table.version
+            table.version()
         )));
     }
-    REGISTRY.store(std::ptr::from_ref(table).cast_mut(), Ordering::Release);
+    REGISTRY.store(table.0.as_ptr(), Ordering::Release);
     Ok(table)
 }
 
@@ -239,6 +348,25 @@ enum Claimant<'a> {
     Argument,
     /// A copy dlbridge makes of the memory; what asked for it (`"copy=True"`, ...).
     Copy(&'a str),
+    /// Rust code reading the memory through a handle that is no argument (a tensor class's
+    /// tensor: `ClassTensor::read`); what reads it.
+    Read(&'a str),
+    /// A tensor imported into Rust, for as long as it lives; what imported it
+    /// (`"from_dlpack"`, ...).
+    Import(&'a str),
+}
+
+impl Claimant<'_> {
+    /// The claimant's code in the table ([`RegistryApi::claim_as`]).
+    #[inline(always)]
+    fn code(self) -> u8 {
+        match self {
+            Claimant::Argument => CLAIMANT_ARGUMENT,
+            Claimant::Copy(_) => CLAIMANT_COPY,
+            Claimant::Read(_) => CLAIMANT_CLASS_READ,
+            Claimant::Import(_) => CLAIMANT_IMPORT,
+        }
+    }
 }
 
 impl Claim {
@@ -257,6 +385,34 @@ impl Claim {
     /// copies) go on beside it.
     pub(crate) fn for_copy(py: Python<'_>, view: &TensorView<'_>, reason: &str) -> PyResult<Self> {
         Self::register(py, view, false, Claimant::Copy(reason))
+    }
+
+    /// A read claim on the bytes `view` reaches, for as long as Rust code holds references
+    /// to them through a handle that is no typed argument (a tensor class's tensor:
+    /// [`crate::ClassTensor::read`]), `what` naming the reader in the refusal: refused
+    /// (`ValueError`) while a writable argument (`TensorArgMut`) of a call in progress, on any
+    /// thread, writes any of those bytes. Other readers go on beside it.
+    pub(crate) fn for_read(py: Python<'_>, view: &TensorView<'_>, what: &str) -> PyResult<Self> {
+        Self::register(py, view, false, Claimant::Read(what))
+    }
+
+    /// An import's read claim on the bytes `view` reaches, held for as long as the imported
+    /// tensor lives ([`claim_import`]), `what` naming the import in the refusal
+    /// (`"from_dlpack"`): refused (`ValueError`) while a writable argument (`TensorArgMut`)
+    /// of a call in progress, on any thread, writes any of those bytes; while it lives, no
+    /// `TensorArgMut` may be made over them. Other readers go on beside it.
+    #[inline]
+    pub(crate) fn for_import(py: Python<'_>, view: &TensorView<'_>, what: &str) -> PyResult<Self> {
+        Self::register(py, view, false, Claimant::Import(what))
+    }
+
+    /// The claim as a tensor's release ([`ManagedTensor::set_release_on_drop`]): released when
+    /// that runs, from any thread, once. `None` for a claim of nothing (no elements).
+    pub(crate) fn into_release_on_drop(self) -> Option<ReleaseOnDrop> {
+        let handle = std::mem::ManuallyDrop::new(self).handle;
+        // The handle moves into the release, which alone releases it, once (it cannot be
+        // copied, and `release_claim` is this module's: nothing else calls it).
+        (handle != 0).then(|| ReleaseOnDrop::new(release_claim, handle))
     }
 
     /// Registers the bytes `view` reaches for `claimant`, read or `written`.
@@ -289,9 +445,10 @@ impl Claim {
             // unless the layout reaches some twice (a broadcast), when treating the whole
             // range as reached can only over-approximate.
             dense: (high - low) as u64 + 1 == view.num_elements(),
+            claimant: claimant.code(),
         };
         let registry = registry(py)?;
-        let claimed = if std::ptr::eq(registry, &OWN_REGISTRY) {
+        let claimed = if registry.is_own() {
             // This build's registry is the process's (the common case): called directly and
             // inlined.
             // SAFETY: `wanted`'s shape and strides are the view's, `ndim` values; the GIL is
@@ -305,7 +462,9 @@ impl Claim {
             Ok(handle) => Ok(Claim { handle }),
             Err(conflict) => Err(match claimant {
                 Claimant::Argument => refusal(&conflict, written),
-                Claimant::Copy(reason) => copy_refusal(&conflict, reason),
+                Claimant::Copy(reason) => copy_refusal(&conflict.conflict, reason),
+                Claimant::Read(what) => read_refusal(&conflict.conflict, what),
+                Claimant::Import(what) => import_refusal(&conflict.conflict, what),
             }),
         }
     }
@@ -347,16 +506,75 @@ pub fn compact_copy(py: Python<'_>, view: &TensorView<'_>, what: &str) -> PyResu
     view.to_compact_copy().map_err(to_py_err)
 }
 
-/// [`Claim::new`] through another build's registry.
+/// Releases an import's lifetime read claim (`claim_import`) as the tensor is handed to an
+/// owner on Python's side (a NumPy array's base, `return_like`'s producer or memoryview owner,
+/// a `ClassTensor`): nothing in Rust reaches its elements through it from there on, or only
+/// under a claim of its own. Nothing for a tensor without one.
+///
+/// # Safety
+///
+/// From this call on, no reference to the tensor's elements may be made through it (nor
+/// through a share of it) except under a claim in this registry: the new owner only describes
+/// the memory to Python, or reads it under a claim per read (`ClassTensor::read`).
+#[inline]
+pub(crate) unsafe fn release_import_claim(tensor: &mut ManagedTensor) {
+    // SAFETY: forwarded: the caller takes over what the claim guarded.
+    drop(unsafe { tensor.take_release_on_drop() });
+}
+
+/// Makes `tensor`, just imported from a Python object (`what`: `"from_dlpack"`, ...), hold a
+/// read claim on the memory it reaches for as long as it lives: released when it is dropped,
+/// or given away ([`ManagedTensor::into_raw`]: into a capsule, say); a share of it in an
+/// `Arc` keeps it. Nothing for a copy nobody else reaches (an exclusive tensor: a copy made
+/// here, or by the producer, IS_COPIED): only imports marked shared, whose memory Python code
+/// and kernels reach, claim; nothing either for a tensor that holds its claim already (a
+/// release is set: a capsule's tensor, claimed as it was taken). Refused (`ValueError`) while
+/// a `TensorArgMut` writes the memory.
+///
+/// So a `TensorArgMut` is never made over memory that a live import can read through a
+/// `&[T]`, nor an import made of memory an argument writes through its `&mut [T]`.
+#[inline]
+pub(crate) fn claim_import(py: Python<'_>, tensor: &mut ManagedTensor, what: &str) -> PyResult<()> {
+    if tensor.is_exclusive() || tensor.has_release_on_drop() {
+        return Ok(());
+    }
+    let claim = Claim::for_import(py, &tensor.view(), what)?;
+    if let Some(release) = claim.into_release_on_drop() {
+        // None is set (checked above), so it is taken: the `Err` arm, which would release the
+        // claim handed back, never runs.
+        drop(tensor.set_release_on_drop(release));
+    }
+    Ok(())
+}
+
+/// The release of a claim held by a [`ReleaseOnDrop`] ([`Claim::into_release_on_drop`]): the
+/// claim's handle, released as the claim's drop does. Called only by the release that
+/// `into_release_on_drop` made with that handle, once (this function is private to this
+/// module, and a `ReleaseOnDrop` runs once): never with another word.
+fn release_claim(handle: usize) {
+    drop(Claim { handle });
+}
+
+/// [`Claim::new`] through another build's registry: version 2's `claim_as` where the table has
+/// it, else version 1's `claim`, whose conflicts cannot say what the other claim is
+/// ([`CLAIMANT_UNKNOWN`]).
 #[cold]
-fn claim_in(registry: &'static RegistryApi, wanted: Wanted) -> Result<usize, ClaimConflict> {
+fn claim_in(registry: Registry, wanted: Wanted) -> Result<usize, ClaimConflictOf> {
     let request = wanted.request();
     let mut handle = 0usize;
-    let mut conflict = ClaimConflict::default();
+    let mut conflict = ClaimConflictOf::default();
     // SAFETY: the table's contract: a request whose shape and strides hold `ndim` values for
     // the call, slots for the results; registrations are serialized by the GIL held by the
     // caller, or by the registry's own lock where there is no GIL.
-    let status = unsafe { (registry.claim)(&request, &mut handle, &mut conflict) };
+    let status = unsafe {
+        match registry.claim_as() {
+            Some(claim_as) => claim_as(&request, wanted.claimant, &mut handle, &mut conflict),
+            None => {
+                conflict.other_claimant = CLAIMANT_UNKNOWN;
+                (registry.claim())(&request, &mut handle, &mut conflict.conflict)
+            }
+        }
+    };
     if status == 0 {
         // Tagged: released through the table (see `Claim::handle`).
         Ok(handle << 1 | 1)
@@ -383,15 +601,28 @@ impl Drop for Claim {
 #[cold]
 fn release_in_table(handle: usize) {
     // A claim was made through it, so the registry was found (and is never unset).
-    let registry = REGISTRY.load(Ordering::Acquire);
+    let Some(registry) = NonNull::new(REGISTRY.load(Ordering::Acquire)).map(Registry) else {
+        return;
+    };
     // SAFETY: the table is a process-lifetime table (see `find_registry`); the handle is one
     // it handed out, released once.
-    unsafe { ((*registry).release)(handle) };
+    unsafe { (registry.release())(handle) };
 }
 
 /// The error for a refused claim.
-fn refusal(conflict: &ClaimConflict, written: bool) -> PyErr {
+fn refusal(conflict: &ClaimConflictOf, written: bool) -> PyErr {
+    let claimant = conflict.other_claimant;
+    let conflict = &conflict.conflict;
     let how = |written: bool| if written { "written" } else { "read" };
+    let reader = matches!(
+        claimant,
+        CLAIMANT_IMPORT | CLAIMANT_COPY | CLAIMANT_CLASS_READ | CLAIMANT_UNKNOWN
+    );
+    if written && conflict.other_written == 0 && reader {
+        // A written argument meets a reader that is (or, for a table of version 1, may be)
+        // no argument. (A claimant this build does not know is taken for an argument.)
+        return reader_refusal(conflict, claimant);
+    }
     if conflict.same_thread == 2 {
         PyValueError::new_err(format!(
             "tensor argument {} of this call ({}) overlaps the memory of tensor argument {} \
@@ -428,6 +659,87 @@ fn refusal(conflict: &ClaimConflict, written: bool) -> PyErr {
     }
 }
 
+/// The error for a writable argument's claim refused by a read claim that is not an
+/// argument's (`claimant`): an import, a copy, a class's read, or ([`CLAIMANT_UNKNOWN`], from a
+/// table of version 1) an argument or any of these.
+#[cold]
+fn reader_refusal(conflict: &ClaimConflict, claimant: u8) -> PyErr {
+    let thread = if conflict.same_thread == 0 {
+        "another thread"
+    } else {
+        "this thread"
+    };
+    let ordinal = conflict.ordinal;
+    PyValueError::new_err(match claimant {
+        CLAIMANT_IMPORT => format!(
+            "tensor argument {ordinal} of this call (written) overlaps memory that is read by a \
+             tensor imported into Rust that is still alive (imported on {thread}: \
+             from_dlpack, from_capsule or an exchange table's export, which Rust code holds), \
+             and a TensorArgMut may not write memory that Rust code can read through another \
+             handle: drop the import first, or pass a copy"
+        ),
+        CLAIMANT_COPY => format!(
+            "tensor argument {ordinal} of this call (written) overlaps memory that dlbridge is \
+             copying on {thread} (copy=True, a copy to the CPU, a tensor's copy()): it cannot \
+             be written here (TensorArgMut) until the copy is made"
+        ),
+        CLAIMANT_CLASS_READ => format!(
+            "tensor argument {ordinal} of this call (written) overlaps memory that Rust code is \
+             reading through a tensor class on {thread} (ClassTensor::read): it cannot be \
+             written here (TensorArgMut) until that read ends"
+        ),
+        _ => {
+            let call = match conflict.same_thread {
+                1 => "this call",
+                2 => "a call in progress on this thread that this call runs inside",
+                _ => "a call in progress on another thread",
+            };
+            format!(
+                "tensor argument {ordinal} of this call (written) overlaps memory that another \
+                 claim reads, which the process's aliasing registry (published by an extension \
+                 module built with an older dlbridge-pyo3, table version 1) does not tell \
+                 apart: either tensor argument {} (read) of {call}, or a tensor imported into \
+                 Rust that is still alive (from_dlpack, from_capsule or an exchange table's \
+                 export, on this or another thread; the argument's number then counts it), or \
+                 a copy dlbridge is making. A TensorArgMut may not share its memory with any of \
+                 them: pass separate tensors, or a copy, or drop the import first",
+                conflict.other_ordinal
+            )
+        }
+    })
+}
+
+/// The error for an import's refused read claim ([`Claim::for_import`]): a `TensorArgMut`
+/// writes the memory.
+#[cold]
+fn import_refusal(conflict: &ClaimConflict, what: &str) -> PyErr {
+    let holder = match conflict.same_thread {
+        0 => format!(
+            "tensor argument {} of a call in progress on another thread",
+            conflict.other_ordinal
+        ),
+        _ => format!(
+            "tensor argument {} of a call in progress on this thread, which this import runs \
+             inside",
+            conflict.other_ordinal
+        ),
+    };
+    if conflict.other_written == 0 {
+        // A read claim meets written claims only; a registry of another build that says
+        // otherwise still refused it.
+        return PyValueError::new_err(format!(
+            "{what}: the tensor's memory is claimed by {holder}, so it cannot be imported \
+             until that call returns"
+        ));
+    }
+    PyValueError::new_err(format!(
+        "{what}: the tensor's memory is being written by a writable argument of a running \
+         kernel ({holder}, a TensorArgMut), so it cannot be imported until that call returns: \
+         an imported tensor reads the memory for as long as it lives, and its reads would \
+         alias the kernel's writes"
+    ))
+}
+
 /// The error for a copy's refused read claim: a `TensorArgMut` writes the memory.
 #[cold]
 fn copy_refusal(conflict: &ClaimConflict, reason: &str) -> PyErr {
@@ -457,6 +769,35 @@ fn copy_refusal(conflict: &ClaimConflict, reason: &str) -> PyErr {
     ))
 }
 
+/// The error for a refused read claim of Rust code ([`Claim::for_read`]): a `TensorArgMut`
+/// writes the memory.
+#[cold]
+fn read_refusal(conflict: &ClaimConflict, what: &str) -> PyErr {
+    let holder = match conflict.same_thread {
+        0 => format!(
+            "tensor argument {} of a call in progress on another thread",
+            conflict.other_ordinal
+        ),
+        _ => format!(
+            "tensor argument {} of a call in progress on this thread",
+            conflict.other_ordinal
+        ),
+    };
+    if conflict.other_written == 0 {
+        // A read claim meets written claims only; a registry of another build that says
+        // otherwise still refused it.
+        return PyValueError::new_err(format!(
+            "{what}: the tensor's memory is claimed by {holder}, so it cannot be read until \
+             that call returns"
+        ));
+    }
+    PyValueError::new_err(format!(
+        "{what}: the tensor's memory is being written by a writable argument of a running \
+         kernel ({holder}, a TensorArgMut), so it cannot be read until that call returns: \
+         Rust's references to the elements would alias the kernel's writes"
+    ))
+}
+
 // ------------------------------------------------------------------------------------------
 // This build's registry (used by the whole process when it was published first).
 // ------------------------------------------------------------------------------------------
@@ -477,9 +818,10 @@ const KEPT: u8 = 1;
 /// claim whose range meets it is taken to overlap it.
 const RANGE_ONLY: u8 = 2;
 
-/// One claim. The fields other than `state` are written only by registrations (serialized)
-/// before the release store of `state`, and read only by registrations: a release sets
-/// `state` alone. The fields a registration reads for every live claim come first.
+/// One claim. The fields other than `state` and `released_next` are written only by
+/// registrations (serialized) before the release store of `state`, and read only by
+/// registrations: a release sets `state` alone (and, for an import's slot, `released_next`,
+/// below). The fields a registration reads for every live claim come first.
 struct Slot {
     state: AtomicU8,
     start: AtomicUsize,
@@ -493,16 +835,25 @@ struct Slot {
     sequence: AtomicU64,
     /// [`DENSE`], [`KEPT`] or [`RANGE_ONLY`].
     layout: AtomicU8,
+    /// What claims ([`CLAIMANT_ARGUMENT`], ...): for messages, and for the ordinals, which
+    /// count arguments only.
+    claimant: AtomicU8,
     first: AtomicUsize,
     item_size: AtomicU64,
     ndim: AtomicUsize,
     shape: [AtomicI64; KEPT_DIMS],
     /// In elements.
     strides: [AtomicI64; KEPT_DIMS],
+    /// Whether the slot is an import's ([`ImportArea`]), never a scanned one: fixed when the
+    /// slot is made, before any thread can see it.
+    import: bool,
+    /// An import's slot, released: the next slot of [`RELEASED`] below it, written by the
+    /// releasing thread before its push publishes the slot.
+    released_next: AtomicPtr<Slot>,
 }
 
 impl Slot {
-    fn new() -> Self {
+    fn new(import: bool) -> Self {
         Slot {
             state: AtomicU8::new(FREE),
             start: AtomicUsize::new(0),
@@ -511,11 +862,14 @@ impl Slot {
             stack: AtomicUsize::new(0),
             sequence: AtomicU64::new(0),
             layout: AtomicU8::new(RANGE_ONLY),
+            claimant: AtomicU8::new(CLAIMANT_ARGUMENT),
             first: AtomicUsize::new(0),
             item_size: AtomicU64::new(0),
             ndim: AtomicUsize::new(0),
             shape: std::array::from_fn(|_| AtomicI64::new(0)),
             strides: std::array::from_fn(|_| AtomicI64::new(0)),
+            import,
+            released_next: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 }
@@ -538,6 +892,213 @@ static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 /// Serializes registrations where the GIL does not.
 #[cfg(Py_GIL_DISABLED)]
 static REGISTRATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The imports' claims ([`CLAIMANT_IMPORT`], read), kept apart from the scanned slots: reads
+/// never conflict, so only written registrations look for them, through an index by start
+/// address. Touched by registrations only, which are serialized (see [`Serialized`]); releases
+/// reach it through [`RELEASED`].
+struct ImportArea {
+    /// The imports' slots whose claims are live, or released but not yet taken off
+    /// [`RELEASED`], by `(start, slot address)`, with the claim's `end`: the slot's own
+    /// `start` and `end`, which change only when it is reused, after it left the index. Also,
+    /// once anything was indexed, the key `(usize::MAX, usize::MAX)`, which no search reaches.
+    by_start: BTreeMap<(usize, usize), usize>,
+    /// How many indexed claims have a length (`end - start`) of each class `k`, the lengths in
+    /// `[2^k, 2^(k+1))` (an empty or reversed range counts in class 0).
+    length_classes: [u32; usize::BITS as usize],
+    /// Bit `k` set when class `k` is not empty.
+    nonempty_classes: u64,
+    /// Imports' slots that hold no claim and are not indexed: taken by import registrations.
+    free: Vec<&'static Slot>,
+    /// Imports' slots made so far (a new chunk doubles them).
+    made: usize,
+}
+
+impl ImportArea {
+    /// The length class of `[start, end)`.
+    fn class(start: usize, end: usize) -> usize {
+        let length = end.saturating_sub(start).max(1);
+        (usize::BITS - 1 - length.leading_zeros()) as usize
+    }
+
+    /// Takes the slots released since the last call off [`RELEASED`], out of the index and
+    /// onto the free list.
+    fn take_released(&mut self) {
+        // Nothing released (the common case): one load. A push that this load misses stays
+        // on the list for the next registration; meanwhile its slot is FREE, skipped by the
+        // search, and not reused.
+        if RELEASED.load(Ordering::Relaxed).is_null() {
+            return;
+        }
+        // Acquire: synchronizes with every push of the slots taken (the pushes are
+        // read-modify-writes, so each later one continues the release sequence of the earlier
+        // ones), which wrote their `released_next` before publishing.
+        let mut next = RELEASED.swap(std::ptr::null_mut(), Ordering::Acquire);
+        while let Some(slot) = NonNull::new(next) {
+            // SAFETY: only slots of leaked import chunks, never freed or moved, are pushed.
+            let slot: &'static Slot = unsafe { &*slot.as_ptr() };
+            next = slot.released_next.load(Ordering::Relaxed);
+            // Written by the registration that claimed it (serialized before this one).
+            let start = slot.start.load(Ordering::Relaxed);
+            let key = (start, std::ptr::from_ref(slot) as usize);
+            if let Some(end) = self.by_start.remove(&key) {
+                let class = Self::class(start, end);
+                self.length_classes[class] -= 1;
+                if self.length_classes[class] == 0 {
+                    self.nonempty_classes &= !(1 << class);
+                }
+            }
+            // Its releaser is done with it (it pushed it last); no registration sees it now.
+            self.free.push(slot);
+        }
+    }
+
+    /// A free import slot: from the free list, or from a new chunk.
+    fn take_slot(&mut self) -> &'static Slot {
+        if let Some(slot) = self.free.pop() {
+            return slot;
+        }
+        let count = self.made.max(FIRST_CHUNK);
+        let slots: Box<[Slot]> = (0..count).map(|_| Slot::new(true)).collect();
+        // Leaked: claims may be released from any thread at any time, so slots never move.
+        let slots: &'static [Slot] = Box::leak(slots);
+        self.made += count;
+        self.free.extend(slots.iter().rev());
+        self.free.pop().unwrap_or_else(|| std::process::abort())
+    }
+
+    /// Indexes an import's slot, whose claim is `[start, end)`.
+    fn insert(&mut self, slot: &'static Slot, start: usize, end: usize) {
+        if self.by_start.is_empty() {
+            // A key past every search ([`ImportArea::meeting`] searches below `(end, 0)`),
+            // kept for good: the map never empties, so importing one tensor at a time does
+            // not allocate and free its root each time.
+            self.by_start.insert((usize::MAX, usize::MAX), 0);
+        }
+        self.by_start
+            .insert((start, std::ptr::from_ref(slot) as usize), end);
+        let class = Self::class(start, end);
+        self.length_classes[class] += 1;
+        self.nonempty_classes |= 1 << class;
+    }
+
+    /// The first live import claim (by start) that a written claim `wanted` overlaps, with its
+    /// state: the claims whose ranges meet `wanted`'s start below its end and at most the
+    /// longest claim's length below its start, found by one range search.
+    ///
+    /// # Safety
+    ///
+    /// `wanted`'s shape and strides hold `ndim` values.
+    unsafe fn meeting(&self, wanted: Wanted) -> Option<(&'static Slot, u8)> {
+        if self.nonempty_classes == 0 {
+            return None;
+        }
+        // Every indexed length is below `2^(top + 1)`.
+        let top = u64::BITS - 1 - self.nonempty_classes.leading_zeros();
+        let longest = 1usize.checked_shl(top + 1).unwrap_or(usize::MAX);
+        let lowest = wanted.start.saturating_sub(longest);
+        // (A request of another build with `end <= start` may leave nothing to search.)
+        if lowest >= wanted.end {
+            return None;
+        }
+        for (&(start, address), &end) in self.by_start.range((lowest, 0)..(wanted.end, 0)) {
+            if end <= wanted.start || start >= wanted.end {
+                continue;
+            }
+            // SAFETY: indexed addresses are slots of leaked import chunks.
+            let slot: &'static Slot = unsafe { &*(address as *const Slot) };
+            // Acquire, as in the scan: a FREE slot was released (its import's reads happen
+            // before this registration); a live one's fields were written by an earlier
+            // registration, serialized before this one.
+            let state = slot.state.load(Ordering::Acquire);
+            // SAFETY: forwarded from this function's contract.
+            if state != FREE && unsafe { layouts_overlap(wanted, slot) } {
+                return Some((slot, state));
+            }
+        }
+        None
+    }
+}
+
+/// A value that only registrations touch: registrations are serialized (the GIL, or
+/// [`REGISTRATION`] on free-threaded builds), and the value is reached only through
+/// [`Serialized::get`], whose contract is that serialization.
+struct Serialized<T>(UnsafeCell<T>);
+
+// SAFETY: every access goes through `get`, whose callers are serialized registrations: no two
+// threads reach the value at once, and each registration's accesses happen before the next
+// one's (the GIL's or the lock's release and acquire).
+unsafe impl<T: Send> Sync for Serialized<T> {}
+
+impl<T> Serialized<T> {
+    /// The value.
+    ///
+    /// # Safety
+    ///
+    /// The caller is a registration (serialized with every other), and holds no other
+    /// reference from `get` while it uses this one.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn get(&self) -> &mut T {
+        // SAFETY: exclusive by the contract.
+        unsafe { &mut *self.0.get() }
+    }
+}
+
+/// The imports' claims (see [`ImportArea`]).
+static IMPORTS: Serialized<ImportArea> = Serialized(UnsafeCell::new(ImportArea {
+    by_start: BTreeMap::new(),
+    length_classes: [0; usize::BITS as usize],
+    nonempty_classes: 0,
+    free: Vec::new(),
+    made: 0,
+}));
+
+/// Imports' slots released since a registration last took them, linked by `released_next`:
+/// pushed by releasing threads (lock-free, any thread, with or without the GIL), taken all at
+/// once by a registration ([`ImportArea::take_released`]). Taking the whole list at once
+/// leaves no ABA problem: a slot is pushed once per claim, and reused only after it was taken.
+static RELEASED: AtomicPtr<Slot> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Whether a claim is an import's, kept in the [`ImportArea`]: an import's read.
+#[inline(always)]
+fn is_import(wanted: &Wanted) -> bool {
+    !wanted.written && wanted.claimant == CLAIMANT_IMPORT
+}
+
+/// The import area's part of a written or an import registration: takes the released slots
+/// off the index, then, for a written claim, the live import it overlaps, if any (an import
+/// needs none: reads never conflict).
+///
+/// # Safety
+///
+/// A registration (serialized); `wanted`'s shape and strides hold `ndim` values.
+#[inline(never)]
+unsafe fn check_imports(wanted: Wanted) -> Option<(&'static Slot, u8)> {
+    // SAFETY: a registration, the only reference it takes.
+    let imports = unsafe { IMPORTS.get() };
+    imports.take_released();
+    if !wanted.written {
+        return None;
+    }
+    // SAFETY: forwarded.
+    unsafe { imports.meeting(wanted) }
+}
+
+/// An import's slot for a claim `[start, end)`, indexed.
+///
+/// # Safety
+///
+/// A registration (serialized), after [`check_imports`].
+#[inline(never)]
+unsafe fn import_slot(start: usize, end: usize) -> &'static Slot {
+    // SAFETY: a registration, the only reference it takes.
+    let imports = unsafe { IMPORTS.get() };
+    let slot = imports.take_slot();
+    // Indexed before its fields are written: no other registration runs until this one has
+    // written them, and the state is FREE until then.
+    imports.insert(slot, start, end);
+    slot
+}
 
 /// The chunk and the position in it of slot `index`.
 fn chunk_of(index: usize) -> (usize, usize) {
@@ -571,7 +1132,9 @@ fn grow(index: usize) -> Option<&'static Slot> {
         return None;
     }
     if CHUNK_TABLE[chunk].load(Ordering::Acquire).is_null() {
-        let slots: Box<[Slot]> = (0..FIRST_CHUNK << chunk).map(|_| Slot::new()).collect();
+        let slots: Box<[Slot]> = (0..FIRST_CHUNK << chunk)
+            .map(|_| Slot::new(false))
+            .collect();
         // Leaked: claims may be released from any thread at any time, so slots never move.
         let base = Box::leak(slots).as_mut_ptr();
         CHUNK_TABLE[chunk].store(base, Ordering::Release);
@@ -662,6 +1225,8 @@ struct Wanted {
     strides: *const i64,
     written: bool,
     dense: bool,
+    /// [`CLAIMANT_ARGUMENT`], ...
+    claimant: u8,
 }
 
 impl Wanted {
@@ -698,8 +1263,8 @@ impl Wanted {
         }
     }
 
-    /// The request a foreign caller made.
-    fn of_request(request: &ClaimRequest) -> Self {
+    /// The request a foreign caller made, for `claimant`.
+    fn of_request(request: &ClaimRequest, claimant: u8) -> Self {
         Wanted {
             first: request.first,
             start: request.start,
@@ -710,6 +1275,7 @@ impl Wanted {
             strides: request.strides,
             written: request.written != 0,
             dense: request.dense != 0,
+            claimant,
         }
     }
 }
@@ -842,19 +1408,25 @@ unsafe fn layouts_overlap(request: Wanted, slot: &Slot) -> bool {
     ) != Overlap::Disjoint
 }
 
-/// Why a claim is refused: which live claim it meets, and the positions of both among their
-/// calls' live claims. A claim of this thread registered much higher on the stack (see
-/// [`NESTED_CALL_DEPTH`]) belongs to a call that the refused claim's call runs inside.
+/// Why a claim is refused: which live claim it meets, what that claim is, and the positions
+/// of both among their calls' live arguments (0 for the other claim when it is no argument:
+/// an import, a copy, a class's read). A claim of this thread registered much higher on the
+/// stack (see [`NESTED_CALL_DEPTH`]) belongs to a call that the refused claim's call runs
+/// inside.
 #[cold]
-fn conflict_with(other: &Slot, state: u8, used: usize, stack: usize) -> ClaimConflict {
+fn conflict_with(other: &Slot, state: u8, used: usize, stack: usize) -> ClaimConflictOf {
     let thread = thread_token();
     let other_thread = other.thread.load(Ordering::Relaxed);
     let other_sequence = other.sequence.load(Ordering::Relaxed);
     let other_stack = other.stack.load(Ordering::Relaxed);
+    let other_claimant = other.claimant.load(Ordering::Relaxed);
     let mut ordinal = 1u32;
     let mut other_ordinal = 1u32;
     for slot in used_chunks(used).flat_map(<[Slot]>::iter) {
-        if slot.state.load(Ordering::Acquire) == FREE {
+        // Arguments only: imports, copies and reads of other handles are no call's arguments.
+        if slot.state.load(Ordering::Acquire) == FREE
+            || slot.claimant.load(Ordering::Relaxed) != CLAIMANT_ARGUMENT
+        {
             continue;
         }
         let owner = slot.thread.load(Ordering::Relaxed);
@@ -874,11 +1446,17 @@ fn conflict_with(other: &Slot, state: u8, used: usize, stack: usize) -> ClaimCon
         true if one_call(other_stack, stack) => 1,
         true => 2,
     };
-    ClaimConflict {
-        same_thread,
-        other_written: u8::from(state == WRITTEN),
-        other_ordinal,
-        ordinal,
+    if other_claimant != CLAIMANT_ARGUMENT {
+        other_ordinal = 0;
+    }
+    ClaimConflictOf {
+        conflict: ClaimConflict {
+            same_thread,
+            other_written: u8::from(state == WRITTEN),
+            other_ordinal,
+            ordinal,
+        },
+        other_claimant,
     }
 }
 
@@ -897,8 +1475,39 @@ unsafe extern "C" fn claim_in_own_registry(
     out_conflict: *mut ClaimConflict,
 ) -> c_int {
     trampoline::infallible(|| {
+        // A caller of version 1's member claims for an argument (or, of late, a copy it
+        // does not tell apart).
         // SAFETY: the table's contract is `claim`'s, for a request valid for the call.
-        match unsafe { claim(Wanted::of_request(&*request)) } {
+        match unsafe { claim(Wanted::of_request(&*request, CLAIMANT_ARGUMENT)) } {
+            Ok(handle) => {
+                // SAFETY: the caller's slot for the handle.
+                unsafe { out_handle.write(handle) };
+                0
+            }
+            Err(conflict) => {
+                // SAFETY: the caller's slot for the conflict, of version 1's layout.
+                unsafe { out_conflict.write(conflict.conflict) };
+                1
+            }
+        }
+    })
+}
+
+/// [`RegistryApi::claim_as`] of this build's registry (version 2), which aborts on a panic as
+/// [`claim_in_own_registry`] does.
+///
+/// # Safety
+///
+/// As for [`claim_in_own_registry`], with `out_conflict` a slot for a [`ClaimConflictOf`].
+unsafe extern "C" fn claim_as_in_own_registry(
+    request: *const ClaimRequest,
+    claimant: u8,
+    out_handle: *mut usize,
+    out_conflict: *mut ClaimConflictOf,
+) -> c_int {
+    trampoline::infallible(|| {
+        // SAFETY: the table's contract is `claim`'s, for a request valid for the call.
+        match unsafe { claim(Wanted::of_request(&*request, claimant)) } {
             Ok(handle) => {
                 // SAFETY: the caller's slot for the handle.
                 unsafe { out_handle.write(handle) };
@@ -932,7 +1541,7 @@ unsafe extern "C" fn release_in_own_registry(handle: usize) {
 /// interpreter, and registrations are serialized (the GIL, or the registry's lock on
 /// free-threaded builds, taken here).
 #[inline(always)]
-unsafe fn claim(wanted: Wanted) -> Result<usize, ClaimConflict> {
+unsafe fn claim(wanted: Wanted) -> Result<usize, ClaimConflictOf> {
     #[cfg(Py_GIL_DISABLED)]
     let _registration = REGISTRATION
         .lock()
@@ -980,7 +1589,18 @@ unsafe fn claim(wanted: Wanted) -> Result<usize, ClaimConflict> {
     if let Some((slot, state)) = conflict {
         return Err(conflict_with(slot, state, used, stack));
     }
+    // Imports' claims are reads, in their own area: a read never looks there; a written claim
+    // searches it, and an import takes its slot there (the released ones taken off first).
+    let import = is_import(&wanted);
+    if wanted.written || import {
+        // SAFETY: a registration (serialized); the claim's shape and strides (the contract).
+        if let Some((slot, state)) = unsafe { check_imports(wanted) } {
+            return Err(conflict_with(slot, state, used, stack));
+        }
+    }
     let slot = match free {
+        // SAFETY: a registration, after `check_imports`.
+        _ if import => unsafe { import_slot(wanted.start, wanted.end) },
         Some(slot) => slot,
         None => {
             let Some(slot) = grow(used) else {
@@ -998,6 +1618,7 @@ unsafe fn claim(wanted: Wanted) -> Result<usize, ClaimConflict> {
     slot.thread.store(thread_token(), Ordering::Relaxed);
     slot.stack.store(stack, Ordering::Relaxed);
     slot.sequence.store(sequence, Ordering::Relaxed);
+    slot.claimant.store(wanted.claimant, Ordering::Relaxed);
     if wanted.dense || wanted.ndim == 0 {
         // It covers its range: the block `[start, end)`, no layout to keep.
         slot.layout.store(DENSE, Ordering::Relaxed);
@@ -1042,8 +1663,35 @@ unsafe fn keep_layout(slot: &Slot, wanted: &Wanted) {
 #[inline(always)]
 unsafe fn release(handle: usize) {
     // SAFETY: a handle is the address of a slot of a leaked chunk, never freed.
-    let slot = unsafe { &*(handle as *const Slot) };
+    let slot: &'static Slot = unsafe { &*(handle as *const Slot) };
+    // Read before the release: `import` never changes, but a scanned slot may be reused as
+    // soon as it is FREE.
+    let import = slot.import;
+    // Release: what the claim's holder did with the memory happens before any registration
+    // that sees the slot FREE (its Acquire load) and grants an overlapping claim.
     slot.state.store(FREE, Ordering::Release);
+    if import {
+        release_import(slot);
+    }
+}
+
+/// Pushes a released import's slot on [`RELEASED`], for the next registration to take it off
+/// the index (lock-free: a compare-and-swap loop, any thread, with or without the GIL).
+#[cold]
+fn release_import(slot: &'static Slot) {
+    let pointer = std::ptr::from_ref(slot).cast_mut();
+    let mut head = RELEASED.load(Ordering::Relaxed);
+    loop {
+        // The slot is this thread's until the push succeeds: nobody else reads its
+        // `released_next` (a registration reuses it only after taking it off the list).
+        slot.released_next.store(head, Ordering::Relaxed);
+        // Release: publishes `released_next` (and the FREE state) to the registration whose
+        // Acquire swap takes the list; Relaxed on failure, as `head` is not dereferenced.
+        match RELEASED.compare_exchange_weak(head, pointer, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(current) => head = current,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1105,6 +1753,7 @@ mod tests {
                             strides: strides.as_ptr(),
                             written,
                             dense: step == 1 || count == 1,
+                            claimant: CLAIMANT_ARGUMENT,
                         };
                         // SAFETY: `wanted`'s shape and strides hold one value each and live
                         // through the call; the GIL serializes registrations.
@@ -1148,6 +1797,232 @@ mod tests {
         );
     }
 
+    /// Imports' claims (held across rounds and released by another thread, without the GIL,
+    /// as a tensor dropped elsewhere is), reading and written arguments, on six threads over
+    /// 256 bytes of overlapping blocks and interleaved strided layouts, some imports long
+    /// enough to widen the import index's search: a claim is granted only when no live claim
+    /// conflicts with it, every grant checked against the test's own count of each byte's
+    /// readers and writer (marked after the grant, cleared before the release). Run under
+    /// ThreadSanitizer by `scripts/sanitize-threads.sh`: the releases' pushes race with the
+    /// registrations that take them off the index.
+    #[test]
+    fn imports_and_written_claims_on_many_threads_never_alias_a_write() {
+        use std::sync::Mutex;
+        use std::sync::atomic::AtomicU32;
+
+        const THREADS: usize = 6;
+        const ROUNDS: usize = 3_000;
+        const BYTES: usize = 256;
+        /// Bit 31: a writer; below: the readers.
+        const WRITER: u32 = 1 << 31;
+        static HOLDERS: [AtomicU32; BYTES] = [const { AtomicU32::new(0) }; BYTES];
+        static WRITES: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+        static IMPORTS_MADE: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+        /// An import held on: its handle and bytes.
+        type Held = (usize, Vec<usize>);
+        /// Imports that a thread hands to the next one, which releases them.
+        static MAILBOXES: [Mutex<Vec<Held>>; THREADS] = [const { Mutex::new(Vec::new()) }; THREADS];
+
+        fn clear_and_release(handle: usize, bytes: &[usize]) {
+            for &byte in bytes {
+                HOLDERS[byte].fetch_sub(1, Ordering::Relaxed);
+            }
+            // SAFETY: the handle `claim` gave, released once, without the GIL.
+            unsafe { release(handle) };
+        }
+
+        Python::initialize();
+        // Addresses only: the registry never reads the memory it registers.
+        let base = Box::leak(vec![0u8; BYTES].into_boxed_slice()).as_ptr() as usize;
+        let threads: Vec<_> = (0..THREADS)
+            .map(|thread| {
+                std::thread::spawn(move || {
+                    let mut seed = 0x2545_F491_4F6C_DD1Du64.wrapping_mul(thread as u64 + 1);
+                    let mut next = move || {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        seed
+                    };
+                    for _ in 0..ROUNDS {
+                        let choice = next();
+                        // 0: a written argument; 1, 2: an import; 3: a reading argument.
+                        let kind = choice % 4;
+                        let (written, claimant) = match kind {
+                            0 => (true, CLAIMANT_ARGUMENT),
+                            3 => (false, CLAIMANT_ARGUMENT),
+                            _ => (false, CLAIMANT_IMPORT),
+                        };
+                        // One import in eight is long (up to 96 bytes): the search reaches
+                        // that far below a written claim.
+                        let long = kind != 0 && choice >> 40 & 7 == 0;
+                        let count = 1 + (choice >> 16) as usize % if long { 48 } else { 8 };
+                        let step: i64 = if choice >> 24 & 1 == 0 { 1 } else { 2 };
+                        let start = (choice >> 8) as usize % (BYTES - 2 * count);
+                        let bytes: Vec<usize> =
+                            (0..count).map(|i| start + i * step as usize).collect();
+                        let shape = [count as i64];
+                        let strides = [step];
+                        let wanted = Wanted {
+                            first: base + start,
+                            start: base + start,
+                            end: base + bytes[count - 1] + 1,
+                            item_size: 1,
+                            ndim: 1,
+                            shape: shape.as_ptr(),
+                            strides: strides.as_ptr(),
+                            written,
+                            dense: step == 1 || count == 1,
+                            claimant,
+                        };
+                        // SAFETY: `wanted`'s shape and strides hold one value each and live
+                        // through the call; the GIL serializes registrations.
+                        let claimed = Python::attach(|_| unsafe { claim(wanted) });
+                        let counters = match claimant {
+                            CLAIMANT_IMPORT => &IMPORTS_MADE,
+                            _ => &WRITES,
+                        };
+                        // (A reading argument is refused only by a written one.)
+                        if let Ok(handle) = claimed {
+                            counters[0].fetch_add(1, Ordering::Relaxed);
+                            for &byte in &bytes {
+                                let taken = if written {
+                                    HOLDERS[byte].fetch_or(WRITER, Ordering::Relaxed)
+                                } else {
+                                    HOLDERS[byte].fetch_add(1, Ordering::Relaxed) & WRITER
+                                };
+                                assert_eq!(taken, 0, "byte {byte} granted while held ({taken:#x})");
+                            }
+                            if claimant == CLAIMANT_IMPORT {
+                                // Held on: the next thread releases it.
+                                MAILBOXES[(thread + 1) % THREADS]
+                                    .lock()
+                                    .unwrap()
+                                    .push((handle, bytes));
+                            } else {
+                                std::thread::yield_now();
+                                for &byte in &bytes {
+                                    let mark = if written { WRITER } else { 1 };
+                                    HOLDERS[byte].fetch_sub(mark, Ordering::Relaxed);
+                                }
+                                // SAFETY: the handle `claim` gave, released once, without
+                                // the GIL.
+                                unsafe { release(handle) };
+                            }
+                        } else if written || claimant == CLAIMANT_IMPORT {
+                            counters[1].fetch_add(1, Ordering::Relaxed);
+                        }
+                        if choice >> 32 & 3 == 0 {
+                            let mailbox = std::mem::take(&mut *MAILBOXES[thread].lock().unwrap());
+                            for (handle, bytes) in mailbox {
+                                clear_and_release(handle, &bytes);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("a thread of the test failed");
+        }
+        for mailbox in &MAILBOXES {
+            for (handle, bytes) in std::mem::take(&mut *mailbox.lock().unwrap()) {
+                clear_and_release(handle, &bytes);
+            }
+        }
+        assert!(HOLDERS.iter().all(|held| held.load(Ordering::Relaxed) == 0));
+        let [granted, refused] = WRITES.each_ref().map(|n| n.load(Ordering::Relaxed));
+        let [imported, kept_out] = IMPORTS_MADE.each_ref().map(|n| n.load(Ordering::Relaxed));
+        // Contention both ways, and not everything refused.
+        assert!(
+            granted > 0 && refused > 0 && imported > kept_out && kept_out > 0,
+            "writes granted {granted}, refused {refused}; imports {imported}, refused {kept_out}"
+        );
+    }
+
+    /// A thousand live imports take none of the slots that every registration scans (the
+    /// registry before kept them there, so that each registration scanned them all), and
+    /// still keep out exactly the written claims that meet them: a read goes on beside them,
+    /// a write in a gap between two of them goes on, a write over one of them is refused
+    /// naming an import, also at the far end of a long one (whose start lies far below the
+    /// write's, at the edge of the index's search). Released, they keep nothing out.
+    #[test]
+    fn a_thousand_live_imports_take_no_scanned_slot_and_keep_out_the_writes_they_meet() {
+        const IMPORTS: usize = 1_000;
+        const LONG: usize = 4096;
+        static ONE: [i64; 1] = [1];
+        let dense = |start: usize, end: usize, written: bool, claimant: u8| Wanted {
+            first: start,
+            start,
+            end,
+            item_size: 1,
+            ndim: 1,
+            shape: ONE.as_ptr(),
+            strides: ONE.as_ptr(),
+            written,
+            dense: true,
+            claimant,
+        };
+        // SAFETY: the request's shape and strides are `ONE`'s (a dense claim's layout is its
+        // range); the GIL serializes registrations.
+        let claim_now = |wanted: Wanted| Python::attach(|_| unsafe { claim(wanted) });
+        Python::initialize();
+        // Addresses only: the registry never reads the memory it registers.
+        let base = Box::leak(vec![0u8; IMPORTS * 16 + LONG].into_boxed_slice()).as_ptr() as usize;
+        let long_start = base + IMPORTS * 16;
+        let mut imports: Vec<usize> = (0..IMPORTS)
+            .map(|i| {
+                let start = base + 16 * i;
+                claim_now(dense(start, start + 8, false, CLAIMANT_IMPORT))
+                    .unwrap_or_else(|_| panic!("import {i} refused"))
+            })
+            .collect();
+        imports.push(
+            claim_now(dense(long_start, long_start + LONG, false, CLAIMANT_IMPORT))
+                .unwrap_or_else(|_| panic!("the long import refused")),
+        );
+        // The scanned slots hold the other tests' claims only.
+        assert!(
+            USED.load(Ordering::Relaxed) < IMPORTS,
+            "imports in the scanned slots"
+        );
+        let everything = dense(base, long_start + LONG, false, CLAIMANT_ARGUMENT);
+        let read = claim_now(everything).unwrap_or_else(|_| panic!("a read refused"));
+        // SAFETY: handles `claim` gave, each released once.
+        let release_now = |handle: usize| unsafe { release(handle) };
+        release_now(read);
+        for i in [0, 1, 499, IMPORTS - 1] {
+            let gap = base + 16 * i + 8;
+            let write = claim_now(dense(gap, gap + 8, true, CLAIMANT_ARGUMENT))
+                .unwrap_or_else(|_| panic!("a write between imports {i} and {} refused", i + 1));
+            release_now(write);
+            let over = base + 16 * i + 4;
+            let Err(conflict) = claim_now(dense(over, over + 8, true, CLAIMANT_ARGUMENT)) else {
+                panic!("a write over import {i} granted");
+            };
+            assert_eq!(conflict.other_claimant, CLAIMANT_IMPORT);
+            assert_eq!(conflict.conflict.other_written, 0);
+        }
+        let last = long_start + LONG - 1;
+        let Err(conflict) = claim_now(dense(last, last + 1, true, CLAIMANT_ARGUMENT)) else {
+            panic!("a write over the long import's last byte granted");
+        };
+        assert_eq!(conflict.other_claimant, CLAIMANT_IMPORT);
+        let past = long_start + LONG;
+        // (The byte past the buffer: only its address is claimed.)
+        release_now(
+            claim_now(dense(past, past + 1, true, CLAIMANT_ARGUMENT))
+                .unwrap_or_else(|_| panic!("a write past the long import refused")),
+        );
+        for handle in imports {
+            release_now(handle);
+        }
+        let everything = dense(base, long_start + LONG, true, CLAIMANT_ARGUMENT);
+        release_now(
+            claim_now(everything).unwrap_or_else(|_| panic!("released imports kept a write out")),
+        );
+    }
+
     /// ThreadSanitizer's canary: two threads write one location without synchronization (a
     /// data race, undefined behaviour on purpose). `make sanitize` runs it alone under the
     /// sanitizer and requires the race to be reported before it trusts the registry's clean
@@ -1165,6 +2040,83 @@ mod tests {
         // SAFETY: as above.
         unsafe { std::ptr::write_volatile(address as *mut u64, 2) };
         racer.join().expect("the racing thread");
+    }
+
+    /// A registry of another build, of version 1 (published first by an extension module
+    /// built with an older dlbridge-pyo3): only its members are read (its table is shorter
+    /// than this build's), its `claim` is called, and its conflicts, which cannot say what the
+    /// other claim is, give a refusal that names both possibilities.
+    #[test]
+    fn a_table_of_version_1_is_called_as_one_and_its_refusals_name_both_possibilities() {
+        /// Version 1's layout, and nothing past it.
+        #[repr(C)]
+        struct TableV1 {
+            version: u64,
+            claim:
+                unsafe extern "C" fn(*const ClaimRequest, *mut usize, *mut ClaimConflict) -> c_int,
+            release: unsafe extern "C" fn(usize),
+        }
+        /// Refuses every claim: a read claim of this call's first argument (or an import).
+        unsafe extern "C" fn refuse(
+            _request: *const ClaimRequest,
+            _out_handle: *mut usize,
+            out_conflict: *mut ClaimConflict,
+        ) -> c_int {
+            let conflict = ClaimConflict {
+                same_thread: 1,
+                other_written: 0,
+                other_ordinal: 1,
+                ordinal: 2,
+            };
+            // SAFETY: the caller's slot, of version 1's layout.
+            unsafe { out_conflict.write(conflict) };
+            1
+        }
+        unsafe extern "C" fn never_released(_handle: usize) {}
+        static OLD: TableV1 = TableV1 {
+            version: 1,
+            claim: refuse,
+            release: never_released,
+        };
+        let registry = Registry(NonNull::from(&OLD).cast());
+        assert!(!registry.is_own());
+        assert!(registry.claim_as().is_none(), "version 1 has no claim_as");
+        let (shape, strides) = ([4i64], [1i64]);
+        let wanted = Wanted {
+            first: 0x1000,
+            start: 0x1000,
+            end: 0x1004,
+            item_size: 1,
+            ndim: 1,
+            shape: shape.as_ptr(),
+            strides: strides.as_ptr(),
+            written: true,
+            dense: true,
+            claimant: CLAIMANT_ARGUMENT,
+        };
+        let Err(conflict) = claim_in(registry, wanted) else {
+            panic!("the table refuses every claim");
+        };
+        assert_eq!(conflict.other_claimant, CLAIMANT_UNKNOWN);
+        Python::initialize();
+        let message = Python::attach(|_| refusal(&conflict, true).to_string());
+        assert!(
+            message.contains(
+                "tensor argument 2 of this call (written) overlaps memory that another claim \
+                 reads, which the process's aliasing registry"
+            ),
+            "{message}"
+        );
+        assert!(
+            message.contains(
+                "either tensor argument 1 (read) of this call, or a tensor imported into Rust \
+                 that is still alive"
+            ),
+            "{message}"
+        );
+        // This build's table answers version 2, saying what the other claim is.
+        let own = Registry(NonNull::from(&OWN_REGISTRY));
+        assert!(own.is_own() && own.claim_as().is_some());
     }
 
     #[test]

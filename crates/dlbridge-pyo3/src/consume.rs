@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
-use crate::capsule::from_capsule;
-use crate::claims::{Claim, compact_copy};
+use crate::capsule::take_from_capsule;
+use crate::claims::{Claim, claim_import, compact_copy};
 use crate::device::device_from_tuple;
 use crate::dispatch::{TypeInfo, type_info};
 use crate::errors::{to_py_err, type_name};
@@ -111,11 +111,108 @@ impl ImportOptions {
 ///
 /// Which of these paths an import took, its retries, and whether (and by whom) the memory was
 /// copied: [`from_dlpack_explained`].
+///
+/// # The import's claim
+///
+/// A tensor that is not a copy (none was asked for, and the producer did not flag IS_COPIED)
+/// reaches memory that Python code and running kernels reach too. It holds a read claim on
+/// that memory in the aliasing registry of typed arguments for as long as it lives, released
+/// when it is dropped or given away ([`crate::into_capsule`], [`ManagedTensor::into_raw`]; a
+/// share of it in an `Arc` keeps it): so that no kernel writes the memory through a
+/// [`TensorArgMut`](crate::TensorArgMut) while Rust code can read it through this tensor's
+/// `&[T]`. Memory that a `TensorArgMut` is writing (on any thread; or the kernel's own
+/// argument, imported again from `x.object(py)`) is refused with `ValueError`, and a
+/// `TensorArgMut` over memory that a live import reads is refused the same way. Reading
+/// arguments (`TensorArg`) and imports go on side by side.
+///
+/// ```
+/// use dlbridge::{DataType, Device, Export};
+/// use dlbridge_pyo3::prelude::*;
+/// use dlbridge_pyo3::{from_dlpack, into_capsule, ImportOptions, PyObjectOwner};
+/// use pyo3::exceptions::PyValueError;
+/// use pyo3::prelude::*;
+/// use pyo3::types::PyByteArray;
+///
+/// /// Writes through its argument.
+/// #[pyfunction]
+/// fn fill(mut x: TensorArgMut<'_, u8, Ix1>) {
+///     x.view_mut().fill(7);
+/// }
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let bytes = PyByteArray::new(py, &[1, 2, 3]);
+///     let owner = PyObjectOwner::new(bytes.clone().into_any().unbind());
+///     // SAFETY: the bytearray's 3 bytes, kept alive (and never resized) by the owner.
+///     let export = unsafe {
+///         Export::from_raw_parts(owner, bytes.data().cast(), DataType::UINT8, Device::CPU, &[3])
+///     };
+///     let capsule = into_capsule(py, export.into_versioned().map_err(to_py_err)?)?;
+///     let fill = wrap_pyfunction!(fill, py)?;
+///     let imported = from_dlpack(capsule.as_any(), &ImportOptions::default())?;
+///     // While the import lives, Rust may read the bytes through it: no kernel writes them.
+///     let refused = fill.call1((&bytes,)).unwrap_err();
+///     assert!(refused.is_instance_of::<PyValueError>(py));
+///     assert!(refused.to_string().contains("a tensor imported into Rust that is still alive"));
+///     assert_eq!(imported.view().as_slice::<u8>().map_err(to_py_err)?, &[1, 2, 3]);
+///     drop(imported);
+///     fill.call1((&bytes,))?;
+///     assert_eq!(bytes.to_vec(), [7, 7, 7]);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
 pub fn from_dlpack(object: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResult<ManagedTensor> {
     // `Untraced` records nothing: the same code as before the explained import existed
-    // (`import` is inlined here, and its result is this function's, not repacked: returning
-    // the path beside the tensor cost a copy of the tensor, 35 instructions per call).
-    import(object, options, &mut Untraced)
+    // (`import` is inlined here; returning the path beside the tensor cost a copy of the
+    // tensor, 35 instructions per call).
+    let mut tensor = import(object, options, &mut Untraced, Some("from_dlpack"))?;
+    claim_import(object.py(), &mut tensor, "from_dlpack")?;
+    Ok(tensor)
+}
+
+/// [`from_dlpack`] without the import's read claim: for a tensor that goes straight into a
+/// [`ClassTensor`](crate::ClassTensor), whose reads claim one by one (`ClassTensor::new` would
+/// release the import's claim at once: this saves registering it). The same negotiation,
+/// answers and errors otherwise.
+///
+/// # Safety
+///
+/// The tensor's elements must not be reached through it (no typed access, no view's slice)
+/// while the registry does not know of the reader: move it into a `ClassTensor` (or give it
+/// away with `into_raw*`) before any such access, or call nothing on it that hands out
+/// references to its elements. A `TensorArgMut` may be writing the memory meanwhile.
+///
+/// ```
+/// use dlbridge::Export;
+/// use dlbridge_pyo3::{ClassTensor, ImportOptions, from_dlpack_unclaimed, into_capsule, to_py_err};
+/// use pyo3::prelude::*;
+/// # Python::initialize();
+/// Python::attach(|py| -> PyResult<()> {
+///     let exported = Export::new(vec![1u8, 2, 3], &[3]).into_versioned().map_err(to_py_err)?;
+///     let capsule = into_capsule(py, exported)?;
+///     // SAFETY: into a `ClassTensor` before anything reads the elements.
+///     let tensor = unsafe { from_dlpack_unclaimed(&capsule, &ImportOptions::default()) }?;
+///     let held = ClassTensor::new(tensor);
+///     assert_eq!(held.read(py)?.view().as_slice::<u8>().map_err(to_py_err)?, &[1, 2, 3]);
+///     Ok(())
+/// })
+/// # .unwrap();
+/// ```
+pub unsafe fn from_dlpack_unclaimed(
+    object: &Bound<'_, PyAny>,
+    options: &ImportOptions,
+) -> PyResult<ManagedTensor> {
+    import(object, options, &mut Untraced, None)
+}
+
+/// [`from_dlpack`] without the import's claim, for a typed argument's full import, which
+/// claims the memory itself (read, or written for a `TensorArgMut`) for as long as it holds
+/// the tensor.
+pub(crate) fn import_for_argument(
+    object: &Bound<'_, PyAny>,
+    options: &ImportOptions,
+) -> PyResult<ManagedTensor> {
+    import(object, options, &mut Untraced, None)
 }
 
 /// Imports a tensor as [`from_dlpack`] does (the same code, the same answers and errors), and
@@ -123,6 +220,7 @@ pub fn from_dlpack(object: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResu
 /// and who made it, and the tensor received ([`ImportReport`]). For a user or a test who wants
 /// to know why an import is read-only, slow, or a copy; `dlbridge.explain(x)["import"]` in
 /// Python. The tensor is the caller's: dropping it releases the producer's memory at once.
+/// It holds the import's read claim as [`from_dlpack`]'s does.
 ///
 /// ```
 /// use dlbridge::{Export, ManagedTensor};
@@ -152,7 +250,8 @@ pub fn from_dlpack_explained(
     options: &ImportOptions,
 ) -> PyResult<(ManagedTensor, ImportReport)> {
     let mut trace = Recorder::default();
-    let tensor = import(object, options, &mut trace)?;
+    let mut tensor = import(object, options, &mut trace, Some("from_dlpack"))?;
+    claim_import(object.py(), &mut tensor, "from_dlpack")?;
     let Some(path) = trace.path else {
         unreachable!("an import that succeeds has said which path it took")
     };
@@ -224,17 +323,26 @@ impl Trace for Recorder {
     }
 }
 
-/// The one import of [`from_dlpack`] and [`from_dlpack_explained`]; `trace` records the path
-/// taken and the negotiation's steps.
+/// The one import of [`from_dlpack`] and [`from_dlpack_explained`] (and of typed arguments'
+/// full imports); `trace` records the path taken and the negotiation's steps. The import's
+/// claim ([`claim_import`]) is the caller's to add, except that a capsule handed over as the
+/// object is claimed as it is taken (before it is marked consumed, so that a refused capsule
+/// keeps its tensor) when `claim` names the import and no copy or device is asked for;
+/// typed arguments pass `None`, as they claim what they reach themselves.
 #[inline(always)]
 fn import<T: Trace>(
     object: &Bound<'_, PyAny>,
     options: &ImportOptions,
     trace: &mut T,
+    claim: Option<&str>,
 ) -> PyResult<ManagedTensor> {
     let py = object.py();
     if object.is_instance_of::<PyCapsule>() {
-        let tensor = from_capsule(object)?;
+        // Claimed as it is taken (a refused capsule keeps its tensor), unless a copy may be
+        // made of it, whose own claim says why it is refused; what is not copied is claimed
+        // by the caller.
+        let claim = claim.filter(|_| options.copy != Some(true) && options.device.is_none());
+        let tensor = take_from_capsule(object, claim)?;
         trace.received(ImportPath::Capsule, &tensor);
         return finish(py, tensor, None, options, false, trace);
     }
@@ -267,7 +375,7 @@ fn import<T: Trace>(
         // Whatever it refuses goes to `__dlpack__`, the reference, whose answer and exception
         // are the producer's own (PyTorch's table raises RuntimeError with a C++ trace where
         // its `__dlpack__` raises BufferError).
-        if let Ok(mut tensor) = api.managed_tensor(object) {
+        if let Ok(mut tensor) = api.managed_tensor_unclaimed(object) {
             if let Some(rules) = info.framework {
                 rules.refuse_export(object, Some(&tensor.view()))?;
                 refusals_checked = true;
@@ -394,7 +502,9 @@ fn import<T: Trace>(
             type_name(&capsule)
         )));
     }
-    let mut tensor = from_capsule(&capsule)?;
+    // The producer's capsule, made for this import: claimed by the caller once it is known
+    // whether a copy is made of it.
+    let mut tensor = take_from_capsule(&capsule, None)?;
     if has_streams(tensor.view().device()) {
         // SAFETY: the stream the producer was asked to make the data ready on: its own current
         // stream (kept alive by the producer, or by the user who made it current), the

@@ -12,6 +12,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+use crate::claims::claim_import;
 use crate::dispatch::{TypeInfo, type_info};
 use crate::errors::{to_py_err, type_name};
 use crate::framework::FrameworkRules;
@@ -26,17 +27,16 @@ use crate::framework::FrameworkRules;
 /// use dlbridge_pyo3::prelude::*;
 /// use dlbridge_pyo3::{exchange_api_enabled, exchange_api_exports, NO_EXCHANGE_API_ENV};
 /// use pyo3::prelude::*;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(
@@ -72,17 +72,16 @@ pub const NO_EXCHANGE_API_ENV: &str = "DLBRIDGE_NO_EXCHANGE_API";
 /// use dlbridge_pyo3::exchange_api;
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(
@@ -219,7 +218,26 @@ impl ExchangeApi {
     /// Exports `object` (an instance of the table's type; another object is a `TypeError`) as
     /// an owned, validated tensor with `managed_tensor_from_py_object_no_sync`. No stream
     /// synchronization happens, and no check of [`ExchangeApi::exports_faithfully`].
+    ///
+    /// The tensor reaches the object's memory, which Python code and kernels reach too: it
+    /// holds a read claim on it in the aliasing registry of typed arguments for as long as it
+    /// lives (released when it is dropped or given away), as every import does
+    /// ([`crate::from_dlpack`]); memory that a `TensorArgMut` is writing is refused
+    /// (`ValueError`).
     pub fn managed_tensor(&self, object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
+        let mut tensor = self.managed_tensor_unclaimed(object)?;
+        claim_import(object.py(), &mut tensor, "ExchangeApi::managed_tensor")?;
+        Ok(tensor)
+    }
+
+    /// [`ExchangeApi::managed_tensor`] without the import's claim: for
+    /// [`crate::from_dlpack`], which claims the tensor it returns, and for typed arguments,
+    /// which claim what they reach themselves.
+    #[inline]
+    pub(crate) fn managed_tensor_unclaimed(
+        &self,
+        object: &Bound<'_, PyAny>,
+    ) -> PyResult<ManagedTensor> {
         let Some(export) = self.table.managed_tensor_from_py_object_no_sync else {
             return Err(PyBufferError::new_err(
                 "the exchange API has no managed_tensor_from_py_object_no_sync",
@@ -282,17 +300,16 @@ pub fn exchange_api_enabled() -> bool {
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyByteArray;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(

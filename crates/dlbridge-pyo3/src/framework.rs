@@ -305,6 +305,12 @@ impl LazyBits {
 }
 
 impl FrameworkRules {
+    /// The tensor class, as messages name it: `torch.Tensor`, `paddle.Tensor`.
+    #[inline]
+    pub(crate) fn class_name(&self) -> &'static str {
+        self.class_name
+    }
+
     /// Whether autograd tracks `object`.
     #[inline]
     pub(crate) fn is_tracked(&self, object: &Bound<'_, PyAny>) -> PyResult<bool> {

@@ -181,7 +181,11 @@
 //! or an [`Export`](dlbridge::Export) ([`IntoTensor`]). A NumPy array is made directly with
 //! NumPy's C API (about the cost of rust-numpy's `into_pyarray`); PyTorch and PaddlePaddle tensors
 //! through their exchange table; any other framework through its module's `from_dlpack`. The
-//! result owns the Rust buffer, which is freed when the framework frees its tensor.
+//! result owns the Rust buffer, which is freed when the framework frees its tensor. One table
+//! ([`FRAMEWORK_HOLDINGS`]) says what each framework's tensors can hold: a read-only result
+//! (an Arrow column) goes to NumPy zero-copy and read-only, but to PyTorch, PaddlePaddle, JAX
+//! and CuPy, which would write it or cannot be told it is read-only, as a writable copy; a
+//! layout the framework refuses (faer's padded columns for JAX) is compacted first.
 //!
 //! ## Rust's tensor libraries
 //!
@@ -241,7 +245,14 @@
 //! together). The copies dlbridge makes of such memory (`from_dlpack(x, copy=True)`, and
 //! `__dlpack__(copy=True)` of the classes of [`publish_dlpack`]) claim it for reading while they
 //! copy, so a copy of memory a `TensorArgMut` is writing is refused (`ValueError`) rather than
-//! torn; [`compact_copy`] makes such a copy in a method of one's own. Memory is never written
+//! torn; [`compact_copy`] makes such a copy in a method of one's own. A class of one's own
+//! ([`TensorClass`]) holds its tensor as a [`ClassTensor`], whose elements its Rust code reads
+//! under such a read claim ([`ClassTensor::read`]): a kernel's `TensorArgMut` over the
+//! instance and the class's own read of it are never alive at once. A tensor imported into
+//! Rust ([`from_dlpack`], [`from_capsule`]) reads the memory for as long as it lives, so it
+//! holds a read claim until it is dropped or handed back to Python: a `TensorArgMut` over
+//! memory a live import reads is refused, and so is an import of memory a running kernel
+//! writes (both `ValueError`, naming the other). Memory is never written
 //! behind its owner's back: a tensor that says it is
 //! read-only, or cannot say that it is writable, is refused for writing. Modules built with
 //! this crate run on free-threaded Python as well; declare
@@ -279,8 +290,10 @@
 // registry that typed arguments and the copies of both sides claim memory in, the protocol's
 // `stream=` values, stream ordering and host copies through the CUDA driver among them); then
 // host memory without DLPack; then what both sides look up about a Python type (its
-// framework's rules, its C exchange table); then the producer side, which never imports the
-// consumer side (module-layers.py refuses any import of a consumer-side module in produce/);
+// framework's rules, its C exchange table) and what each framework's tensors can hold of a
+// result (one table, read by every way a result goes back); then the producer side, which
+// never imports the consumer side (module-layers.py refuses any import of a consumer-side
+// module in produce/);
 // then the consumer side (explain's report vocabulary, imports through the exchange table,
 // producers' work streams, consumption); on top, typed arguments, which read tensors as the
 // consumer does and return results as the producer does, and the Rust libraries' adapters.
@@ -297,6 +310,7 @@ mod stream_order;
 mod host;
 mod framework;
 mod dispatch;
+mod framework_table;
 mod produce;
 mod explain;
 mod exchange;
@@ -324,18 +338,22 @@ pub use capsule::{
 };
 pub use claims::compact_copy;
 pub use consume::from_dlpack_explained;
-pub use consume::{ImportOptions, from_dlpack};
+pub use consume::{ImportOptions, from_dlpack, from_dlpack_unclaimed};
 pub use device::{device_argument, device_from_tuple, dlpack_device};
 pub use dlbridge;
 pub use errors::{KernelError, KernelResult, to_py_err};
 pub use exchange::{ExchangeApi, NO_EXCHANGE_API_ENV, exchange_api, exchange_api_enabled};
 pub use explain::{ArgumentPath, ArgumentReport, Copier, ImportPath, ImportReport, ImportStep};
+pub use framework_table::{
+    FRAMEWORK_HOLDINGS, FrameworkHolding, LayoutsTaken, UNKNOWN_FRAMEWORK, framework_holding,
+};
 pub use host::formats::buffer_format;
 pub use ndarray;
 pub use owner::PyObjectOwner;
 #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
 pub use produce::buffer::{get_buffer, get_byte_buffer, release_buffer};
 pub use produce::class::TensorClass;
+pub use produce::class_tensor::{ClassTensor, ClassTensorRead};
 pub use produce::exchange_table::{exchange_api_exports, publish_exchange_api};
 pub use produce::methods::{ExportRequest, export_capsule, publish_dlpack_methods};
 pub use produce::publish_dlpack;

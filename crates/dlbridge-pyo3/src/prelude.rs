@@ -20,8 +20,8 @@
 //! It holds the typed arguments and their constraints ([`TensorArg`], [`TensorArgMut`],
 //! [`shape!`](crate::shape), [`DimsBetween`], the layouts), what returns and imports tensors
 //! ([`return_like`], [`from_dlpack`], [`ImportOptions`], [`to_py_err`]), what makes a class of
-//! one's own a producer ([`publish_dlpack`], [`TensorClass`], [`PyObjectOwner`]), the core's
-//! tensor types ([`ManagedTensor`], [`Export`], [`TensorView`], [`DataType`], [`Device`],
+//! one's own a producer ([`publish_dlpack`], [`TensorClass`], [`ClassTensor`] and its read
+//! guard [`ClassTensorRead`], [`PyObjectOwner`]), the core's tensor types ([`ManagedTensor`], [`Export`], [`TensorView`], [`DataType`], [`Device`],
 //! [`Element`], [`Writability`]), the element types of other crates with those crates
 //! themselves (`half` with [`f16`](struct@f16) and [`bf16`], `num_complex` with [`Complex`],
 //! [`Complex32`], [`Complex64`]), at the versions dlbridge's elements are implemented for, and
@@ -76,6 +76,7 @@ pub use crate::explain::ArgumentPath;
 pub use crate::explain::ImportPath;
 pub use crate::owner::PyObjectOwner;
 pub use crate::produce::class::TensorClass;
+pub use crate::produce::class_tensor::{ClassTensor, ClassTensorRead};
 pub use crate::produce::publish_dlpack;
 pub use crate::produce::returning::{IntoTensor, return_like};
 pub use crate::shape;

@@ -37,17 +37,16 @@ use crate::errors::to_py_err;
 /// use dlbridge_pyo3::WRITABILITY_ATTRIBUTE;
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyByteArray;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(
@@ -73,17 +72,16 @@ pub const WRITABILITY_ATTRIBUTE: &str = "__dlbridge_writability__";
 /// use dlbridge_pyo3::{WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(
@@ -124,17 +122,16 @@ pub const WRITABILITY_CAPSULE: &CStr = c"dlbridge_writability_v2";
 /// use dlbridge_pyo3::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(
@@ -163,12 +160,14 @@ pub const WRITABILITY_CAPSULE: &CStr = c"dlbridge_writability_v2";
 ///     // SAFETY: as above.
 ///     assert_eq!(unsafe { hook(writable.as_ptr(), described.as_mut_ptr(), &mut code) }, 0);
 ///     assert_eq!(code, 0); // writable
-///     // A share of its tensor alive in Rust reads the memory: the instance is read-only.
-///     let share = Arc::clone(writable.get().tensor()).share_versioned().map_err(to_py_err)?;
+///     // An instance over a share of a tensor Rust still reads: read-only.
+///     let source = std::sync::Arc::new(Export::new(vec![0u8; 4], &[4]).into_versioned().map_err(to_py_err)?);
+///     let share = std::sync::Arc::clone(&source).share_versioned().map_err(to_py_err)?;
+///     let lent = Image::new_instance(py, share)?;
 ///     // SAFETY: as above.
-///     assert_eq!(unsafe { hook(writable.as_ptr(), described.as_mut_ptr(), &mut code) }, 0);
+///     assert_eq!(unsafe { hook(lent.as_ptr(), described.as_mut_ptr(), &mut code) }, 0);
 ///     assert_eq!(code, 3);
-///     drop(share);
+///     assert_eq!(source.view().as_slice::<u8>().map_err(to_py_err)?, &[0; 4]);
 ///     Ok(())
 /// })
 /// # .unwrap();
@@ -218,6 +217,12 @@ pub(crate) fn writable_for_python(tensor: &ManagedTensor) -> bool {
 /// Python's, which write the memory already; it goes back to Python as its producer flagged
 /// it, as every consumer of that producer gets it. (Rust handles reading memory that Python
 /// may write are open item 1 of SOUNDNESS.md, whatever this rule says.)
+///
+/// For a tensor class's tensor the rule is complete: its `Arc` never leaves this crate
+/// ([`crate::ClassTensor`] is made from a tensor by value), so no Rust code outside makes a
+/// share of it, and the other Rust handles to its memory are the tensor it may be a share of
+/// (`is_share`, here) and the class's own reads, each under a read claim that the registry
+/// keeps apart from every `TensorArgMut` ([`crate::ClassTensor::read`]).
 #[inline]
 pub(crate) fn shared_in_rust(tensor: &ManagedTensor) -> bool {
     (tensor.is_share() && !tensor.is_exclusive()) || tensor.live_shares() != 0

@@ -9,12 +9,11 @@
 //! `copies_made_while_a_kernel_writes_hold_one_pass_each` is run under ThreadSanitizer by
 //! `scripts/sanitize-threads.sh`.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use dlbridge::{DataType, Device, Export, ManagedTensor};
 use dlbridge_pyo3::{
-    Copier, ImportOptions, PyObjectOwner, TensorArgMut, TensorClass, from_dlpack,
+    ClassTensor, Copier, ImportOptions, PyObjectOwner, TensorArgMut, TensorClass, from_dlpack,
     from_dlpack_explained, publish_dlpack,
 };
 use pyo3::exceptions::PyValueError;
@@ -24,11 +23,11 @@ use pyo3::types::{IntoPyDict, PyByteArray, PyDict};
 /// A dlbridge tensor class: its `__dlpack__` exports its tensor, copying it for `copy=True`.
 #[pyclass(frozen)]
 struct Shared {
-    tensor: Arc<ManagedTensor>,
+    tensor: ClassTensor,
 }
 
 impl TensorClass for Shared {
-    fn tensor(&self) -> &Arc<ManagedTensor> {
+    fn tensor(&self) -> &ClassTensor {
         &self.tensor
     }
 
@@ -36,7 +35,7 @@ impl TensorClass for Shared {
         Py::new(
             py,
             Shared {
-                tensor: Arc::new(tensor),
+                tensor: ClassTensor::new(tensor),
             },
         )
     }
@@ -182,13 +181,16 @@ fn a_copy_of_memory_a_writable_argument_of_this_thread_holds_is_refused() {
             )
             .unwrap_err();
         assert_copy_refused(py, &refused, "copy=True", "this thread");
-        // Plain imports share the memory (no copy, nothing read): not refused.
-        let shared = from_dlpack(objects.shared.bind(py), &ImportOptions::default()).unwrap();
-        assert_eq!(
-            shared.view().data_ptr() as usize,
-            written.view().as_ptr() as usize
+        // A plain import copies nothing, but reads the memory for as long as it lives: it is
+        // refused too, as an import (import_claims.rs).
+        let refused = from_dlpack(objects.shared.bind(py), &ImportOptions::default()).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("from_dlpack: the tensor's memory is being written"),
+            "{refused}"
         );
-        drop((shared, written));
+        drop(written);
         let (copy, _) = copy_of(objects.shared.bind(py)).unwrap();
         assert_eq!(bytes_of(&copy), [3; 16]);
     });

@@ -4,10 +4,9 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::Arc;
 
 use dlbridge::{Export, ManagedTensor};
-use dlbridge_pyo3::{TensorArg, TensorArgMut, TensorClass, publish_exchange_api};
+use dlbridge_pyo3::{ClassTensor, TensorArg, TensorArgMut, TensorClass, publish_exchange_api};
 use ndarray::{Ix2, IxDyn};
 use pyo3::prelude::*;
 
@@ -66,11 +65,11 @@ fn allocations_in(f: impl FnOnce()) -> usize {
 /// A tensor class of this test, publishing the exchange API as any user's class would.
 #[pyclass(frozen)]
 struct Held {
-    inner: Arc<ManagedTensor>,
+    inner: ClassTensor,
 }
 
 impl TensorClass for Held {
-    fn tensor(&self) -> &Arc<ManagedTensor> {
+    fn tensor(&self) -> &ClassTensor {
         &self.inner
     }
 
@@ -78,7 +77,7 @@ impl TensorClass for Held {
         Py::new(
             py,
             Held {
-                inner: Arc::new(tensor),
+                inner: ClassTensor::new(tensor),
             },
         )
     }

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use dlbridge::{Export, ManagedTensor};
-use dlbridge_pyo3::{ImportOptions, TensorClass, from_capsule, from_dlpack, publish_dlpack};
+use dlbridge_pyo3::{
+    ClassTensor, ImportOptions, TensorClass, from_capsule, from_dlpack, publish_dlpack,
+};
 use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
@@ -13,11 +15,11 @@ use pyo3::types::{PyCapsule, PyDict};
 /// it and accept subclasses.
 #[pyclass(subclass)]
 struct Image {
-    pixels: Arc<ManagedTensor>,
+    pixels: ClassTensor,
 }
 
 impl TensorClass for Image {
-    fn tensor(&self) -> &Arc<ManagedTensor> {
+    fn tensor(&self) -> &ClassTensor {
         &self.pixels
     }
 
@@ -25,7 +27,7 @@ impl TensorClass for Image {
         Py::new(
             py,
             Image {
-                pixels: Arc::new(tensor),
+                pixels: ClassTensor::new(tensor),
             },
         )
     }
@@ -38,7 +40,7 @@ impl Image {
     fn create(n: usize) -> Self {
         let tensor = Export::new(vec![7u8; n], &[n]).into_versioned().unwrap();
         Image {
-            pixels: Arc::new(tensor),
+            pixels: ClassTensor::new(tensor),
         }
     }
 }
@@ -163,7 +165,7 @@ fn python_subclasses_inherit_the_methods() {
 struct Faulty;
 
 impl TensorClass for Faulty {
-    fn tensor(&self) -> &Arc<ManagedTensor> {
+    fn tensor(&self) -> &ClassTensor {
         panic!("Faulty::tensor panics")
     }
 

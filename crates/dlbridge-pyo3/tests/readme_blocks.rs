@@ -76,8 +76,9 @@ mod faer_matmul {
 
     // The README's block, as it is written there (rustfmt would split its long line).
 
-    /// `a @ b` by faer, read in place from any layout, returned as `a`'s framework (NumPy,
-    /// PyTorch, JAX...), without a copy either way.
+    /// `a @ b` by faer, read in place from any layout, returned as `a`'s framework: zero-copy
+    /// for NumPy and PyTorch; faer pads the product's columns (a 3x3 float64 product has column
+    /// stride 8), which JAX refuses, so JAX gets it compacted (one copy).
     #[pyfunction]
     #[rustfmt::skip]
     fn matmul<'py>(py: Python<'py>, a: TensorArg2<'_, f64>, b: TensorArg2<'_, f64>) -> PyResult<Bound<'py, PyAny>> {

@@ -16,9 +16,9 @@ use dlbridge::ffi::{
 };
 use dlbridge::{DataType, Device, Export, ManagedTensor, Version};
 use dlbridge_pyo3::{
-    ArgumentPath, DLPACK_EXCHANGE_API, ImportOptions, TensorArg, TensorArgMut, TensorClass,
-    exchange_api, explain_argument, from_capsule, from_dlpack, inspect_argument, into_capsule,
-    publish_dlpack, return_like,
+    ArgumentPath, ClassTensor, DLPACK_EXCHANGE_API, ImportOptions, TensorArg, TensorArgMut,
+    TensorClass, exchange_api, explain_argument, from_capsule, from_dlpack, inspect_argument,
+    into_capsule, publish_dlpack, return_like,
 };
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -219,11 +219,11 @@ fn an_address_in_a_python_int_is_never_taken_for_an_exchange_table() {
 /// A tensor class that is not frozen: `replace` drops the tensor it held.
 #[pyclass]
 struct Replaceable {
-    pixels: Arc<ManagedTensor>,
+    pixels: ClassTensor,
 }
 
 impl TensorClass for Replaceable {
-    fn tensor(&self) -> &Arc<ManagedTensor> {
+    fn tensor(&self) -> &ClassTensor {
         &self.pixels
     }
 
@@ -231,7 +231,7 @@ impl TensorClass for Replaceable {
         Py::new(
             py,
             Replaceable {
-                pixels: Arc::new(tensor),
+                pixels: ClassTensor::new(tensor),
             },
         )
     }
@@ -242,18 +242,18 @@ impl Replaceable {
     /// Replaces the tensor (safe code: any class with `&mut self` methods can).
     fn replace(&mut self) {
         let fresh = Export::new(vec![9u8; 3], &[3]).into_versioned().unwrap();
-        self.pixels = Arc::new(fresh);
+        self.pixels = ClassTensor::new(fresh);
     }
 }
 
 /// The same class, frozen: its tensor stays for the instance's life.
 #[pyclass(frozen)]
 struct Fixed {
-    pixels: Arc<ManagedTensor>,
+    pixels: ClassTensor,
 }
 
 impl TensorClass for Fixed {
-    fn tensor(&self) -> &Arc<ManagedTensor> {
+    fn tensor(&self) -> &ClassTensor {
         &self.pixels
     }
 
@@ -261,7 +261,7 @@ impl TensorClass for Fixed {
         Py::new(
             py,
             Fixed {
-                pixels: Arc::new(tensor),
+                pixels: ClassTensor::new(tensor),
             },
         )
     }
@@ -271,11 +271,13 @@ impl TensorClass for Fixed {
 fn a_borrowed_argument_keeps_its_memory_when_the_class_replaces_its_tensor() {
     attach(|py| {
         publish_dlpack::<Replaceable>(py).unwrap();
-        let tensor = Export::new(vec![1u8, 2, 3], &[3]).into_versioned().unwrap();
+        // The memory, watched through a weak reference to its buffer.
+        let data: Arc<[u8]> = Arc::from(vec![1u8, 2, 3]);
+        let original = Arc::downgrade(&data);
+        let tensor = Export::new(data, &[3]).into_versioned().unwrap();
         let object = Replaceable::new_instance(py, tensor)
             .unwrap()
             .into_bound(py);
-        let original = Arc::downgrade(object.borrow().tensor());
         let argument: TensorArg<'_, u8> = object.as_any().extract().unwrap();
         // Python code (another thread while a kernel runs with the GIL released, or the
         // kernel itself) replaces the instance's tensor: the argument must still hold it.
@@ -475,7 +477,8 @@ fn an_import_of_memory_other_handles_reach_gives_no_mutable_slice() {
         let fixed = Fixed::new_instance(py, tensor).unwrap().into_bound(py);
         let mut imported = from_dlpack(fixed.as_any(), &ImportOptions::default()).unwrap();
         let instance = fixed.borrow();
-        let read: &[u8] = instance.tensor().view().as_slice().unwrap();
+        let reading = instance.tensor().read(py).unwrap();
+        let read: &[u8] = reading.view().as_slice().unwrap();
         assert_eq!(
             imported.as_mut_slice::<u8>().unwrap_err(),
             dlbridge::Error::SharedMemory
@@ -536,21 +539,24 @@ fn arguments_dropped_on_another_thread_without_the_gil_release_what_they_hold() 
 /// code: `TensorClass` is a safe trait, and nothing asks it to answer the same twice).
 #[pyclass(frozen)]
 struct Alternating {
-    tensors: [Arc<ManagedTensor>; 2],
+    tensors: [ClassTensor; 2],
     calls: AtomicUsize,
 }
 
 impl TensorClass for Alternating {
-    fn tensor(&self) -> &Arc<ManagedTensor> {
+    fn tensor(&self) -> &ClassTensor {
         &self.tensors[self.calls.fetch_add(1, Ordering::SeqCst) % 2]
     }
 
     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-        let tensor = Arc::new(tensor);
+        let copy = tensor
+            .view()
+            .to_compact_copy()
+            .map_err(dlbridge_pyo3::to_py_err)?;
         Py::new(
             py,
             Alternating {
-                tensors: [Arc::clone(&tensor), tensor],
+                tensors: [ClassTensor::new(tensor), ClassTensor::new(copy)],
                 calls: AtomicUsize::new(0),
             },
         )
@@ -569,17 +575,18 @@ fn a_class_answering_with_two_tensors_never_has_its_read_only_one_written() {
         publish_dlpack::<Alternating>(py).unwrap();
         let kernel = wrap_pyfunction!(add_one, py).unwrap();
         for read_only_first in [true, false] {
-            let read_only = Arc::new(
+            let read_only = ClassTensor::new(
                 Export::new(vec![0u8; 4], &[4])
                     .read_only(true)
                     .into_versioned()
                     .unwrap(),
             );
-            let writable = Arc::new(Export::new(vec![0u8; 4], &[4]).into_versioned().unwrap());
-            let tensors = if read_only_first {
-                [Arc::clone(&read_only), Arc::clone(&writable)]
+            let writable =
+                ClassTensor::new(Export::new(vec![0u8; 4], &[4]).into_versioned().unwrap());
+            let (tensors, read_only_at) = if read_only_first {
+                ([read_only, writable], 0)
             } else {
-                [Arc::clone(&writable), Arc::clone(&read_only)]
+                ([writable, read_only], 1)
             };
             let object = Bound::new(
                 py,
@@ -607,8 +614,14 @@ fn a_class_answering_with_two_tensors_never_has_its_read_only_one_written() {
                         assert!(refused.to_string().contains("read-only"), "{refused}");
                     }
                 }
+                let tensors = &object.get().tensors;
                 assert_eq!(
-                    read_only.view().as_slice::<u8>().unwrap(),
+                    tensors[read_only_at]
+                        .read(py)
+                        .unwrap()
+                        .view()
+                        .as_slice::<u8>()
+                        .unwrap(),
                     &[0; 4],
                     "the READ_ONLY tensor was written (read-only first: {read_only_first}, \
                      attempt {attempt})"
@@ -616,7 +629,11 @@ fn a_class_answering_with_two_tensors_never_has_its_read_only_one_written() {
             }
             // Every other argument was the writable tensor, and written.
             assert_eq!(written, 3, "read-only first: {read_only_first}");
-            assert_eq!(writable.view().as_slice::<u8>().unwrap(), &[written; 4]);
+            let writable = &object.get().tensors[1 - read_only_at];
+            assert_eq!(
+                writable.read(py).unwrap().view().as_slice::<u8>().unwrap(),
+                &[written; 4]
+            );
         }
     });
 }
@@ -674,10 +691,13 @@ fn a_share_reaches_python_read_only_by_every_way_out() {
         let share = Arc::clone(&original).share_versioned().unwrap();
         let back = return_like(py, share, holder.as_any()).unwrap();
         let back = back.cast::<Fixed>().unwrap();
-        assert!(back.get().tensor().view().is_read_only());
+        assert!(back.get().tensor().is_read_only());
 
         // Returned like an object whose module's `from_dlpack` takes a producer (NumPy's and
-        // JAX's way): the capsule it gets is flagged READ_ONLY, and a legacy one refused.
+        // JAX's way), of a framework the table does not name (`FRAMEWORK_HOLDINGS`): whether
+        // it honours READ_ONLY is unknown (PyTorch asks for versioned capsules and writes
+        // anyway), so it gets a writable copy, never the memory Rust reads; so does a consumer
+        // that asks for a legacy capsule, which could not say read-only.
         let toy = PyModule::from_code(
             py,
             c"
@@ -696,7 +716,9 @@ def from_dlpack(producer):
         let share = Arc::clone(&original).share_versioned().unwrap();
         let result = return_like(py, share, &like).unwrap();
         let capsule = result.getattr("capsule").unwrap();
-        assert!(from_capsule(&capsule).unwrap().view().is_read_only());
+        let handed = from_capsule(&capsule).unwrap();
+        assert_ne!(handed.view().data_ptr(), original.view().data_ptr());
+        assert!(!handed.view().is_read_only());
         let toy = PyModule::from_code(
             py,
             c"
@@ -713,8 +735,9 @@ def from_dlpack(producer):
         .unwrap();
         let like = toy.getattr("Array").unwrap().call0().unwrap();
         let share = Arc::clone(&original).share_versioned().unwrap();
-        let refused = return_like(py, share, &like).unwrap_err();
-        assert!(refused.is_instance_of::<PyBufferError>(py), "{refused}");
+        let result = return_like(py, share, &like).unwrap();
+        let handed = from_capsule(&result.getattr("capsule").unwrap()).unwrap();
+        assert_ne!(handed.view().data_ptr(), original.view().data_ptr());
 
         // `export_capsule` of a share (the protocol's rules) says the same.
         let share = Arc::new(Arc::clone(&original).share_versioned().unwrap());
@@ -812,39 +835,35 @@ fn a_class_over_an_exclusive_tensor_is_writable_while_no_rust_share_reads_it() {
                 .view()
                 .is_read_only()
         );
-        // Exports handed to Python do not count: with one alive, it is still writable.
-        let exported = versioned_export(fixed.as_any());
+        // Exports handed to Python do not count: with one alive, it is still writable. (An
+        // export imported into Rust is a Rust handle, whose claim keeps writers out while it
+        // lives: import_claims.rs.)
+        let exported = fixed.call_method0("__dlpack__").unwrap();
         write(2).unwrap();
         drop(exported);
 
-        // A share of its tensor alive in Rust reads the memory: Python gets it read-only.
-        let share = Arc::clone(fixed.get().tensor()).share_versioned().unwrap();
-        let read: &[u8] = share.view().as_slice().unwrap();
+        // No Rust code outside dlbridge-pyo3 makes a share of a class's tensor (its `Arc`
+        // stays there): the class's own code reads the memory under a read claim instead,
+        // which keeps a writable argument out (the registry's ValueError) while it lives. The
+        // exports go to Python, as writable as before.
+        let reading = fixed.get().tensor().read(py).unwrap();
+        let read: &[u8] = reading.view().as_slice().unwrap();
         let refused = write(3).unwrap_err();
-        assert!(refused.is_instance_of::<PyTypeError>(py), "{refused}");
-        assert!(refused.to_string().contains("read-only"), "{refused}");
-        assert!(versioned_export(fixed.as_any()).view().is_read_only());
-        let legacy = fixed.call_method0("__dlpack__").unwrap_err();
-        assert!(legacy.is_instance_of::<PyBufferError>(py), "{legacy}");
-        assert!(legacy.to_string().contains("live_shares() = 1"), "{legacy}");
-        assert!(
-            api.managed_tensor(fixed.as_any())
+        assert!(refused.is_instance_of::<PyValueError>(py), "{refused}");
+        assert!(!versioned_export(fixed.as_any()).view().is_read_only());
+        assert_eq!(read, &[2, 2, 2]);
+        drop(reading);
+        write(4).unwrap();
+        assert_eq!(
+            fixed
+                .get()
+                .tensor()
+                .read(py)
                 .unwrap()
                 .view()
-                .is_read_only()
-        );
-        assert_eq!(read, &[2, 2, 2]);
-
-        // Dropped, or handed to a consumer as a capsule, the share no longer counts.
-        drop(share);
-        write(4).unwrap();
-        let share = Arc::clone(fixed.get().tensor()).share_versioned().unwrap();
-        let capsule = into_capsule(py, share).unwrap();
-        write(5).unwrap();
-        drop(capsule);
-        assert_eq!(
-            fixed.get().tensor().view().as_slice::<u8>().unwrap(),
-            &[5; 3]
+                .as_slice::<u8>()
+                .unwrap(),
+            &[4; 3]
         );
     });
 }

@@ -4,7 +4,8 @@
 
 use dlbridge::{DataType, Element, ManagedTensor};
 use dlbridge_pyo3::{
-    ConsumerStream, ImportOptions, device_argument, from_dlpack as import, to_py_err,
+    ConsumerStream, ImportOptions, device_argument, from_dlpack_unclaimed as import_unclaimed,
+    to_py_err,
 };
 use half::{bf16, f16};
 use num_complex::Complex;
@@ -51,7 +52,10 @@ pub(crate) fn from_dlpack(
         // PyTorch's own `__dlpack__(stream=...)`).
         options = options.with_stream(unsafe { ConsumerStream::from_dlpack_value(stream) }?);
     }
-    let mut tensor = import(x, &options)?;
+    // SAFETY: the tensor goes into the class's `ClassTensor` (`Tensor::new`) before anything
+    // reads its elements (`vouch_legacy_writable` changes the flags only), and from there on
+    // its reads are claimed one by one.
+    let mut tensor = unsafe { import_unclaimed(x, &options) }?;
     if legacy_writable {
         vouch_legacy_writable(&mut tensor);
     }

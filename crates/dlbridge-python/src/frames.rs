@@ -22,8 +22,6 @@
 //! a descriptor: a truncated, corrupted or hostile frame gives a `ValueError` or `TypeError`
 //! naming the field and its value, never a tensor over bytes it does not describe.
 
-use std::sync::Arc;
-
 use dlbridge::{DataType, Flags, MAX_NDIM, layout};
 use dlbridge_pyo3::TensorClass;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -46,31 +44,29 @@ const CPU: i32 = 1;
 /// read is refused with a `TypeError` naming its device.
 #[pyfunction]
 pub(crate) fn _frame_of<'py>(
-    py: Python<'py>,
-    tensor: &Tensor,
+    tensor: &Bound<'py, Tensor>,
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyAny>)> {
-    let inner = tensor.tensor();
-    let view = inner.view();
-    let read_only = view.is_read_only();
-    let compact = compact_host_bytes(py, inner, "send")?;
-    let compact_view = compact.view();
-    let shape = compact_view.shape();
+    let py = tensor.py();
+    let read_only = tensor.get().tensor().is_read_only();
+    let compact = compact_host_bytes(tensor, "send")?;
+    let compact_tensor = compact.tensor();
+    let shape = compact_tensor.shape();
     let mut strides = vec![0i64; shape.len()];
     layout::fill_row_major_strides(shape, &mut strides);
     let flags = Flags::NONE.with(Flags::READ_ONLY, read_only).with(
         Flags::IS_SUBBYTE_TYPE_PADDED,
-        compact_view.flags().is_subbyte_type_padded(),
+        compact_tensor.flags().is_subbyte_type_padded(),
     );
     let header = PyDict::new(py);
     header.set_item("format", FORMAT)?;
     header.set_item("version", PyList::new(py, [VERSION.0, VERSION.1])?)?;
-    header.set_item("dtype", compact_view.dtype().to_string())?;
+    header.set_item("dtype", compact_tensor.dtype().to_string())?;
     header.set_item("shape", PyList::new(py, shape)?)?;
     header.set_item("strides", PyList::new(py, strides)?)?;
     header.set_item("device", PyList::new(py, [CPU, 0])?)?;
     header.set_item("flags", flags.bits())?;
-    header.set_item("nbytes", compact_view.compact_byte_size())?;
-    let data = pickle_buffer(py, Arc::clone(&compact), read_only)?;
+    header.set_item("nbytes", compact_tensor.compact_byte_size())?;
+    let data = pickle_buffer(py, compact, read_only)?;
     Ok((header, data))
 }
 

@@ -11,6 +11,8 @@
 //!   arguments;
 //! - `minifloat`: float8 encodings, for `arange`;
 //! - `explain`: `explain`, what `from_dlpack` and typed arguments do with an object;
+//! - `framework_table`: `_framework_table`, what each framework's tensors can hold of a result
+//!   (dlbridge-pyo3's table), for `dlbridge.distributed`;
 //! - `testing` (cargo feature `testing`, off by default): the test suite's kernels, the
 //!   submodule `dlbridge._dlbridge._testing`.
 //!
@@ -22,6 +24,7 @@ mod tensor;
 mod creation;
 mod frames;
 mod explain;
+mod framework_table;
 #[cfg(feature = "testing")]
 mod testing;
 
@@ -51,6 +54,7 @@ fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(frames::_frame_of, module)?)?;
     module.add_function(wrap_pyfunction!(frames::_tensor_from_frame, module)?)?;
     module.add_function(wrap_pyfunction!(explain::explain, module)?)?;
+    module.add_function(wrap_pyfunction!(framework_table::_framework_table, module)?)?;
     module.add(
         "DLPACK_VERSION",
         (Version::CURRENT.major, Version::CURRENT.minor),

@@ -26,24 +26,58 @@
 //!   device.
 
 use std::ffi::{c_int, c_void};
-use std::sync::Arc;
 
 use dlbridge::{DataType, Device, Export, MAX_NDIM, ManagedTensor};
-use dlbridge_pyo3::{compact_copy, to_py_err};
+use dlbridge_pyo3::{ClassTensor, TensorClass, compact_copy, to_py_err};
+use pyo3::PyClass;
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::pyclass::boolean_struct::True;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyMemoryView, PyTuple};
 
 /// The reconstructor's name in `dlbridge._dlbridge`, which pickles refer to.
 const RECONSTRUCTOR: &str = "_tensor_from_pickle";
 
+/// The C-contiguous bytes that pickling and frames carry: a `dlbridge.Tensor`'s own tensor
+/// (kept alive by the instance, which never replaces it: the class is frozen), or a compact
+/// copy of it. Either goes to Python only (a `pickle.PickleBuffer`), never to Rust code.
+pub(crate) enum CompactBytes {
+    /// The instance, whose tensor is C-contiguous.
+    Instance(Box<dyn HeldTensor>),
+    /// A compact C-order copy of a strided tensor, dlbridge's own.
+    Copy(ClassTensor),
+}
+
+impl CompactBytes {
+    /// The tensor whose bytes these are: its descriptor, and its bytes for the buffer protocol.
+    pub(crate) fn tensor(&self) -> &ClassTensor {
+        match self {
+            CompactBytes::Instance(instance) => instance.tensor(),
+            CompactBytes::Copy(copy) => copy,
+        }
+    }
+}
+
+/// A reference to an instance of a frozen tensor class (`dlbridge.Tensor`), which keeps its
+/// tensor, unreplaced, for as long as the reference lives.
+pub(crate) trait HeldTensor: Send + Sync {
+    /// The instance's tensor.
+    fn tensor(&self) -> &ClassTensor;
+}
+
+impl<T: TensorClass + PyClass<Frozen = True> + Sync> HeldTensor for Py<T> {
+    fn tensor(&self) -> &ClassTensor {
+        self.get().tensor()
+    }
+}
+
 /// The bytes of a C-contiguous tensor as a buffer (format "B"), read-only as the tensor is:
 /// what `pickle.PickleBuffer` wraps. Not a class of the module: made only here.
 #[pyclass(module = "dlbridge", name = "_TensorBytes", frozen)]
 struct TensorBytes {
-    tensor: Arc<ManagedTensor>,
+    bytes: CompactBytes,
     read_only: bool,
 }
 
@@ -56,9 +90,12 @@ impl TensorBytes {
     ) -> PyResult<()> {
         let this = slf.get();
         // SAFETY: `view` is NULL or a valid Py_buffer to fill (CPython's contract for
-        // getbuffer), and `slf` holds the tensor, which keeps its memory alive.
+        // getbuffer), and `slf` holds the tensor (the instance, or the copy), which keeps its
+        // memory alive.
         unsafe {
-            dlbridge_pyo3::get_byte_buffer(&this.tensor, this.read_only, slf.as_any(), view, flags)
+            this.bytes
+                .tensor()
+                .get_byte_buffer(this.read_only, slf.as_any(), view, flags)
         }
     }
 
@@ -72,15 +109,15 @@ impl TensorBytes {
 /// subbyte_padded, view_read_only_buffers))`, `data` a `PickleBuffer` from protocol 5 on
 /// (`view_read_only_buffers` True: a read-only buffer is shared read-only), `bytes` before
 /// (False: copied out of the `bytes` when the tensor was writable).
-pub(crate) fn reduce<'py>(
-    py: Python<'py>,
-    tensor: &Arc<ManagedTensor>,
+pub(crate) fn reduce<'py, T: TensorClass + PyClass<Frozen = True> + Sync>(
+    instance: &Bound<'py, T>,
     protocol: i64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let view = tensor.view();
-    let read_only = view.is_read_only();
-    let padded = view.flags().is_subbyte_type_padded();
-    let source = compact_host_bytes(py, tensor, "pickle")?;
+    let py = instance.py();
+    let tensor = instance.get().tensor();
+    let read_only = tensor.is_read_only();
+    let padded = tensor.flags().is_subbyte_type_padded();
+    let source = compact_host_bytes(instance, "pickle")?;
     let data = if protocol >= 5 {
         pickle_buffer(py, source, read_only)?
     } else {
@@ -88,7 +125,7 @@ pub(crate) fn reduce<'py>(
         let bytes = Py::new(
             py,
             TensorBytes {
-                tensor: source,
+                bytes: source,
                 read_only,
             },
         )?;
@@ -102,8 +139,8 @@ pub(crate) fn reduce<'py>(
     })?;
     let args = (
         data,
-        view.dtype().to_string(),
-        PyTuple::new(py, view.shape())?,
+        tensor.dtype().to_string(),
+        PyTuple::new(py, tensor.shape())?,
         read_only,
         padded,
         protocol >= 5,
@@ -114,40 +151,39 @@ pub(crate) fn reduce<'py>(
     )
 }
 
-/// The tensor itself when it is C-contiguous, else a compact C-order copy of it: the bytes
-/// that pickling (`action` "pickle") and frames ("send") carry. A tensor the host cannot read
-/// is refused with a `TypeError` naming its device, and a strided sub-byte tensor (whose
+/// The instance's own tensor when it is C-contiguous, else a compact C-order copy of it: the
+/// bytes that pickling (`action` "pickle") and frames ("send") carry. A tensor the host cannot
+/// read is refused with a `TypeError` naming its device, and a strided sub-byte tensor (whose
 /// elements share bytes) with a `BufferError`. The copy is made under a read claim
 /// (`ValueError` while a kernel's `TensorArgMut` writes the memory).
-pub(crate) fn compact_host_bytes(
-    py: Python<'_>,
-    tensor: &Arc<ManagedTensor>,
+pub(crate) fn compact_host_bytes<T: TensorClass + PyClass<Frozen = True> + Sync>(
+    instance: &Bound<'_, T>,
     action: &str,
-) -> PyResult<Arc<ManagedTensor>> {
-    let view = tensor.view();
-    let device = view.device();
+) -> PyResult<CompactBytes> {
+    let tensor = instance.get().tensor();
+    let device = tensor.device();
     if !device.is_host_readable() {
         return Err(PyTypeError::new_err(format!(
             "cannot {action} a dlbridge.Tensor on {device}: this needs memory the host can \
              read; copy the tensor to the CPU first"
         )));
     }
-    if view.is_c_contiguous() {
-        Ok(Arc::clone(tensor))
-    } else if view.dtype().is_sub_byte() {
+    if tensor.is_c_contiguous() {
+        Ok(CompactBytes::Instance(Box::new(instance.clone().unbind())))
+    } else if tensor.dtype().is_sub_byte() {
         // Sub-byte elements are copied as whole bytes (`to_compact_copy`), so only compact.
         Err(PyBufferError::new_err(format!(
             "cannot {action} a strided {} tensor: sub-byte elements travel C-contiguous only, \
              and its strides are {:?}",
-            view.dtype(),
-            view.strides()
+            tensor.dtype(),
+            tensor.strides()
         )))
     } else {
-        Ok(Arc::new(compact_copy(
-            py,
-            &view,
+        let copy = tensor.compact_copy(
+            instance.py(),
             &format!("cannot {action} this strided dlbridge.Tensor (a copy is made first)"),
-        )?))
+        )?;
+        Ok(CompactBytes::Copy(ClassTensor::new(copy)))
     }
 }
 
@@ -155,13 +191,13 @@ pub(crate) fn compact_host_bytes(
 /// `read_only` says): what protocol 5 and frames carry out-of-band.
 pub(crate) fn pickle_buffer<'py>(
     py: Python<'py>,
-    compact: Arc<ManagedTensor>,
+    compact: CompactBytes,
     read_only: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let bytes = Py::new(
         py,
         TensorBytes {
-            tensor: compact,
+            bytes: compact,
             read_only,
         },
     )?;

@@ -1,13 +1,13 @@
-//! The `dlbridge.Tensor` class: a `ManagedTensor` shared with Python, its read-only
-//! properties, `copy`, the buffer-protocol slots (whose layout is dlbridge-pyo3's `get_buffer`) and
-//! pickling (`pickling.rs`).
+//! The `dlbridge.Tensor` class: a `ManagedTensor` shared with Python (a `ClassTensor`, whose
+//! elements Rust reads only under a read claim), its read-only properties, `copy`, the
+//! buffer-protocol slots (whose layout is dlbridge-pyo3's `get_buffer`) and pickling
+//! (`pickling.rs`).
 //! `publish_dlpack` (dlbridge-pyo3) gives it `__dlpack__` and the C exchange API.
 
 use std::ffi::c_int;
-use std::sync::Arc;
 
 use dlbridge::ManagedTensor;
-use dlbridge_pyo3::{TensorClass, exchange_api_exports};
+use dlbridge_pyo3::{ClassTensor, TensorClass, exchange_api_exports};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -19,15 +19,17 @@ use crate::pickling::{self, Rebuilt};
 /// through the buffer protocol for host memory.
 #[pyclass(module = "dlbridge", name = "Tensor", frozen)]
 pub struct Tensor {
-    inner: Arc<ManagedTensor>,
+    inner: ClassTensor,
     /// How it was rebuilt from a pickle or a frame; None for every other tensor.
     rebuilt: Option<Rebuilt>,
 }
 
 impl Tensor {
     pub(crate) fn new(tensor: ManagedTensor) -> Self {
+        // An import (`dlbridge.from_dlpack`) gives up its lifetime read claim in
+        // `ClassTensor::new`: kernels may write the class's memory, and Rust reads claim per read.
         Tensor {
-            inner: Arc::new(tensor),
+            inner: ClassTensor::new(tensor),
             rebuilt: None,
         }
     }
@@ -35,7 +37,7 @@ impl Tensor {
     /// A tensor rebuilt from a pickle or a frame, and how.
     pub(crate) fn rebuilt(tensor: ManagedTensor, rebuilt: Rebuilt) -> Self {
         Tensor {
-            inner: Arc::new(tensor),
+            inner: ClassTensor::new(tensor),
             rebuilt: Some(rebuilt),
         }
     }
@@ -47,7 +49,7 @@ impl Tensor {
 }
 
 impl TensorClass for Tensor {
-    fn tensor(&self) -> &Arc<ManagedTensor> {
+    fn tensor(&self) -> &ClassTensor {
         &self.inner
     }
 
@@ -68,25 +70,25 @@ impl Tensor {
     /// The extents.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.inner.view().shape())
+        PyTuple::new(py, self.inner.shape())
     }
 
     /// The strides, in elements.
     #[getter]
     fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(py, self.inner.view().strides())
+        PyTuple::new(py, self.inner.strides())
     }
 
     /// The element type's name ("float32", "bfloat16", "float8_e4m3fn", "bool", ...).
     #[getter]
     fn dtype(&self) -> String {
-        self.inner.view().dtype().to_string()
+        self.inner.dtype().to_string()
     }
 
     /// `(device_type, device_id)`.
     #[getter]
     fn device(&self) -> (i32, i32) {
-        let device = self.inner.view().device();
+        let device = self.inner.device();
         (device.device_type.0, device.device_id)
     }
 
@@ -95,57 +97,57 @@ impl Tensor {
     /// its memory may be written.
     #[getter]
     fn readonly(&self) -> bool {
-        self.inner.view().is_read_only()
+        self.inner.is_read_only()
     }
 
     /// The address of the first element (`data + byte_offset`).
     #[getter]
     fn data_ptr(&self) -> usize {
-        self.inner.view().data_ptr() as usize
+        self.inner.data_ptr() as usize
     }
 
     /// Bytes the elements take (packed for sub-byte types).
     #[getter]
     fn nbytes(&self) -> u64 {
-        self.inner.view().compact_byte_size()
+        self.inner.compact_byte_size()
     }
 
     /// Number of dimensions.
     #[getter]
     fn ndim(&self) -> usize {
-        self.inner.view().ndim()
+        self.inner.ndim()
     }
 
     /// Number of elements.
     #[getter]
     fn size(&self) -> u64 {
-        self.inner.view().num_elements()
+        self.inner.num_elements()
     }
 
     /// The DLPack version the producer wrote, or None for a legacy tensor.
     #[getter]
     fn version(&self) -> Option<(u32, u32)> {
-        self.inner.view().version().map(|v| (v.major, v.minor))
+        self.inner.version().map(|v| (v.major, v.minor))
     }
 
     /// The DLPack flag bits (READ_ONLY = 1, IS_COPIED = 2, IS_SUBBYTE_TYPE_PADDED = 4).
     #[getter]
     fn flags(&self) -> u64 {
-        self.inner.view().flags().bits()
+        self.inner.flags().bits()
     }
 
     fn __repr__(&self) -> String {
-        let view = self.inner.view();
-        let shape: Vec<String> = view.shape().iter().map(i64::to_string).collect();
+        let tensor = &self.inner;
+        let shape: Vec<String> = tensor.shape().iter().map(i64::to_string).collect();
         let shape = match shape.len() {
             1 => format!("({},)", shape[0]),
             _ => format!("({})", shape.join(", ")),
         };
         format!(
             "dlbridge.Tensor(shape={shape}, dtype={}, device={}, flags={})",
-            view.dtype(),
-            view.device(),
-            view.flags()
+            tensor.dtype(),
+            tensor.device(),
+            tensor.flags()
         )
     }
 
@@ -153,7 +155,7 @@ impl Tensor {
     /// aliasing registry of typed arguments: refused (`ValueError`) while a kernel's writable
     /// argument (`TensorArgMut`) writes the memory.
     fn copy(&self, py: Python<'_>) -> PyResult<Tensor> {
-        let copy = dlbridge_pyo3::compact_copy(py, &self.inner.view(), "Tensor.copy()")?;
+        let copy = self.inner.compact_copy(py, "Tensor.copy()")?;
         Ok(Tensor::new(copy))
     }
 
@@ -161,20 +163,20 @@ impl Tensor {
     /// from protocol 5 on (no copy of a C-contiguous tensor), a copy in-band before; dtype,
     /// shape, read-only-ness and sub-byte padding travel; a tensor the host cannot read is
     /// refused with a `TypeError`.
-    fn __reduce_ex__<'py>(&self, py: Python<'py>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
-        pickling::reduce(py, &self.inner, protocol)
+    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
+        pickling::reduce(slf, protocol)
     }
 
     /// `copy.copy`: as [`Tensor::copy`], an independent, writable, C-contiguous copy (as NumPy's
     /// arrays copy).
     fn __copy__(&self, py: Python<'_>) -> PyResult<Tensor> {
-        let copy = dlbridge_pyo3::compact_copy(py, &self.inner.view(), "copy.copy()")?;
+        let copy = self.inner.compact_copy(py, "copy.copy()")?;
         Ok(Tensor::new(copy))
     }
 
     /// `copy.deepcopy`: as `copy.copy` (a tensor holds no Python objects to copy deeply).
     fn __deepcopy__(&self, memo: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-        let copy = dlbridge_pyo3::compact_copy(memo.py(), &self.inner.view(), "copy.deepcopy()")?;
+        let copy = self.inner.compact_copy(memo.py(), "copy.deepcopy()")?;
         Ok(Tensor::new(copy))
     }
 
@@ -186,7 +188,7 @@ impl Tensor {
     ) -> PyResult<()> {
         // SAFETY: `view` is NULL or a valid Py_buffer to fill (CPython's contract for
         // getbuffer), and `slf`, the Tensor that holds `inner`, keeps its memory alive.
-        unsafe { dlbridge_pyo3::get_buffer(&slf.get().inner, slf.as_any(), view, flags) }
+        unsafe { slf.get().inner.get_buffer(slf.as_any(), view, flags) }
     }
 
     unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {

@@ -279,7 +279,7 @@ pub use elements::{Elements, ElementsMut};
 pub use error::{Error, MAX_NDIM, Result};
 pub use export::{Export, HostBuffer};
 pub use flags::{Flags, Writability};
-pub use managed::{ManagedTensor, RawManagedTensor};
+pub use managed::{ManagedTensor, RawManagedTensor, ReleaseOnDrop};
 pub use version::Version;
 pub use view::TensorView;
 

@@ -133,6 +133,9 @@ pub struct ManagedTensor {
     /// until this tensor's deleter runs; released (decremented, then forgotten) when this
     /// handle is dropped or given away ([`ManagedTensor::into_raw`]).
     counted_in: Option<NonNull<AtomicUsize>>,
+    /// Run once when this handle stops being a Rust handle: dropped, or given away with
+    /// [`ManagedTensor::into_raw`] ([`ManagedTensor::set_release_on_drop`]).
+    release_on_drop: Option<ReleaseOnDrop>,
 }
 
 // SAFETY: DLPack allows the deleter to run on any thread and the data to be used from any
@@ -300,6 +303,7 @@ impl ManagedTensor {
             exclusive: true,
             live_shares: AtomicUsize::new(0),
             counted_in: None,
+            release_on_drop: None,
         }
     }
 
@@ -540,6 +544,98 @@ impl ManagedTensor {
         }
     }
 
+    /// Sets what runs once when this handle stops being a Rust handle: when it is dropped
+    /// (before the producer's deleter), or when it is given away with
+    /// [`ManagedTensor::into_raw`], [`ManagedTensor::into_raw_versioned`] or
+    /// [`ManagedTensor::into_raw_legacy`] (before the pointer leaves). A share of the tensor
+    /// in an `Arc` ([`ManagedTensor::share_versioned`]) keeps the tensor, and so its release,
+    /// until the share is gone. No allocation.
+    ///
+    /// One release at a time: where one is set already, it stays, and `release` is handed
+    /// back (`Err`), not run. Safe: a release only adds to what happens when the handle goes.
+    /// `dlbridge-pyo3` sets one on every import of a Python object's memory: the read claim
+    /// that keeps writable kernel arguments (`TensorArgMut`) off the memory while the import
+    /// lives.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use dlbridge::{DataType, ManagedTensor, ReleaseOnDrop};
+    ///
+    /// static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    /// fn release(token: usize) {
+    ///     RELEASED.fetch_add(token, Ordering::Relaxed);
+    /// }
+    /// let mut tensor = ManagedTensor::zeros(DataType::FLOAT32, &[2])?;
+    /// assert!(tensor.set_release_on_drop(ReleaseOnDrop::new(release, 5)).is_ok());
+    /// // One at a time: the second is handed back (and runs when that is dropped).
+    /// assert!(tensor.set_release_on_drop(ReleaseOnDrop::new(release, 1)).is_err());
+    /// assert_eq!(RELEASED.load(Ordering::Relaxed), 1);
+    /// drop(tensor);
+    /// assert_eq!(RELEASED.load(Ordering::Relaxed), 6);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn set_release_on_drop(
+        &mut self,
+        release: ReleaseOnDrop,
+    ) -> std::result::Result<(), ReleaseOnDrop> {
+        if self.release_on_drop.is_some() {
+            return Err(release);
+        }
+        self.release_on_drop = Some(release);
+        Ok(())
+    }
+
+    /// Whether a release is set ([`ManagedTensor::set_release_on_drop`]): for
+    /// `dlbridge-pyo3`'s imports, whether the import still holds its claim.
+    ///
+    /// ```
+    /// use dlbridge::{DataType, ManagedTensor, ReleaseOnDrop};
+    /// let mut tensor = ManagedTensor::zeros(DataType::UINT8, &[1])?;
+    /// assert!(!tensor.has_release_on_drop());
+    /// assert!(tensor.set_release_on_drop(ReleaseOnDrop::new(|_| {}, 0)).is_ok());
+    /// assert!(tensor.has_release_on_drop());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[inline]
+    pub fn has_release_on_drop(&self) -> bool {
+        self.release_on_drop.is_some()
+    }
+
+    /// Takes the release set with [`ManagedTensor::set_release_on_drop`] off this handle,
+    /// which will not run it: it runs when the returned value is dropped (or
+    /// [`ReleaseOnDrop::run`]), or never if that is forgotten.
+    ///
+    /// # Safety
+    ///
+    /// A release may be what keeps the references this handle hands out sound: whoever set it
+    /// says what it guards, and the caller takes that over for as long as the tensor (or a
+    /// share of it) lives. For `dlbridge-pyo3`'s imports of a Python object's memory, it is
+    /// the read claim in the aliasing registry of typed arguments: once it is released, no
+    /// writable kernel argument (`TensorArgMut`), on any thread, may write the memory while a
+    /// reference this tensor hands out (a `&[T]` from a view) lives; the caller makes sure of
+    /// that some other way (a claim of its own around each read, say), or reads nothing.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use dlbridge::{DataType, ManagedTensor, ReleaseOnDrop};
+    ///
+    /// static RELEASED: AtomicUsize = AtomicUsize::new(0);
+    /// let mut tensor = ManagedTensor::zeros(DataType::FLOAT32, &[2])?;
+    /// let release = ReleaseOnDrop::new(|_| { RELEASED.fetch_add(1, Ordering::Relaxed); }, 0);
+    /// assert!(tensor.set_release_on_drop(release).is_ok());
+    /// // SAFETY: this release guards nothing (it counts).
+    /// let taken = unsafe { tensor.take_release_on_drop() }.expect("set above");
+    /// drop(tensor); // runs nothing
+    /// assert_eq!(RELEASED.load(Ordering::Relaxed), 0);
+    /// taken.run();
+    /// assert_eq!(RELEASED.load(Ordering::Relaxed), 1);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[inline]
+    pub unsafe fn take_release_on_drop(&mut self) -> Option<ReleaseOnDrop> {
+        self.release_on_drop.take()
+    }
+
     /// The view for a mutable typed access: refused unless this handle is exclusive
     /// ([`Error::SharedMemory`]), the producer allows writes, and no two indices reach the
     /// same element. The caller holds `&mut self`, so nothing else borrows the tensor.
@@ -647,8 +743,9 @@ impl ManagedTensor {
     /// consumer it hands the pointer to) must make sure the deleter is called once.
     #[must_use = "the tensor leaks unless the pointer is passed on or deleted"]
     pub fn into_raw(mut self) -> RawManagedTensor {
-        // Given away: no longer a Rust handle of a share.
+        // Given away: no longer a Rust handle of a share, nor one that reads the memory.
         self.release_share_count();
+        drop(self.release_on_drop.take());
         let this = ManuallyDrop::new(self);
         // The implicit strides are ours, not the producer's: free them.
         // SAFETY: read once from a value that is never used or dropped again.
@@ -673,7 +770,9 @@ impl ManagedTensor {
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     #[must_use = "the tensor leaks unless the pointer is passed on or deleted"]
-    pub fn into_raw_versioned(self) -> Result<*mut DLManagedTensorVersioned> {
+    pub fn into_raw_versioned(mut self) -> Result<*mut DLManagedTensorVersioned> {
+        // Before the pointer leaves, also when a share of this tensor leaves instead.
+        drop(self.release_on_drop.take());
         let tensor = if self.is_versioned() {
             self
         } else {
@@ -704,7 +803,10 @@ impl ManagedTensor {
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
     #[must_use = "the tensor leaks unless the pointer is passed on or deleted"]
-    pub fn into_raw_legacy(self) -> Result<*mut DLManagedTensor> {
+    pub fn into_raw_legacy(mut self) -> Result<*mut DLManagedTensor> {
+        // Before the pointer leaves (or, refused, the tensor is released), also when a share
+        // of this tensor leaves instead.
+        drop(self.release_on_drop.take());
         let tensor = if self.is_versioned() {
             std::sync::Arc::new(self).share_legacy()?
         } else {
@@ -738,10 +840,77 @@ fn raw_of(owned: Owned) -> RawManagedTensor {
     }
 }
 
+/// What runs once when a [`ManagedTensor`] stops being a Rust handle
+/// ([`ManagedTensor::set_release_on_drop`]): a function called with a word, `release(token)`.
+/// No allocation: the word says what to release (an index, an address, a handle of some
+/// table), and the function knows where. It runs exactly once: when this value is dropped,
+/// or [`ReleaseOnDrop::run`]; it cannot be copied, so it never runs twice. Calling a safe
+/// function with a word is safe, so anyone may make one; a library that gives one a meaning
+/// (an unsafe one, say a claim that keeps other code off the memory) keeps its function
+/// private, so that only its own values call it.
+///
+/// The function should not panic: it runs in the tensor's `Drop`, before the producer's
+/// deleter, which a panic there would skip (the memory would leak), and may run on any thread
+/// the tensor is dropped on.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use dlbridge::ReleaseOnDrop;
+///
+/// static LAST: AtomicUsize = AtomicUsize::new(0);
+/// let release = ReleaseOnDrop::new(|token| LAST.store(token, Ordering::Relaxed), 42);
+/// assert_eq!(LAST.load(Ordering::Relaxed), 0);
+/// drop(release);
+/// assert_eq!(LAST.load(Ordering::Relaxed), 42);
+/// ```
+pub struct ReleaseOnDrop {
+    release: fn(usize),
+    token: usize,
+}
+
+impl ReleaseOnDrop {
+    /// A release that calls `release(token)` once, when it is dropped.
+    #[inline]
+    pub const fn new(release: fn(usize), token: usize) -> Self {
+        ReleaseOnDrop { release, token }
+    }
+
+    /// Runs the release now (what dropping it does).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use dlbridge::ReleaseOnDrop;
+    ///
+    /// static RUNS: AtomicUsize = AtomicUsize::new(0);
+    /// ReleaseOnDrop::new(|_| { RUNS.fetch_add(1, Ordering::Relaxed); }, 0).run();
+    /// assert_eq!(RUNS.load(Ordering::Relaxed), 1);
+    /// ```
+    #[inline]
+    pub fn run(self) {
+        drop(self);
+    }
+}
+
+impl Drop for ReleaseOnDrop {
+    #[inline]
+    fn drop(&mut self) {
+        (self.release)(self.token);
+    }
+}
+
+impl fmt::Debug for ReleaseOnDrop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The token may be an address: not shown.
+        f.debug_struct("ReleaseOnDrop").finish_non_exhaustive()
+    }
+}
+
 impl Drop for ManagedTensor {
     fn drop(&mut self) {
         // Before the deleter, which may release the source the count lives in.
         self.release_share_count();
+        // No reference this handle handed out is alive any more (they borrow it).
+        drop(self.release_on_drop.take());
         // SAFETY: owned, validated, deleter not yet called; `self` is gone after this.
         unsafe { raw_of(self.owned).delete() }
     }
@@ -750,5 +919,184 @@ impl Drop for ManagedTensor {
 impl fmt::Debug for ManagedTensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("ManagedTensor").field(&self.view()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::{DataType, Export};
+
+    /// One record per test (tests run side by side): how often its release ran, and whether
+    /// its tensor's deleter ran (the release must run before it).
+    struct Record {
+        runs: AtomicUsize,
+        deleted: AtomicBool,
+    }
+
+    static RECORDS: [Record; 8] = [const {
+        Record {
+            runs: AtomicUsize::new(0),
+            deleted: AtomicBool::new(false),
+        }
+    }; 8];
+
+    /// The release of test `token`: counts, and checks that the deleter has not run yet.
+    fn release(token: usize) {
+        assert!(
+            !RECORDS[token].deleted.load(Ordering::SeqCst),
+            "the release runs before the deleter"
+        );
+        RECORDS[token].runs.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A release that only counts (one taken off its tensor runs after the deleter).
+    fn count(token: usize) {
+        RECORDS[token].runs.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn runs(token: usize) -> usize {
+        RECORDS[token].runs.load(Ordering::SeqCst)
+    }
+
+    fn deleted(token: usize) -> bool {
+        RECORDS[token].deleted.load(Ordering::SeqCst)
+    }
+
+    /// The owner of a test tensor's memory: its drop is the deleter's work.
+    struct Owner {
+        token: usize,
+        _bytes: Box<[u8; 4]>,
+    }
+
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            RECORDS[self.token].deleted.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// A 4-byte tensor (`legacy` or versioned) owned by an [`Owner`], with test `token`'s
+    /// release set.
+    fn tensor(token: usize, legacy: bool) -> ManagedTensor {
+        let mut bytes = Box::new([1u8, 2, 3, 4]);
+        let data = bytes.as_mut_ptr().cast();
+        let owner = Owner {
+            token,
+            _bytes: bytes,
+        };
+        // SAFETY: four writable bytes owned by `owner`, which the export keeps alive; nothing
+        // else uses them.
+        let export =
+            unsafe { Export::from_raw_parts(owner, data, DataType::UINT8, Device::CPU, &[4]) };
+        let mut tensor = if legacy {
+            export.into_legacy()
+        } else {
+            export.into_versioned()
+        }
+        .expect("a valid export");
+        assert!(
+            tensor
+                .set_release_on_drop(ReleaseOnDrop::new(release, token))
+                .is_ok()
+        );
+        tensor
+    }
+
+    #[test]
+    fn managed_release_runs_once_on_drop_before_the_deleter() {
+        let tensor = tensor(0, false);
+        assert!(tensor.has_release_on_drop());
+        assert_eq!(runs(0), 0);
+        drop(tensor);
+        assert_eq!(runs(0), 1);
+        assert!(deleted(0));
+    }
+
+    #[test]
+    fn managed_release_runs_when_given_away_and_not_again() {
+        let tensor = tensor(1, false);
+        let raw = tensor.into_raw();
+        assert_eq!(runs(1), 1, "ran before the pointer left");
+        assert!(!deleted(1));
+        // SAFETY: the tensor just given away, taken back once.
+        let back = unsafe { ManagedTensor::from_raw(raw) }.expect("valid");
+        assert!(!back.has_release_on_drop(), "a new handle has no release");
+        drop(back);
+        assert!(deleted(1));
+        assert_eq!(runs(1), 1);
+    }
+
+    #[test]
+    fn managed_release_runs_once_when_given_away_in_the_other_layout() {
+        // A legacy tensor given away as versioned: the share that leaves holds the tensor,
+        // whose release ran as it left.
+        let raw = tensor(2, true).into_raw_versioned().expect("shared");
+        assert_eq!(runs(2), 1);
+        // SAFETY: the consumer's side: released once.
+        unsafe { RawManagedTensor::Versioned(raw).delete() };
+        assert!(deleted(2));
+        assert_eq!(runs(2), 1);
+        // A versioned one as legacy, and one refused (read-only cannot go out legacy).
+        let raw = tensor(3, false).into_raw_legacy().expect("shared");
+        assert_eq!(runs(3), 1);
+        // SAFETY: as above.
+        unsafe { RawManagedTensor::Legacy(raw).delete() };
+        assert_eq!(runs(3), 1);
+        let mut read_only = Export::new(vec![0u8; 2], &[2])
+            .read_only(true)
+            .into_versioned()
+            .expect("valid");
+        assert!(
+            read_only
+                .set_release_on_drop(ReleaseOnDrop::new(release, 4))
+                .is_ok()
+        );
+        assert!(read_only.into_raw_legacy().is_err());
+        assert_eq!(runs(4), 1);
+    }
+
+    #[test]
+    fn managed_release_waits_for_the_last_share() {
+        let source = Arc::new(tensor(5, false));
+        let share = Arc::clone(&source).share_versioned().expect("shared");
+        assert!(!share.has_release_on_drop());
+        drop(source);
+        assert_eq!(runs(5), 0, "the share keeps the tensor");
+        // A share given away keeps it too, until its consumer releases it.
+        let raw = share.into_raw();
+        assert_eq!(runs(5), 0);
+        // SAFETY: the consumer's side: released once.
+        unsafe { raw.delete() };
+        assert_eq!(runs(5), 1);
+        assert!(deleted(5));
+    }
+
+    #[test]
+    fn managed_release_is_set_once_and_taken_without_running() {
+        let mut tensor = tensor(6, false);
+        // SAFETY: the test's release guards nothing; replaced by one that only counts.
+        drop(unsafe { tensor.take_release_on_drop() });
+        assert_eq!(runs(6), 1);
+        assert!(
+            tensor
+                .set_release_on_drop(ReleaseOnDrop::new(count, 6))
+                .is_ok()
+        );
+        let second = tensor
+            .set_release_on_drop(ReleaseOnDrop::new(release, 7))
+            .expect_err("one at a time");
+        assert_eq!(runs(7), 0, "handed back, not run");
+        second.run();
+        assert_eq!(runs(7), 1);
+        // SAFETY: this release guards nothing (it counts).
+        let taken = unsafe { tensor.take_release_on_drop() }.expect("set");
+        assert!(!tensor.has_release_on_drop());
+        drop(tensor);
+        assert_eq!(runs(6), 1, "taken off the handle");
+        drop(taken);
+        assert_eq!(runs(6), 2);
     }
 }

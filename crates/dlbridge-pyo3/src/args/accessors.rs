@@ -36,8 +36,10 @@ macro_rules! argument_accessors {
                 self.held.source.path()
             }
 
-            /// Returns `result` to Python as a tensor of this argument's framework, zero-copy:
-            /// [`return_like`](crate::return_like) with this argument's object. `result` is
+            /// Returns `result` to Python as a tensor of this argument's framework, zero-copy
+            /// where that framework can hold it as it is (a read-only result, or a layout it
+            /// refuses, is copied first: [`return_like`](crate::return_like), which this is
+            /// with this argument's object). `result` is
             /// anything [`IntoTensor`](crate::IntoTensor): an ndarray `Array`, a `Vec` with a
             /// shape, a [`dlbridge::ManagedTensor`]. For a device argument, a tensor on its
             /// device (a cudarc buffer exported with `dlbridge::Export::from_cuda_slice`):

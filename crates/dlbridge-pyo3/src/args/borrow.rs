@@ -6,7 +6,7 @@ use dlbridge::{DataType, ManagedTensor, TensorView, Writability};
 use pyo3::prelude::*;
 
 use crate::claims::Claim;
-use crate::consume::{ImportOptions, from_dlpack};
+use crate::consume::{ImportOptions, import_for_argument};
 use crate::dispatch::{BorrowedWritability, TypeInfo, type_info};
 use crate::errors::{argument_error, to_py_err};
 use crate::exchange::{ExchangeApi, exchange_api_enabled};
@@ -28,7 +28,7 @@ pub(crate) enum Source {
     /// A buffer-protocol export.
     Buffer(#[allow(dead_code)] HeldBuffer),
     /// An owned tensor: an export through the exchange table
-    /// (`managed_tensor_from_py_object_no_sync`), or a full import ([`from_dlpack`], the
+    /// (`managed_tensor_from_py_object_no_sync`), or a full import ([`crate::from_dlpack`], the
     /// reference path).
     Owned(Box<OwnedTensor>),
 }
@@ -36,7 +36,7 @@ pub(crate) enum Source {
 /// The tensor of [`Source::Owned`].
 pub(crate) struct OwnedTensor {
     _tensor: ManagedTensor,
-    /// Exported through the exchange table (not imported with [`from_dlpack`]).
+    /// Exported through the exchange table (not imported with [`crate::from_dlpack`]).
     through_table: bool,
 }
 
@@ -88,7 +88,7 @@ impl Access {
 ///    which has flags;
 /// 2. NumPy's array struct, for exactly `numpy.ndarray`;
 /// 3. the buffer protocol (other host-memory exporters, no negotiation);
-/// 4. the reference: a full DLPack import ([`from_dlpack`]) held for the call, of
+/// 4. the reference: a full DLPack import ([`crate::from_dlpack`]) held for the call, of
 ///    `x.detach()` for a tensor autograd tracks (a read-only argument reads it as `detach()`
 ///    does; a writable one was checked before, [`crate::framework`]).
 ///
@@ -139,7 +139,7 @@ pub(crate) fn extract_with<R>(
         Some(stream_for) => stream_for(&source)?,
         None => ConsumerStream::default(),
     };
-    let tensor = from_dlpack(&source, &ImportOptions::default().with_stream(stream))?;
+    let tensor = import_for_argument(&source, &ImportOptions::default().with_stream(stream))?;
     let made = {
         let view = tensor.view();
         make(&view, Access::new(view.writability(), ArgumentPath::Dlpack))?
@@ -197,7 +197,7 @@ fn extract_from_table<R>(
     let Some((tensor, writability)) = described else {
         // No borrowed descriptor (the table has no `dltensor_from_py_object_no_sync`, or the
         // writability of one would not be known): an owned export, which has flags.
-        let Ok(tensor) = api.managed_tensor(object) else {
+        let Ok(tensor) = api.managed_tensor_unclaimed(object) else {
             drop(PyErr::take(object.py()));
             return Ok(None);
         };

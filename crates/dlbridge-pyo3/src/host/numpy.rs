@@ -397,6 +397,12 @@ pub(crate) fn into_array(
             writable,
         )
     }?;
+    let mut tensor = tensor;
+    // Given away to Python, as into a capsule: an import's claim is released, since no Rust
+    // code reads the memory through the tensor from here on (the base only keeps it alive).
+    // SAFETY: the tensor goes into the array's base object, which never makes a reference to
+    // its elements; Python code and kernels reach the memory through the array only.
+    unsafe { crate::claims::release_import_claim(&mut tensor) };
     set_base(py, api, array, Memory::Tensor(tensor)).map(Ok)
 }
 

@@ -4,12 +4,14 @@
 
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use dlbridge::ManagedTensor;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::{PyClass, ffi};
+
+use super::class_tensor::ClassTensor;
 
 /// A PyO3 class whose instances are tensors: what [`publish_dlpack`](crate::publish_dlpack) needs to make it a
 /// DLPack producer.
@@ -22,25 +24,41 @@ use pyo3::{PyClass, ffi};
 /// and consumers take an owned export instead, which keeps the old tensor alive (one small
 /// allocation per argument).
 ///
-/// ```
-/// use std::sync::Arc;
+/// The instance holds its tensor as a [`ClassTensor`]: the exports share it with Python, and
+/// the class's own Rust code reads its elements under a read claim
+/// ([`ClassTensor::read`]), in the registry where kernels' typed arguments claim the memory
+/// they reach. A kernel `k(x: TensorArgMut<u8, Ix1>, image: PyRef<Image>)` called as
+/// `k(img, img)` writes the memory through `x` while `image` reads it: the read is refused
+/// (`ValueError`) rather than a `&[u8]` aliasing the argument's `&mut [u8]`.
 ///
+/// ```
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 ///
 /// /// A greyscale image that Python frameworks read without a copy.
 /// #[pyclass(frozen)]
 /// struct Image {
-///     pixels: Arc<ManagedTensor>,
+///     pixels: ClassTensor,
 /// }
 ///
 /// impl TensorClass for Image {
-///     fn tensor(&self) -> &Arc<ManagedTensor> {
+///     fn tensor(&self) -> &ClassTensor {
 ///         &self.pixels
 ///     }
 ///
 ///     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-///         Py::new(py, Image { pixels: Arc::new(tensor) })
+///         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
+///     }
+/// }
+///
+/// #[pymethods]
+/// impl Image {
+///     /// The mean brightness: the elements are read under a read claim.
+///     fn mean(&self, py: Python<'_>) -> PyResult<f64> {
+///         let pixels = self.pixels.read_for(py, "Image.mean()")?;
+///         let values: &[u8] = pixels.view().as_slice().map_err(to_py_err)?;
+///         let total: f64 = values.iter().map(|&value| f64::from(value)).sum();
+///         Ok(total / values.len().max(1) as f64)
 ///     }
 /// }
 ///
@@ -52,13 +70,16 @@ use pyo3::{PyClass, ffi};
 ///     // Any DLPack consumer now reads it: dlbridge's own, NumPy's, PyTorch's, ...
 ///     let read = from_dlpack(&image, &ImportOptions::default())?;
 ///     assert_eq!(read.view().as_slice::<u8>().map_err(to_py_err)?, &[0, 64, 128, 255]);
+///     assert_eq!(image.get().mean(py)?, 111.75);
+///     assert_eq!(image.get().tensor().shape(), &[2, 2]);
 ///     Ok(())
 /// })
 /// # .unwrap();
 /// ```
 pub trait TensorClass: PyClass + Sized + 'static {
-    /// The instance's tensor (shared: exports keep it alive).
-    fn tensor(&self) -> &Arc<ManagedTensor>;
+    /// The instance's tensor: its descriptor, and its elements under a read claim
+    /// ([`ClassTensor::read`]). The exports share it with Python.
+    fn tensor(&self) -> &ClassTensor;
     /// A new instance owning `tensor` (typically `Py::new(py, Self { .. })`).
     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>>;
 }

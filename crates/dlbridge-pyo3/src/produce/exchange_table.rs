@@ -36,17 +36,16 @@ use crate::writability_hook::{
 /// use dlbridge_pyo3::exchange_api_exports;
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(
@@ -109,17 +108,16 @@ static EXPORTS: AtomicU64 = AtomicU64::new(0);
 /// use dlbridge_pyo3::prelude::*;
 /// use dlbridge_pyo3::{exchange_api, publish_exchange_api, WRITABILITY_ATTRIBUTE};
 /// use pyo3::prelude::*;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(
@@ -182,7 +180,7 @@ unsafe extern "C" fn writability_of<T: TensorClass>(
         let instance = unsafe { instance::<T>(py, object, "object") }?;
         let borrowed = instance.borrow();
         // One answer: the descriptor and the writability are of this one tensor.
-        let tensor = borrowed.tensor();
+        let tensor = borrowed.tensor().shared();
         let described = borrowed_descriptor(tensor);
         let code = writability_code(tensor);
         // SAFETY: the caller's descriptor and slot (both checked non-NULL). The descriptor's
@@ -270,7 +268,7 @@ unsafe extern "C" fn from_py_object<T: TensorClass>(
             // SAFETY: the consumer passes a live object (NULL is refused).
             let instance = unsafe { instance::<T>(py, object.cast(), "py_object") }?;
             // One answer: the memory and its flags are of this one tensor.
-            let tensor = Arc::clone(instance.borrow().tensor());
+            let tensor = Arc::clone(instance.borrow().tensor().shared());
             let shared = share_for_python(&tensor, false)?;
             let raw = shared
                 .into_raw()
@@ -330,7 +328,7 @@ unsafe extern "C" fn dltensor_from_py_object<T: TensorClass>(
             let instance = unsafe { instance::<T>(py, object.cast(), "py_object") }?;
             // The shape and strides point into the instance's tensor, which the object keeps
             // alive at least until control returns to the caller, as the standard requires.
-            let described = borrowed_descriptor(instance.borrow().tensor());
+            let described = borrowed_descriptor(instance.borrow().tensor().shared());
             // SAFETY: `out` is the caller's DLTensor to fill (checked non-NULL).
             unsafe { out.write(described) };
             Ok(0)

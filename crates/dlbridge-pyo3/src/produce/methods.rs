@@ -268,17 +268,16 @@ fn consumer_stream(request: &ExportRequest<'_, '_>, device: Device) -> PyResult<
 /// use dlbridge_pyo3::{exchange_api, publish_dlpack_methods};
 /// use pyo3::prelude::*;
 /// use pyo3::types::IntoPyDict;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(
@@ -565,7 +564,7 @@ unsafe extern "C" fn dlpack_method<T: TensorClass>(
             )
         };
         let borrowed = instance.try_borrow()?;
-        Ok(export_capsule(py, borrowed.tensor(), &request)?.into_ptr())
+        Ok(export_capsule(py, borrowed.tensor().shared(), &request)?.into_ptr())
     };
     // SAFETY: CPython calls methods with the thread attached.
     unsafe { trampoline::attached("__dlpack__", body) }
@@ -595,7 +594,7 @@ unsafe extern "C" fn dlpack_method_from_tuple<T: TensorClass>(
             )
         };
         let borrowed = instance.try_borrow()?;
-        Ok(export_capsule(py, borrowed.tensor(), &request)?.into_ptr())
+        Ok(export_capsule(py, borrowed.tensor().shared(), &request)?.into_ptr())
     };
     // SAFETY: CPython calls methods with the thread attached.
     unsafe { trampoline::attached("__dlpack__", body) }
@@ -637,7 +636,7 @@ unsafe extern "C" fn dlpack_device_method<T: TensorClass>(
     let body = |py: Python<'_>| -> PyResult<*mut ffi::PyObject> {
         // SAFETY: CPython passes the instance.
         let instance = unsafe { instance::<T>(py, object, "self") }?;
-        let device = instance.try_borrow()?.tensor().view().device();
+        let device = instance.try_borrow()?.tensor().device();
         Ok((device.device_type.0, device.device_id)
             .into_pyobject(py)?
             .into_ptr())

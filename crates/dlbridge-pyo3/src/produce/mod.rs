@@ -1,6 +1,8 @@
 //! Production: making a PyO3 class of one's own a complete DLPack producer, and returning
 //! Rust-owned tensors to Python.
 //!
+//! - [`class_tensor`]: the tensor a class holds ([`ClassTensor`](crate::ClassTensor)), whose
+//!   elements Rust code reads under a read claim in the aliasing registry;
 //! - [`class`]: the [`TensorClass`] trait a class implements, and what the functions
 //!   published on it share; this module's [`publish_dlpack`] publishes everything at once;
 //! - [`methods`]: `__dlpack__` and `__dlpack_device__`, by the rules of [`export_capsule`];
@@ -23,6 +25,7 @@
 
 #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
 pub(crate) mod buffer;
+pub(crate) mod class_tensor;
 pub(crate) mod class;
 pub(crate) mod exchange_table;
 pub(crate) mod methods;
@@ -46,17 +49,16 @@ use self::{methods::export_capsule, returning::return_like};
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 /// use pyo3::types::IntoPyDict;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(

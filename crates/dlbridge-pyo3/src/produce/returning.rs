@@ -10,6 +10,7 @@ use pyo3::types::PyCapsule;
 use crate::capsule::{from_capsule, wrap_in_capsule};
 use crate::dispatch::type_info;
 use crate::errors::{to_py_err, tuple, type_name};
+use crate::framework_table::{self, BUFFER, LayoutsTaken, NUMPY, fit_for};
 use crate::host::numpy;
 use crate::writability_hook::{legacy_refusal, lent_read_only, owned_for_python};
 
@@ -111,17 +112,16 @@ impl TensorProducer {
 /// ```
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
-/// # use std::sync::Arc;
 /// # #[pyclass(frozen)]
 /// # struct Image {
-/// #     pixels: Arc<ManagedTensor>,
+/// #     pixels: ClassTensor,
 /// # }
 /// # impl TensorClass for Image {
-/// #     fn tensor(&self) -> &Arc<ManagedTensor> {
+/// #     fn tensor(&self) -> &ClassTensor {
 /// #         &self.pixels
 /// #     }
 /// #     fn new_instance(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Py<Self>> {
-/// #         Py::new(py, Image { pixels: Arc::new(tensor) })
+/// #         Py::new(py, Image { pixels: ClassTensor::new(tensor) })
 /// #     }
 /// # }
 /// # fn image<'py>(
@@ -139,7 +139,7 @@ impl TensorProducer {
 ///     let zeros = ManagedTensor::zeros(DataType::UINT8, &[4]).map_err(to_py_err)?;
 ///     let from_managed = return_like(py, zeros, &like)?;
 ///     let shape = |result: &Bound<'_, PyAny>| -> PyResult<Vec<i64>> {
-///         Ok(result.cast::<Image>()?.borrow().tensor().view().shape().to_vec())
+///         Ok(result.cast::<Image>()?.borrow().tensor().shape().to_vec())
 ///     };
 ///     assert_eq!(shape(&from_array)?, [2, 2]);
 ///     assert_eq!(shape(&from_vec)?, [2, 3]);
@@ -213,8 +213,8 @@ impl<O: Send + 'static> IntoTensor for Export<'_, O> {
 }
 
 /// Returns a Rust result to Python as an object of the same framework as `like` (an input of
-/// the call, say), zero-copy; a core error on the way is a `BufferError`
-/// ([`to_py_err`](crate::to_py_err)):
+/// the call, say), zero-copy where that framework can hold the result as it is (below); a core
+/// error on the way is a `BufferError` ([`to_py_err`](crate::to_py_err)):
 ///
 /// - for exactly `numpy.ndarray`, a new array made over the tensor's memory with NumPy's C
 ///   API (about the cost of rust-numpy's `into_pyarray`), when NumPy has a type number for
@@ -232,13 +232,27 @@ impl<O: Send + 'static> IntoTensor for Export<'_, O> {
 ///   API, or the limited API of Python 3.11 and later);
 /// - anything else is a `TypeError`.
 ///
-/// A result that is read-only, or a share of a tensor Rust still holds (which Rust code may
-/// read through that tensor: [`ManagedTensor::is_share`]), goes out read-only on every way: a
-/// NumPy array without `WRITEABLE`, a read-only `memoryview`, DLPack flags with READ_ONLY (a
-/// legacy capsule, which cannot say so, is refused with `BufferError`).
+/// Every way consults one table of what each framework's tensors can hold
+/// ([`FRAMEWORK_HOLDINGS`](crate::FRAMEWORK_HOLDINGS)):
 ///
-/// The result shares the tensor's memory; the tensor's deleter runs when the framework frees
-/// its object. Typed arguments have it as a method: `x.return_like(py, result)`.
+/// - **Read-only results** (flagged read-only, such as an Arrow column or candle's unchecked
+///   export; a legacy import of unknown writability; or a share of a tensor Rust still holds,
+///   which Rust code may read through that tensor: [`ManagedTensor::is_share`]) go out
+///   read-only, zero-copy, to the frameworks that can hold read-only memory: a NumPy array
+///   without `WRITEABLE`, a read-only `memoryview`, a dlbridge class's object flagged
+///   READ_ONLY. PyTorch, PaddlePaddle, JAX and CuPy tensors (and those of a framework the
+///   table does not name) cannot: PyTorch and PaddlePaddle write memory flagged READ_ONLY, JAX
+///   takes only legacy capsules, which cannot say it. They get a **copy** (compact, writable,
+///   in Rust memory), so that the caller can never write memory its owner promised no one
+///   writes. A read-only result in device memory, which dlbridge cannot copy, is refused
+///   there with `BufferError`.
+/// - **Layouts** a framework refuses are compacted first (one row-major copy): JAX takes
+///   compact layouts only (faer's products pad their columns), PyTorch and PaddlePaddle no
+///   negative strides (PaddlePaddle's exchange table would read the wrong memory).
+///
+/// Otherwise the result shares the tensor's memory; the tensor's deleter runs when the
+/// framework frees its object. Typed arguments have it as a method: `x.return_like(py,
+/// result)`.
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
@@ -258,6 +272,8 @@ pub fn return_like<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let info = type_info(like)?;
     let tensor = if info.numpy_array {
+        // NumPy's C API way: NumPy holds read-only memory and any strides (its table entry,
+        // checked at compile time below), so the array is made over the result as it is.
         match result.into_numpy_array(py)? {
             Ok(array) => return Ok(array),
             Err(not_taken) => not_taken,
@@ -267,6 +283,9 @@ pub fn return_like<'py>(
     };
     if let Some(table) = info.exchange_table {
         if let Some(wrap) = table.get().managed_tensor_to_py_object_no_sync {
+            // What the framework can hold: a copy of a read-only result for PyTorch and
+            // PaddlePaddle, a compact one of a layout they refuse.
+            let tensor = fit_for(py, tensor, framework_table::for_exchange_table(info))?;
             // The table takes versioned tensors: a legacy one is shared as one, no copy;
             // flagged READ_ONLY where other Rust handles read the memory.
             let raw = owned_for_python(tensor)?
@@ -304,7 +323,8 @@ pub fn return_like<'py>(
     }
     let Some(from_dlpack) = from_dlpack else {
         if has_buffer_protocol(like) {
-            return buffer_result(py, tensor);
+            // A memoryview holds read-only memory and any strides: nothing is copied.
+            return buffer_result(py, fit_for(py, tensor, &BUFFER)?);
         }
         return Err(PyTypeError::new_err(format!(
             "cannot return a tensor like an object of type {}: module {root} has no \
@@ -312,6 +332,10 @@ pub fn return_like<'py>(
             type_name(like)
         )));
     };
+    let mut tensor = fit_for(py, tensor, framework_table::for_module(info, root))?;
+    // SAFETY: the tensor goes into the one-shot producer, which only exports it (`into_raw`);
+    // no Rust code reaches its elements through it.
+    unsafe { crate::claims::release_import_claim(&mut tensor) };
     let sent = Described::of(&tensor);
     let device = sent.device;
     let producer = Py::new(
@@ -325,6 +349,11 @@ pub fn return_like<'py>(
     sent.check_kept(&result, root)?;
     Ok(result)
 }
+
+// The ways that never copy rely on these entries of the table: NumPy's C API way makes its
+// array over any result, read-only where the result is, and so does the buffer protocol's.
+const _: () = assert!(NUMPY.holds_read_only && matches!(NUMPY.layouts, LayoutsTaken::AnyStrides));
+const _: () = assert!(BUFFER.holds_read_only && matches!(BUFFER.layouts, LayoutsTaken::AnyStrides));
 
 /// What a result was, before a framework's `from_dlpack` made its object of it.
 struct Described {
@@ -405,6 +434,10 @@ fn has_buffer_protocol(object: &Bound<'_, PyAny>) -> bool {
 fn buffer_result<'py>(py: Python<'py>, tensor: ManagedTensor) -> PyResult<Bound<'py, PyAny>> {
     #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
     {
+        let mut tensor = tensor;
+        // SAFETY: the tensor goes into the memoryview's owner, which only describes its memory
+        // to Python (`get_buffer`); no Rust code reaches its elements through it.
+        unsafe { crate::claims::release_import_claim(&mut tensor) };
         let owner = Bound::new(py, TensorBuffer { tensor })?;
         // SAFETY: a live object with the buffer protocol, the GIL held; a new reference or
         // NULL with an exception set.
