@@ -15,7 +15,10 @@ one sample of each rather than on every sample of one build. A sample is the mea
 rounds (the median is in the second table and the JSON). Each build's objects (its tensors)
 are made by that build; the NumPy arrays and PyTorch tensors are shared. Each module publishes
 and uses an aliasing registry of its own, as an extension alone in its process does (see
-SHARED_MODULE below). Tensors are 4x4 float32 on the CPU unless a row says otherwise.
+SHARED_MODULE below); `--shared-registry LABEL` (repeatable) leaves the build LABEL to the
+registry's own rule instead: it calls the registry published by the build loaded before it,
+through the capsule, as the second dlbridge module of a process does. Tensors are 4x4 float32
+on the CPU unless a row says otherwise.
 
     bash benches/build-at-commit.sh 0744a74 target/compare/builds/before
     bash benches/build-at-commit.sh WORKTREE target/compare/builds/after
@@ -30,6 +33,14 @@ change in percent against a baseline: by default the first build; `--against NEW
 --against after-default:before-default`. `--json FILE` also writes the run to FILE. The row
 `no-op, 3 plain objects` calls a PyO3 function that takes three objects and touches no
 tensor: the same code in every build, so its change is the run's noise.
+
+`--instructions` counts instead of timing: each build alone in a process of its own under
+`valgrind --tool=callgrind` (with `PYTHONHASHSEED=0`), the instructions per call of each row,
+whole calls from the Python loop (`--calls` calls, 2,000 by default, between two dumps at
+libc's `getppid`, as benches/instructions.py counts). `--functions` adds, per row and pair,
+the Rust functions whose inclusive instructions per call changed most (callgrind_annotate).
+Counts move far less than times between runs (a few instructions in most rows), so they tell a
+real change of a few percent from noise.
 """
 
 import argparse
@@ -39,9 +50,12 @@ import json
 import os
 import pathlib
 import platform
+import re
 import statistics
+import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 
 import numpy as np
@@ -88,10 +102,22 @@ def with_own_registry(label, name, first_claim, registries):
     registries.add(address)
 
 
-def load_build(index, label, folder, registries):
+def with_shared_registry(label, name, first_claim, registries):
+    """Runs `first_claim` with the registry a module loaded before published left in
+    `sys.modules`, so that the module calls that one (`--shared-registry`)."""
+    address = registry_address()
+    if address is None:
+        sys.exit(f"{label}: --shared-registry needs a build loaded before it")
+    first_claim()
+    if registry_address() != address or address not in registries:
+        sys.exit(f"{label}: {name} did not take the registry already published")
+
+
+def load_build(index, label, folder, registries, *, own_registry=True):
     """{"_dlbridge": module, "dlbridge_matmul": module} of the build in `folder`, loaded under
-    `dlbridge_compare_<index>.*`, each with its own aliasing registry; the matmul example is
-    left out where it is not there."""
+    `dlbridge_compare_<index>.*`, each with its own aliasing registry (`own_registry`; else
+    calling the one published before); the matmul example is left out where it is not
+    there."""
     folder = pathlib.Path(folder)
     modules = {}
     for name in ("_dlbridge", "dlbridge_matmul"):
@@ -107,14 +133,15 @@ def load_build(index, label, folder, registries):
     if not hasattr(modules["_dlbridge"], "_testing"):
         sys.exit(f"{label}: {folder} was built without the cargo feature `testing`")
     ones = np.ones((4, 4), dtype=np.float32)
-    with_own_registry(
+    registry = with_own_registry if own_registry else with_shared_registry
+    registry(
         label,
         "_dlbridge",
         lambda: modules["_dlbridge"]._testing.noop3(ones, ones, ones),
         registries,
     )
     if "dlbridge_matmul" in modules:
-        with_own_registry(
+        registry(
             label, "dlbridge_matmul", lambda: modules["dlbridge_matmul"].add(ones, ones), registries
         )
     return modules
@@ -249,8 +276,8 @@ def change(new, old):
     return f"{(new / old - 1) * 100:+.1f}%"
 
 
-def print_table(title, rows, labels, pairs, value):
-    """A Markdown table: row, each build's `value` (ns), then each pair's change."""
+def print_table(title, rows, labels, pairs, value, *, unit=" ns"):
+    """A Markdown table: row, each build's `value` (`unit`), then each pair's change."""
     print()
     print(title)
     print()
@@ -263,7 +290,9 @@ def print_table(title, rows, labels, pairs, value):
     )
     print("|---" * (1 + len(labels) + len(pairs)) + "|")
     for row in rows:
-        cells = [f"{value(row, label):,.0f} ns" if value(row, label) else "-" for label in labels]
+        cells = [
+            f"{value(row, label):,.0f}{unit}" if value(row, label) else "-" for label in labels
+        ]
         cells += [
             change(value(row, new), value(row, old)) if value(row, new) and value(row, old) else "-"
             for new, old in pairs
@@ -285,10 +314,28 @@ def parse_arguments():
         metavar="NEW:OLD",
         help="a pair to compare (repeatable); by default every build against the first",
     )
-    parser.add_argument("--calls", type=int, default=10_000, help="calls per sample")
+    parser.add_argument(
+        "--calls",
+        type=int,
+        help="calls per sample (10,000; with --instructions, calls counted: 2,000)",
+    )
     parser.add_argument("--rounds", type=int, default=21, help="samples per row and build")
     parser.add_argument("--warmup", type=int, default=1_000, help="calls before timing")
     parser.add_argument("--json", metavar="FILE", help="also write the run to FILE")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions per call (callgrind)"
+    )
+    parser.add_argument(
+        "--functions", action="store_true", help="with --instructions: the functions that moved"
+    )
+    parser.add_argument(
+        "--shared-registry",
+        action="append",
+        default=[],
+        metavar="LABEL",
+        help="the build LABEL calls the registry of the build loaded before it (repeatable)",
+    )
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     builds = {}
     for build in arguments.builds:
@@ -305,18 +352,175 @@ def parse_arguments():
         if not separator or new not in builds or old not in builds:
             parser.error(f"--against {pair!r}: not NEW:OLD of two labels among {labels}")
         pairs.append((new, old))
+    for label in arguments.shared_registry:
+        if label not in labels[1:]:
+            parser.error(f"--shared-registry {label!r}: not a label among {labels[1:]}")
     if not pairs:
         pairs = [(label, labels[0]) for label in labels[1:]]
+    if arguments.calls is None:
+        arguments.calls = 2_000 if arguments.instructions or arguments.child else 10_000
     return arguments, builds, pairs
+
+
+def count_child(label, folder, calls):
+    """Under callgrind: every row of the build in `folder`, `calls` calls between two calls of
+    `os.getppid()` (where callgrind dumps its counters), each row's label printed."""
+    for row, function in build_rows(load_build(0, label, folder, set())):
+        for _ in range(100):
+            function()
+        os.getppid()
+        for _ in range(calls):
+            function()
+        os.getppid()
+        print(f"row\t{row}", flush=True)
+
+
+def total_instructions(path):
+    """The instructions of one callgrind dump."""
+    for line in pathlib.Path(path).read_text().splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    return 0
+
+
+def functions_per_call(path, calls):
+    """{function: inclusive instructions per call} of one callgrind dump."""
+    annotated = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    functions = {}
+    for line in annotated.splitlines():
+        found = re.match(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*?)(?: \[.*\])?$", line)
+        if found:
+            name = found.group(2).removeprefix("???:")
+            count = int(found.group(1).replace(",", "")) / calls
+            functions[name] = functions.get(name, 0) + count
+    return functions
+
+
+def count_build(label, folder, calls, with_functions):
+    """{row: (instructions per call, {function: inclusive per call} or None)} of one build,
+    counted in a process of its own under callgrind."""
+    with tempfile.TemporaryDirectory() as directory:
+        out = pathlib.Path(directory) / "callgrind.out"
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--collect-atstart=yes",
+            "--dump-before=getppid",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            __file__,
+            "--child",
+            "--calls",
+            str(calls),
+            f"{label}={folder}",
+        ]
+        environment = dict(os.environ, PYTHONHASHSEED="0")
+        finished = subprocess.run(
+            command, env=environment, capture_output=True, text=True, check=False
+        )
+        if finished.returncode != 0:
+            sys.stderr.write(finished.stderr[-4000:])
+            sys.exit(finished.returncode)
+        rows = [line.split("\t", 1)[1] for line in finished.stdout.splitlines() if "\t" in line]
+        # Dumps in order: up to the first marker, then per row its counted calls and the next
+        # row's warm-up; empty dumps (a marker matched twice) are left out.
+        parts = [
+            path
+            for path in sorted(out.parent.glob("callgrind.out.*"), key=lambda p: int(p.suffix[1:]))
+            if total_instructions(path) > 0
+        ]
+        return {
+            row: (
+                total_instructions(parts[2 * index + 1]) / calls,
+                functions_per_call(parts[2 * index + 1], calls) if with_functions else None,
+            )
+            for index, row in enumerate(rows)
+        }
+
+
+def count_instructions(arguments, builds, pairs):
+    """--instructions: each build counted alone, then the table and the functions that moved."""
+    counts = {
+        label: count_build(label, folder, arguments.calls, arguments.functions)
+        for label, folder in builds.items()
+    }
+    rows = list(dict.fromkeys(row for counted in counts.values() for row in counted))
+    print(
+        f"Python {sys.version.split()[0]}, numpy {np.__version__}; instructions per call"
+        f" ({arguments.calls:,} calls per row, callgrind, each build in a process of its own)"
+    )
+    for label, folder in builds.items():
+        print(f"- {label}: {folder}")
+    print_table(
+        "Instructions per call (a change above 0: more)",
+        rows,
+        list(builds),
+        pairs,
+        lambda row, label: counts[label].get(row, (None, None))[0],
+        unit="",
+    )
+    if arguments.functions:
+        for new, old in pairs:
+            print()
+            print(f"Functions whose inclusive instructions per call moved most, {new} vs {old}:")
+            for row in rows:
+                if row not in counts[new] or row not in counts[old]:
+                    continue
+                after, before = counts[new][row][1], counts[old][row][1]
+                # Rust functions below the kernel's PyO3 wrapper: its callers (Python's
+                # frames, the trampoline) all move by the row's whole difference.
+                moved = sorted(
+                    (
+                        (after.get(name, 0) - before.get(name, 0), name)
+                        for name in after | before
+                        if "::" in name and not re.search("trampoline|__pyfunction_", name)
+                    ),
+                    key=lambda item: -abs(item[0]),
+                )
+                print(f"- `{row}`:")
+                for difference, name in [item for item in moved if abs(item[0]) >= 1][:8]:
+                    print(
+                        f"  {difference:+6.0f} {before.get(name, 0):6.0f} -> "
+                        f"{after.get(name, 0):6.0f}  {name[:110]}"
+                    )
+    if arguments.json is not None:
+        record = {
+            "date": time.strftime("%Y-%m-%d"),
+            "machine": machine(),
+            "calls": arguments.calls,
+            "builds": builds,
+            "against": [list(pair) for pair in pairs],
+            "instructions_per_call": {
+                row: {label: counts[label][row][0] for label in builds if row in counts[label]}
+                for row in rows
+            },
+        }
+        path = pathlib.Path(arguments.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=1) + "\n")
 
 
 def main():
     arguments, builds, pairs = parse_arguments()
+    if arguments.child:
+        [(label, folder)] = builds.items()
+        count_child(label, folder, arguments.calls)
+        return
+    if arguments.instructions:
+        count_instructions(arguments, builds, pairs)
+        return
     labels = list(builds)
     table = {}
     registries = set()
     for index, (label, folder) in enumerate(builds.items()):
-        for row, function in build_rows(load_build(index, label, folder, registries)):
+        own_registry = label not in arguments.shared_registry
+        modules = load_build(index, label, folder, registries, own_registry=own_registry)
+        for row, function in build_rows(modules):
             table.setdefault(row, {})[label] = function
     samples = time_interleaved(table, arguments.calls, arguments.rounds, arguments.warmup)
     best = {key: min(values) for key, values in samples.items()}
@@ -330,7 +534,7 @@ def main():
     for label, folder in builds.items():
         print(f"- {label}: {folder}")
     print_table(
-        f"Best of {arguments.rounds} rounds (a change above 0: slower)",
+        f"Best of {arguments.rounds} rounds, ns (a change above 0: slower)",
         table,
         labels,
         pairs,
