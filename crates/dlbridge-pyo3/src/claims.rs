@@ -462,9 +462,13 @@ impl Claim {
             Ok(handle) => Ok(Claim { handle }),
             Err(conflict) => Err(match claimant {
                 Claimant::Argument => refusal(&conflict, written),
-                Claimant::Copy(reason) => copy_refusal(&conflict.conflict, reason),
-                Claimant::Read(what) => read_refusal(&conflict.conflict, what),
-                Claimant::Import(what) => import_refusal(&conflict.conflict, what),
+                Claimant::Copy(reason) => {
+                    read_claim_refusal(&conflict.conflict, reason, &COPY_REFUSED)
+                }
+                Claimant::Read(what) => read_claim_refusal(&conflict.conflict, what, &READ_REFUSED),
+                Claimant::Import(what) => {
+                    read_claim_refusal(&conflict.conflict, what, &IMPORT_REFUSED)
+                }
             }),
         }
     }
@@ -709,92 +713,68 @@ fn reader_refusal(conflict: &ClaimConflict, claimant: u8) -> PyErr {
     })
 }
 
-/// The error for an import's refused read claim ([`Claim::for_import`]): a `TensorArgMut`
-/// writes the memory.
+/// What a refused read claim that is not an argument's was for, in its refusal's words.
+struct ReadRefused {
+    /// Said after "which this ... runs inside" for a holder on this thread (None: not said).
+    inside: Option<&'static str>,
+    /// "it cannot be ... until that call returns".
+    verb: &'static str,
+    /// Why it cannot, after the written holder's message.
+    why: &'static str,
+}
+
+/// An import's ([`Claim::for_import`]).
+const IMPORT_REFUSED: ReadRefused = ReadRefused {
+    inside: Some("import"),
+    verb: "imported",
+    why: "an imported tensor reads the memory for as long as it lives, and its reads would \
+          alias the kernel's writes",
+};
+/// A copy's ([`Claim::for_copy`]).
+const COPY_REFUSED: ReadRefused = ReadRefused {
+    inside: Some("copy"),
+    verb: "copied",
+    why: "the copy would race with the kernel's writes",
+};
+/// Rust code's read ([`Claim::for_read`]).
+const READ_REFUSED: ReadRefused = ReadRefused {
+    inside: None,
+    verb: "read",
+    why: "Rust's references to the elements would alias the kernel's writes",
+};
+
+/// The error for a refused read claim of an import, a copy or Rust code's read (`refused`
+/// says which; `what` names the request): a `TensorArgMut` writes the memory.
 #[cold]
-fn import_refusal(conflict: &ClaimConflict, what: &str) -> PyErr {
-    let holder = match conflict.same_thread {
-        0 => format!(
+fn read_claim_refusal(conflict: &ClaimConflict, what: &str, refused: &ReadRefused) -> PyErr {
+    let holder = match (conflict.same_thread, refused.inside) {
+        (0, _) => format!(
             "tensor argument {} of a call in progress on another thread",
             conflict.other_ordinal
         ),
-        _ => format!(
-            "tensor argument {} of a call in progress on this thread, which this import runs \
+        (_, Some(inside)) => format!(
+            "tensor argument {} of a call in progress on this thread, which this {inside} runs \
              inside",
             conflict.other_ordinal
         ),
-    };
-    if conflict.other_written == 0 {
-        // A read claim meets written claims only; a registry of another build that says
-        // otherwise still refused it.
-        return PyValueError::new_err(format!(
-            "{what}: the tensor's memory is claimed by {holder}, so it cannot be imported \
-             until that call returns"
-        ));
-    }
-    PyValueError::new_err(format!(
-        "{what}: the tensor's memory is being written by a writable argument of a running \
-         kernel ({holder}, a TensorArgMut), so it cannot be imported until that call returns: \
-         an imported tensor reads the memory for as long as it lives, and its reads would \
-         alias the kernel's writes"
-    ))
-}
-
-/// The error for a copy's refused read claim: a `TensorArgMut` writes the memory.
-#[cold]
-fn copy_refusal(conflict: &ClaimConflict, reason: &str) -> PyErr {
-    let holder = match conflict.same_thread {
-        0 => format!(
-            "tensor argument {} of a call in progress on another thread",
-            conflict.other_ordinal
-        ),
-        _ => format!(
-            "tensor argument {} of a call in progress on this thread, which this copy runs \
-             inside",
-            conflict.other_ordinal
-        ),
-    };
-    if conflict.other_written == 0 {
-        // A read claim meets written claims only; a registry of another build that says
-        // otherwise still refused it.
-        return PyValueError::new_err(format!(
-            "{reason}: the tensor's memory is claimed by {holder}, so it cannot be copied \
-             until that call returns"
-        ));
-    }
-    PyValueError::new_err(format!(
-        "{reason}: the tensor's memory is being written by a writable argument of a running \
-         kernel ({holder}, a TensorArgMut), so it cannot be copied until that call returns: \
-         the copy would race with the kernel's writes"
-    ))
-}
-
-/// The error for a refused read claim of Rust code ([`Claim::for_read`]): a `TensorArgMut`
-/// writes the memory.
-#[cold]
-fn read_refusal(conflict: &ClaimConflict, what: &str) -> PyErr {
-    let holder = match conflict.same_thread {
-        0 => format!(
-            "tensor argument {} of a call in progress on another thread",
-            conflict.other_ordinal
-        ),
-        _ => format!(
+        (_, None) => format!(
             "tensor argument {} of a call in progress on this thread",
             conflict.other_ordinal
         ),
     };
+    let verb = refused.verb;
     if conflict.other_written == 0 {
         // A read claim meets written claims only; a registry of another build that says
         // otherwise still refused it.
         return PyValueError::new_err(format!(
-            "{what}: the tensor's memory is claimed by {holder}, so it cannot be read until \
+            "{what}: the tensor's memory is claimed by {holder}, so it cannot be {verb} until \
              that call returns"
         ));
     }
     PyValueError::new_err(format!(
         "{what}: the tensor's memory is being written by a writable argument of a running \
-         kernel ({holder}, a TensorArgMut), so it cannot be read until that call returns: \
-         Rust's references to the elements would alias the kernel's writes"
+         kernel ({holder}, a TensorArgMut), so it cannot be {verb} until that call returns: {}",
+        refused.why
     ))
 }
 
