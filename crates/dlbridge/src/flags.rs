@@ -169,6 +169,19 @@ impl Writability {
     pub const fn allows_writes(self) -> bool {
         matches!(self, Writability::Writable)
     }
+
+    /// The writability of a tensor with `flags`, `versioned` or legacy; a legacy tensor's
+    /// writes are allowed only where its holder vouched for them (`legacy_writes_allowed`).
+    #[inline]
+    pub(crate) const fn of(flags: Flags, versioned: bool, legacy_writes_allowed: bool) -> Self {
+        if flags.is_read_only() {
+            Writability::ReadOnly
+        } else if !versioned && !legacy_writes_allowed {
+            Writability::Unknown
+        } else {
+            Writability::Writable
+        }
+    }
 }
 
 #[cfg(test)]

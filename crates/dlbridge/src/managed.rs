@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
-use crate::flags::Flags;
+use crate::flags::{Flags, Writability};
 use crate::layout;
 use crate::validate::{
     Validated, legacy_flags, validate_descriptor, validate_legacy, validate_versioned,
@@ -308,6 +308,7 @@ impl ManagedTensor {
     }
 
     /// A validated view of the descriptor, with typed read access to host-readable data.
+    #[inline]
     pub fn view(&self) -> TensorView<'_> {
         let (tensor, version, flags) = self.parts();
         // SAFETY: validated on construction (for `self.device`, which `set_device` validates
@@ -338,6 +339,29 @@ impl ManagedTensor {
     #[inline]
     pub fn flags(&self) -> Flags {
         self.parts().2
+    }
+
+    /// Whether the producer allows writes, [`TensorView::writability`] without making a view.
+    ///
+    /// ```
+    /// use dlbridge::{Export, Writability};
+    /// let tensor = Export::new(vec![1u8, 2], &[2]).read_only(true).into_versioned()?;
+    /// assert_eq!(tensor.writability(), Writability::ReadOnly);
+    /// assert_eq!(tensor.writability(), tensor.view().writability());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[inline]
+    pub fn writability(&self) -> Writability {
+        match self.owned {
+            Owned::Versioned(ptr) => {
+                // SAFETY: V9: owned and live until drop.
+                let flags = Flags::from_bits(unsafe { ptr.as_ref() }.flags);
+                Writability::of(flags, true, false)
+            }
+            Owned::Legacy(_, writes_allowed) => {
+                Writability::of(self.flags(), false, writes_allowed)
+            }
+        }
     }
 
     #[inline]

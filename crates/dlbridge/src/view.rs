@@ -88,6 +88,7 @@ impl<'a> TensorView<'a> {
     /// `validated.strides_missing` with `ndim > 1`, `implicit_strides` must hold the compact
     /// row-major strides. `legacy_writes_allowed` says that a legacy tensor (`version` None) is
     /// known to be writable (this crate exported it, or its holder vouched for it).
+    #[inline]
     pub(crate) unsafe fn from_validated(
         tensor: &'a DLTensor,
         version: Option<Version>,
@@ -117,13 +118,7 @@ impl<'a> TensorView<'a> {
             debug_assert_eq!(rank, 1, "implicit strides must be supplied for ndim > 1");
             &UNIT_STRIDE
         };
-        let writability = if flags.is_read_only() {
-            Writability::ReadOnly
-        } else if version.is_none() && !legacy_writes_allowed {
-            Writability::Unknown
-        } else {
-            Writability::Writable
-        };
+        let writability = Writability::of(flags, version.is_some(), legacy_writes_allowed);
         TensorView {
             tensor,
             shape,

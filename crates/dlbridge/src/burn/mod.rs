@@ -140,9 +140,7 @@ impl TensorBytes {
     /// this crate or another clone of the bytes in burn).
     fn tensor_is_writable(&mut self) -> bool {
         match Arc::get_mut(&mut self.tensor) {
-            Some(tensor) => {
-                tensor.is_exclusive() && tensor.view().writability() == Writability::Writable
-            }
+            Some(tensor) => tensor.is_exclusive() && tensor.writability() == Writability::Writable,
             None => false,
         }
     }

@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use super::block::{Descriptor, export_owner};
 use crate::error::{Error, Result};
+use crate::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use crate::flags::{Flags, Writability};
-use crate::managed::ManagedTensor;
+use crate::managed::{ManagedTensor, RawManagedTensor};
 use crate::validate::{Validated, check_legacy_export};
 use crate::view::TensorView;
 
@@ -56,6 +57,73 @@ impl ManagedTensor {
     pub fn share_legacy(self: Arc<Self>) -> Result<ManagedTensor> {
         share(self, true)
     }
+
+    /// [`ManagedTensor::share_versioned`] handed straight to a consumer: the pointer that
+    /// `share_versioned()?.into_raw()` gives, made without the share ever being a handle in
+    /// Rust, so it is never counted in [`ManagedTensor::live_shares`] (no atomic operation but
+    /// the `Arc`'s). How a producer answers a consumer's request for the tensor (`__dlpack__`,
+    /// an exchange table's export). The consumer must call the deleter once; the last of the
+    /// `Arc`'s holders to go drops this tensor.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dlbridge::{Export, ManagedTensor};
+    /// let original = Arc::new(Export::new(vec![1u8, 2, 3], &[3]).into_versioned()?);
+    /// let raw = Arc::clone(&original).share_versioned_into_raw()?; // to a C consumer...
+    /// assert_eq!(original.live_shares(), 0);
+    /// assert_eq!(Arc::strong_count(&original), 2);
+    /// // ...which reads the same memory, and releases it once.
+    /// // SAFETY: a live tensor handed over once.
+    /// let back = unsafe { ManagedTensor::from_raw_versioned(raw) }?;
+    /// assert_eq!(back.view().data_ptr(), original.view().data_ptr());
+    /// drop(back);
+    /// assert_eq!(Arc::strong_count(&original), 1);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[must_use = "the tensor leaks unless the pointer is passed on or deleted"]
+    #[inline]
+    pub fn share_versioned_into_raw(self: Arc<Self>) -> Result<*mut DLManagedTensorVersioned> {
+        Ok(share_into_raw(self, false)?
+            .versioned()
+            .expect("a versioned share gives a versioned pointer"))
+    }
+
+    /// [`ManagedTensor::share_legacy`] handed straight to a consumer, as
+    /// [`ManagedTensor::share_versioned_into_raw`] hands a versioned share: refused for a
+    /// tensor flagged READ_ONLY, which the legacy layout cannot mark.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use dlbridge::{Error, Export, ManagedTensor};
+    /// let original = Arc::new(Export::new(vec![1u8, 2, 3], &[3]).into_versioned()?);
+    /// let raw = Arc::clone(&original).share_legacy_into_raw()?;
+    /// // SAFETY: a live tensor handed over once.
+    /// drop(unsafe { ManagedTensor::from_raw_legacy(raw) }?);
+    /// let frozen = Arc::new(Export::new(vec![1u8], &[1]).read_only(true).into_versioned()?);
+    /// assert_eq!(frozen.share_legacy_into_raw(), Err(Error::ReadOnlyLegacyExport));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    #[must_use = "the tensor leaks unless the pointer is passed on or deleted"]
+    #[inline]
+    pub fn share_legacy_into_raw(self: Arc<Self>) -> Result<*mut DLManagedTensor> {
+        Ok(share_into_raw(self, true)?
+            .legacy()
+            .expect("a legacy share gives a legacy pointer"))
+    }
+}
+
+/// A share of `tensor` handed straight to a consumer (`legacy`: as a legacy tensor): never a
+/// handle in Rust, so never counted.
+#[inline(always)]
+fn share_into_raw(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<RawManagedTensor> {
+    let source: *const ManagedTensor = Arc::as_ptr(&tensor);
+    // SAFETY: as in `share`: the `Arc` moves into the export, its target does not move.
+    let view = unsafe { &*source }.view();
+    // SAFETY: the `Arc` keeps the validated tensor, and so the memory its view describes,
+    // alive; the view's read-only flag carries over. The pointer leaves at once: what its
+    // consumer does with the memory is the consumer's (the flags say whether it may write).
+    let shared = unsafe { export_view(&view, tensor, legacy, false) }?;
+    Ok(shared.into_raw())
 }
 
 #[inline(always)]
