@@ -51,13 +51,16 @@
 //!   indexed by start address (a B-tree, kept by registrations only): a read registration never
 //!   looks at them (reads never conflict), a written one finds the imports whose ranges may
 //!   meet its own by one range search (the starts within the longest import's length below its
-//!   start), and an import takes a free slot from a list. A released import's slot is marked
-//!   free by the releasing thread and pushed on a lock-free list, from which the next written
-//!   or import registration removes it from the index: so a registration costs the same
-//!   beside 1,000 live imports as beside none (a written one or an import, a logarithm more). The exact test, the messages' positions of the
-//!   arguments, and other modules' calls through the table stay off this path: the typed-
-//!   argument benchmarks in BENCHMARKS.md are within noise of the fixed 256-slot table this
-//!   replaced.
+//!   start), and an import takes a free slot from a list. The index is brought up to date by
+//!   the written registrations, the only ones that search it: an import's slot waits on a list
+//!   until one runs, so an import released before any written registration (import, compute,
+//!   return) never touches the B-tree. A released import's slot is marked free by the
+//!   releasing thread and pushed on a lock-free list, from which the next written registration
+//!   (or an import registration that finds no free slot) takes it off the index or the waiting
+//!   list: so a registration costs the same beside 1,000 live imports as beside none (a
+//!   written one, a logarithm more per import indexed). The exact test, the messages' positions of the arguments, and other modules'
+//!   calls through the table stay off this path: the typed-argument benchmarks in
+//!   BENCHMARKS.md are within noise of the fixed 256-slot table this replaced.
 //! - **One registry per process.** Every extension module that links dlbridge-pyo3 (any
 //!   version from this one on) uses the same registry, so two libraries built on dlbridge
 //!   cannot write memory the other is reading. The first module to need it publishes its
@@ -801,9 +804,21 @@ const RANGE_ONLY: u8 = 2;
 /// One claim. The fields other than `state` and `released_next` are written only by
 /// registrations (serialized) before the release store of `state`, and read only by
 /// registrations: a release sets `state` alone (and, for an import's slot, `released_next`,
-/// below). The fields a registration reads for every live claim come first.
+/// below). In C order, aligned to a cache line: what a registration reads of every slot it
+/// scans (`state`, `start`, `end`), writes for every claim and reads of a conflict, and what
+/// an import's release and reuse touch, fill the first line (64 bytes), so that a scan reads
+/// one line per slot and a claim that keeps no layout writes one; a kept layout follows.
+#[repr(C, align(64))]
 struct Slot {
     state: AtomicU8,
+    /// [`DENSE`], [`KEPT`] or [`RANGE_ONLY`].
+    layout: AtomicU8,
+    /// What claims ([`CLAIMANT_ARGUMENT`], ...): for messages, and for the ordinals, which
+    /// count arguments only.
+    claimant: AtomicU8,
+    /// Whether the slot is an import's ([`ImportArea`]), never a scanned one: fixed when the
+    /// slot is made, before any thread can see it.
+    import: bool,
     start: AtomicUsize,
     end: AtomicUsize,
     /// The registering thread (its Python thread state).
@@ -813,24 +828,26 @@ struct Slot {
     stack: AtomicUsize,
     /// The registration's number (orders the claims of a thread, for messages).
     sequence: AtomicU64,
-    /// [`DENSE`], [`KEPT`] or [`RANGE_ONLY`].
-    layout: AtomicU8,
-    /// What claims ([`CLAIMANT_ARGUMENT`], ...): for messages, and for the ordinals, which
-    /// count arguments only.
-    claimant: AtomicU8,
+    /// An import's slot, released: the next slot of [`RELEASED`] below it, written by the
+    /// releasing thread before its push publishes the slot.
+    released_next: AtomicPtr<Slot>,
+    /// An import's slot: its position in [`ImportArea::unindexed`], or [`INDEXED`] (in the
+    /// index, or holding no claim). Touched by registrations only (serialized), so `Relaxed`.
+    unindexed_at: AtomicUsize,
     first: AtomicUsize,
     item_size: AtomicU64,
     ndim: AtomicUsize,
     shape: [AtomicI64; KEPT_DIMS],
     /// In elements.
     strides: [AtomicI64; KEPT_DIMS],
-    /// Whether the slot is an import's ([`ImportArea`]), never a scanned one: fixed when the
-    /// slot is made, before any thread can see it.
-    import: bool,
-    /// An import's slot, released: the next slot of [`RELEASED`] below it, written by the
-    /// releasing thread before its push publishes the slot.
-    released_next: AtomicPtr<Slot>,
 }
+
+// The first line holds the fields every registration touches (on 64-bit targets).
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::offset_of!(Slot, first) == 64);
+
+/// [`Slot::unindexed_at`] of an import's slot that is not in [`ImportArea::unindexed`].
+const INDEXED: usize = usize::MAX;
 
 impl Slot {
     fn new(import: bool) -> Self {
@@ -850,6 +867,7 @@ impl Slot {
             strides: std::array::from_fn(|_| AtomicI64::new(0)),
             import,
             released_next: AtomicPtr::new(std::ptr::null_mut()),
+            unindexed_at: AtomicUsize::new(INDEXED),
         }
     }
 }
@@ -877,12 +895,24 @@ static REGISTRATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// never conflict, so only written registrations look for them, through an index by start
 /// address. Touched by registrations only, which are serialized (see [`Serialized`]); releases
 /// reach it through [`RELEASED`].
+///
+/// Indexed lazily: an import's slot goes on the [`ImportArea::unindexed`] list (a push), and
+/// only the next written registration, the one registration that searches, moves the list into
+/// the index ([`ImportArea::index_unindexed`]). An import released before any written
+/// registration ran (a kernel that imports, computes and returns, with no `TensorArgMut` in
+/// between: the common case) is taken off that list in constant time, once its slot is needed
+/// again, and never touches the B-tree; every import is indexed at most once, so a written registration beside live imports
+/// pays, over time, what indexing each import as it came would have cost.
 struct ImportArea {
-    /// The imports' slots whose claims are live, or released but not yet taken off
+    /// The imports' indexed slots whose claims are live, or released but not yet taken off
     /// [`RELEASED`], by `(start, slot address)`, with the claim's `end`: the slot's own
     /// `start` and `end`, which change only when it is reused, after it left the index. Also,
     /// once anything was indexed, the key `(usize::MAX, usize::MAX)`, which no search reaches.
     by_start: BTreeMap<(usize, usize), usize>,
+    /// The imports' slots whose claims are live (or released but not yet taken off
+    /// [`RELEASED`]) and not yet in `by_start`: each at the position its
+    /// [`Slot::unindexed_at`] says.
+    unindexed: Vec<&'static Slot>,
     /// How many indexed claims have a length (`end - start`) of each class `k`, the lengths in
     /// `[2^k, 2^(k+1))` (an empty or reversed range counts in class 0).
     length_classes: [u32; usize::BITS as usize],
@@ -901,8 +931,8 @@ impl ImportArea {
         (usize::BITS - 1 - length.leading_zeros()) as usize
     }
 
-    /// Takes the slots released since the last call off [`RELEASED`], out of the index and
-    /// onto the free list.
+    /// Takes the slots released since the last call off [`RELEASED`], out of the index (or off
+    /// the unindexed list) and onto the free list.
     fn take_released(&mut self) {
         // Nothing released (the common case): one load. A push that this load misses stays
         // on the list for the next registration; meanwhile its slot is FREE, skipped by the
@@ -918,14 +948,30 @@ impl ImportArea {
             // SAFETY: only slots of leaked import chunks, never freed or moved, are pushed.
             let slot: &'static Slot = unsafe { &*slot.as_ptr() };
             next = slot.released_next.load(Ordering::Relaxed);
-            // Written by the registration that claimed it (serialized before this one).
-            let start = slot.start.load(Ordering::Relaxed);
-            let key = (start, std::ptr::from_ref(slot) as usize);
-            if let Some(end) = self.by_start.remove(&key) {
-                let class = Self::class(start, end);
-                self.length_classes[class] -= 1;
-                if self.length_classes[class] == 0 {
-                    self.nonempty_classes &= !(1 << class);
+            // A load and a store, not a swap (a locked instruction): only registrations touch
+            // the field.
+            let position = slot.unindexed_at.load(Ordering::Relaxed);
+            if position != INDEXED {
+                slot.unindexed_at.store(INDEXED, Ordering::Relaxed);
+                // Never indexed: off the list, the last slot moved into its place.
+                let removed = self.unindexed.swap_remove(position);
+                debug_assert!(
+                    std::ptr::eq(removed, slot),
+                    "a slot is listed where it says"
+                );
+                if let Some(moved) = self.unindexed.get(position) {
+                    moved.unindexed_at.store(position, Ordering::Relaxed);
+                }
+            } else {
+                // Written by the registration that claimed it (serialized before this one).
+                let start = slot.start.load(Ordering::Relaxed);
+                let key = (start, std::ptr::from_ref(slot) as usize);
+                if let Some(end) = self.by_start.remove(&key) {
+                    let class = Self::class(start, end);
+                    self.length_classes[class] -= 1;
+                    if self.length_classes[class] == 0 {
+                        self.nonempty_classes &= !(1 << class);
+                    }
                 }
             }
             // Its releaser is done with it (it pushed it last); no registration sees it now.
@@ -933,8 +979,15 @@ impl ImportArea {
         }
     }
 
-    /// A free import slot: from the free list, or from a new chunk.
+    /// A free import slot: from the free list; where it is empty, from the slots released
+    /// since they were last taken off [`RELEASED`]; else from a new chunk. (So an import
+    /// registration takes the released list once per emptied free list, not once per import:
+    /// its swap is a locked instruction.)
     fn take_slot(&mut self) -> &'static Slot {
+        if let Some(slot) = self.free.pop() {
+            return slot;
+        }
+        self.take_released();
         if let Some(slot) = self.free.pop() {
             return slot;
         }
@@ -945,6 +998,38 @@ impl ImportArea {
         self.made += count;
         self.free.extend(slots.iter().rev());
         self.free.pop().unwrap_or_else(|| std::process::abort())
+    }
+
+    /// Whether any import's slot is listed or indexed: live, or released and not yet taken off
+    /// [`RELEASED`] (every slot on that list is one of them). Where none is, a written
+    /// registration has no import to meet and nothing to take off: it skips the area (the
+    /// written arguments of a program without live imports pay one test).
+    #[inline(always)]
+    fn holds_slots(&self) -> bool {
+        !self.unindexed.is_empty() || self.nonempty_classes != 0
+    }
+
+    /// Puts an import's slot, just taken for a claim, on the unindexed list.
+    fn add_unindexed(&mut self, slot: &'static Slot) {
+        slot.unindexed_at
+            .store(self.unindexed.len(), Ordering::Relaxed);
+        self.unindexed.push(slot);
+    }
+
+    /// Moves every slot of the unindexed list into the index, with its claim's range (written
+    /// by the registration that took the slot, serialized before this one). A slot released
+    /// meanwhile but not yet taken off [`RELEASED`] is indexed too: it is FREE, which the
+    /// search skips, and comes off the index when it is taken off that list.
+    fn index_unindexed(&mut self) {
+        let mut unindexed = std::mem::take(&mut self.unindexed);
+        for slot in unindexed.drain(..) {
+            slot.unindexed_at.store(INDEXED, Ordering::Relaxed);
+            let start = slot.start.load(Ordering::Relaxed);
+            let end = slot.end.load(Ordering::Relaxed);
+            self.insert(slot, start, end);
+        }
+        // The list's buffer is kept for the next imports.
+        self.unindexed = unindexed;
     }
 
     /// Indexes an import's slot, whose claim is `[start, end)`.
@@ -963,13 +1048,17 @@ impl ImportArea {
     }
 
     /// The first live import claim (by start) that a written claim `wanted` overlaps, with its
-    /// state: the claims whose ranges meet `wanted`'s start below its end and at most the
-    /// longest claim's length below its start, found by one range search.
+    /// state: the unindexed claims are indexed first, then the claims whose ranges meet
+    /// `wanted`'s start below its end and at most the longest claim's length below its start
+    /// are found by one range search.
     ///
     /// # Safety
     ///
     /// `wanted`'s shape and strides hold `ndim` values.
-    unsafe fn meeting(&self, wanted: Wanted) -> Option<(&'static Slot, u8)> {
+    unsafe fn meeting(&mut self, wanted: Wanted) -> Option<(&'static Slot, u8)> {
+        if !self.unindexed.is_empty() {
+            self.index_unindexed();
+        }
         if self.nonempty_classes == 0 {
             return None;
         }
@@ -1027,6 +1116,7 @@ impl<T> Serialized<T> {
 /// The imports' claims (see [`ImportArea`]).
 static IMPORTS: Serialized<ImportArea> = Serialized(UnsafeCell::new(ImportArea {
     by_start: BTreeMap::new(),
+    unindexed: Vec::new(),
     length_classes: [0; usize::BITS as usize],
     nonempty_classes: 0,
     free: Vec::new(),
@@ -1045,9 +1135,9 @@ fn is_import(wanted: &Wanted) -> bool {
     !wanted.written && wanted.claimant == CLAIMANT_IMPORT
 }
 
-/// The import area's part of a written or an import registration: takes the released slots
-/// off the index, then, for a written claim, the live import it overlaps, if any (an import
-/// needs none: reads never conflict).
+/// The import area's part of a written registration: takes the released slots off the index
+/// (or the unindexed list), then finds the live import the claim overlaps, if any. (An
+/// import needs none: reads never conflict.)
 ///
 /// # Safety
 ///
@@ -1057,26 +1147,24 @@ unsafe fn check_imports(wanted: Wanted) -> Option<(&'static Slot, u8)> {
     // SAFETY: a registration, the only reference it takes.
     let imports = unsafe { IMPORTS.get() };
     imports.take_released();
-    if !wanted.written {
-        return None;
-    }
     // SAFETY: forwarded.
     unsafe { imports.meeting(wanted) }
 }
 
-/// An import's slot for a claim `[start, end)`, indexed.
+/// An import's slot for a claim, on the unindexed list (indexed by the next written
+/// registration, by then with the claim's range, which the caller writes).
 ///
 /// # Safety
 ///
-/// A registration (serialized), after [`check_imports`].
+/// A registration (serialized).
 #[inline(never)]
-unsafe fn import_slot(start: usize, end: usize) -> &'static Slot {
+unsafe fn import_slot() -> &'static Slot {
     // SAFETY: a registration, the only reference it takes.
     let imports = unsafe { IMPORTS.get() };
     let slot = imports.take_slot();
-    // Indexed before its fields are written: no other registration runs until this one has
+    // Listed before its fields are written: no other registration runs until this one has
     // written them, and the state is FREE until then.
-    imports.insert(slot, start, end);
+    imports.add_unindexed(slot);
     slot
 }
 
@@ -1570,17 +1658,18 @@ unsafe fn claim(wanted: Wanted) -> Result<usize, ClaimConflictOf> {
         return Err(conflict_with(slot, state, used, stack));
     }
     // Imports' claims are reads, in their own area: a read never looks there; a written claim
-    // searches it, and an import takes its slot there (the released ones taken off first).
+    // searches it (the released ones taken off first), and an import takes its slot there.
     let import = is_import(&wanted);
-    if wanted.written || import {
+    // SAFETY: a registration (serialized): the import area's fields are read here only.
+    if wanted.written && unsafe { IMPORTS.get() }.holds_slots() {
         // SAFETY: a registration (serialized); the claim's shape and strides (the contract).
         if let Some((slot, state)) = unsafe { check_imports(wanted) } {
             return Err(conflict_with(slot, state, used, stack));
         }
     }
     let slot = match free {
-        // SAFETY: a registration, after `check_imports`.
-        _ if import => unsafe { import_slot(wanted.start, wanted.end) },
+        // SAFETY: a registration.
+        _ if import => unsafe { import_slot() },
         Some(slot) => slot,
         None => {
             let Some(slot) = grow(used) else {
@@ -1677,6 +1766,24 @@ fn release_import(slot: &'static Slot) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A dense claim of the bytes `[start, end)`, one byte per element (its layout is its
+    /// range: the shape and strides are a static's).
+    fn dense(start: usize, end: usize, written: bool, claimant: u8) -> Wanted {
+        static ONE: [i64; 1] = [1];
+        Wanted {
+            first: start,
+            start,
+            end,
+            item_size: 1,
+            ndim: 1,
+            shape: ONE.as_ptr(),
+            strides: ONE.as_ptr(),
+            written,
+            dense: true,
+            claimant,
+        }
+    }
 
     /// Registrations under the GIL on eight threads, each releasing its claims after dropping
     /// the GIL (as a kernel that detached does), over 64 bytes of overlapping dense blocks and
@@ -1920,6 +2027,96 @@ mod tests {
         );
     }
 
+    /// The import area's lazy index gives exactly the answers of a model: imports made and
+    /// released in any order around written claims (imports that never meet a written claim,
+    /// released unindexed from any position of the waiting list; imports indexed by a written
+    /// claim and released later; imports released but not yet taken off the released list
+    /// when a written claim indexes), and each written claim is refused exactly when it meets
+    /// a live import (no grant over a live import, no refusal for one released).
+    #[test]
+    fn the_lazy_import_index_refuses_exactly_the_writes_that_meet_a_live_import() {
+        const BYTES: usize = 128;
+        const ROUNDS: usize = 20_000;
+        Python::initialize();
+        // Addresses only: the registry never reads the memory it registers.
+        let base = Box::leak(vec![0u8; BYTES].into_boxed_slice()).as_ptr() as usize;
+        // The model: each live import's handle and byte range (offsets into the buffer).
+        let mut live: Vec<(usize, usize, usize)> = Vec::new();
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut refused, mut granted) = (0, 0);
+        for round in 0..ROUNDS {
+            let choice = next();
+            let length = 1 + (choice >> 8) as usize % 16;
+            let start = (choice >> 16) as usize % (BYTES - length);
+            match choice % 8 {
+                // An import (fewer than releases: a handful live at a time).
+                0..=1 => {
+                    // SAFETY: a dense request's shape and strides are a static's; the GIL
+                    // serializes registrations.
+                    let claimed = Python::attach(|_| unsafe {
+                        claim(dense(
+                            base + start,
+                            base + start + length,
+                            false,
+                            CLAIMANT_IMPORT,
+                        ))
+                    });
+                    let handle =
+                        claimed.unwrap_or_else(|_| panic!("round {round}: import refused"));
+                    live.push((handle, start, start + length));
+                }
+                // A release of a live import, from anywhere in the list.
+                2..=4 if !live.is_empty() => {
+                    let (handle, ..) = live.swap_remove((choice >> 32) as usize % live.len());
+                    // SAFETY: a handle `claim` gave, released once.
+                    unsafe { release(handle) };
+                }
+                // A written claim, refused exactly when it meets a live import.
+                _ => {
+                    let meets = live
+                        .iter()
+                        .any(|&(_, low, high)| low < start + length && start < high);
+                    // SAFETY: as above.
+                    let claimed = Python::attach(|_| unsafe {
+                        claim(dense(
+                            base + start,
+                            base + start + length,
+                            true,
+                            CLAIMANT_ARGUMENT,
+                        ))
+                    });
+                    match claimed {
+                        Ok(handle) => {
+                            assert!(!meets, "round {round}: a write over a live import granted");
+                            granted += 1;
+                            // SAFETY: as above.
+                            unsafe { release(handle) };
+                        }
+                        Err(conflict) => {
+                            assert!(meets, "round {round}: a write refused with no live import");
+                            assert_eq!(conflict.other_claimant, CLAIMANT_IMPORT);
+                            refused += 1;
+                        }
+                    }
+                }
+            }
+        }
+        for (handle, ..) in live {
+            // SAFETY: as above.
+            unsafe { release(handle) };
+        }
+        assert!(
+            granted > 1_000 && refused > 1_000,
+            "granted {granted}, refused {refused}"
+        );
+    }
+
     /// A thousand live imports take none of the slots that every registration scans (the
     /// registry before kept them there, so that each registration scanned them all), and
     /// still keep out exactly the written claims that meet them: a read goes on beside them,
@@ -1930,21 +2127,8 @@ mod tests {
     fn a_thousand_live_imports_take_no_scanned_slot_and_keep_out_the_writes_they_meet() {
         const IMPORTS: usize = 1_000;
         const LONG: usize = 4096;
-        static ONE: [i64; 1] = [1];
-        let dense = |start: usize, end: usize, written: bool, claimant: u8| Wanted {
-            first: start,
-            start,
-            end,
-            item_size: 1,
-            ndim: 1,
-            shape: ONE.as_ptr(),
-            strides: ONE.as_ptr(),
-            written,
-            dense: true,
-            claimant,
-        };
-        // SAFETY: the request's shape and strides are `ONE`'s (a dense claim's layout is its
-        // range); the GIL serializes registrations.
+        // SAFETY: a dense request's shape and strides are a static's (its layout is its range);
+        // the GIL serializes registrations.
         let claim_now = |wanted: Wanted| Python::attach(|_| unsafe { claim(wanted) });
         Python::initialize();
         // Addresses only: the registry never reads the memory it registers.
