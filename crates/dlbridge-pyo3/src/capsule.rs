@@ -166,17 +166,17 @@ pub fn into_capsule(py: Python<'_>, tensor: ManagedTensor) -> PyResult<Bound<'_,
     if writability_hook::lent_read_only(&tensor) && !tensor.is_versioned() {
         return Err(writability_hook::legacy_refusal(&tensor));
     }
-    wrap_in_capsule(py, writability_hook::owned_for_python(tensor)?)
+    wrap_in_capsule(py, writability_hook::owned_for_python(tensor)?.into_raw())
 }
 
-/// [`into_capsule`] for a tensor the rule of every way out to Python was already applied to
-/// (`export_capsule`'s and `TensorProducer`'s shares, made for Python): a share is otherwise
-/// taken for one that Rust code still reads through.
+/// A capsule owning `raw`, a tensor given away to Python, to which the rule of every way out
+/// was applied already ([`into_capsule`]'s, `export_capsule`'s and `TensorProducer`'s: the
+/// flags say what `writability_hook::writability_for_python` says).
+#[inline]
 pub(crate) fn wrap_in_capsule(
     py: Python<'_>,
-    tensor: ManagedTensor,
+    raw: RawManagedTensor,
 ) -> PyResult<Bound<'_, PyCapsule>> {
-    let raw = tensor.into_raw();
     let (pointer, name): (*mut c_void, &'static CStr) = match raw {
         RawManagedTensor::Versioned(ptr) => (ptr.cast(), DLTENSOR_VERSIONED),
         RawManagedTensor::Legacy(ptr) => (ptr.cast(), DLTENSOR),

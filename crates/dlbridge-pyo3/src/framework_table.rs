@@ -51,22 +51,30 @@ impl LayoutsTaken {
     /// assert!(LayoutsTaken::RowMajorCompact.takes(&[0, 3], &[7, 7])); // empty: always
     /// assert!(!LayoutsTaken::Compact.takes(&[2, 3], &[0, 1])); // a broadcast
     /// ```
+    #[inline]
     pub fn takes(self, shape: &[i64], strides: &[i64]) -> bool {
-        if shape.contains(&0) {
-            return true;
-        }
-        let spread = || {
-            shape
-                .iter()
-                .zip(strides)
-                .filter(|&(&extent, _)| extent != 1)
-        };
+        // Each rule first, the empty tensor (taken by every rule) only where the rule refuses:
+        // a return's hot path reads a small shape once.
+        let empty = || shape.contains(&0);
         match self {
             LayoutsTaken::AnyStrides => true,
-            LayoutsTaken::NonNegativeStrides => spread().all(|(_, &stride)| stride >= 0),
+            // No negative stride on an extent above 1.
+            LayoutsTaken::NonNegativeStrides => {
+                shape
+                    .iter()
+                    .zip(strides)
+                    .all(|(&extent, &stride)| stride >= 0 || extent == 1)
+                    || empty()
+            }
             LayoutsTaken::RowMajorCompact => dlbridge::layout::is_c_contiguous(shape, strides),
             LayoutsTaken::Compact => {
-                let mut dims: Vec<(i64, i64)> = spread()
+                if empty() {
+                    return true;
+                }
+                let mut dims: Vec<(i64, i64)> = shape
+                    .iter()
+                    .zip(strides)
+                    .filter(|&(&extent, _)| extent != 1)
                     .map(|(&extent, &stride)| (stride, extent))
                     .collect();
                 dims.sort_unstable();
@@ -141,10 +149,16 @@ impl FrameworkHolding {
     /// assert!(!framework_holding("torch").unwrap().needs_copy(&padded));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
+    #[inline]
     pub fn needs_copy(&self, tensor: &ManagedTensor) -> bool {
+        if !self.holds_read_only && !writable_for_python(tensor) {
+            return true;
+        }
+        if self.layouts == LayoutsTaken::AnyStrides {
+            return false;
+        }
         let view = tensor.view();
-        (!self.holds_read_only && !writable_for_python(tensor))
-            || !self.layouts.takes(view.shape(), view.strides())
+        !self.layouts.takes(view.shape(), view.strides())
     }
 }
 
@@ -378,6 +392,7 @@ pub(crate) fn for_module(info: &TypeInfo, root: &str) -> &'static FrameworkHoldi
 /// ([`FrameworkHolding::needs_copy`]), else a compact, writable copy in Rust memory (under a
 /// read claim: [`compact_copy`]). Device memory cannot be copied here: a device tensor that
 /// needs a copy is refused with `BufferError`, saying why.
+#[inline(always)]
 pub(crate) fn fit_for(
     py: Python<'_>,
     tensor: ManagedTensor,
@@ -386,14 +401,25 @@ pub(crate) fn fit_for(
     if !holding.needs_copy(&tensor) {
         return Ok(tensor);
     }
+    copy_for(py, &tensor, holding)
+}
+
+/// [`fit_for`]'s copy, of a tensor `holding`'s framework cannot hold as it is.
+#[cold]
+#[inline(never)]
+fn copy_for(
+    py: Python<'_>,
+    tensor: &ManagedTensor,
+    holding: &FrameworkHolding,
+) -> PyResult<ManagedTensor> {
     let view = tensor.view();
-    let why = if !holding.holds_read_only && !writable_for_python(&tensor) {
+    let why = if !holding.holds_read_only && !writable_for_python(tensor) {
         let read_only = match view.writability() {
             Writability::ReadOnly => "flagged read-only".to_owned(),
             Writability::Unknown => {
                 "a legacy import, which cannot say that its memory may be written".to_owned()
             }
-            Writability::Writable => shared_reason(&tensor),
+            Writability::Writable => shared_reason(tensor),
         };
         format!(
             "the result is read-only ({read_only}), and {} tensors cannot hold read-only \

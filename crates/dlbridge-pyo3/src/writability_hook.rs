@@ -19,7 +19,7 @@ use std::ffi::{CStr, c_int, c_void};
 use std::sync::Arc;
 
 use dlbridge::ffi::DLTensor;
-use dlbridge::{ManagedTensor, Writability};
+use dlbridge::{ManagedTensor, RawManagedTensor, Writability};
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -187,8 +187,9 @@ pub type WritabilityHook = unsafe extern "C" fn(
 /// a share of a tensor Rust still holds, or a tensor with shares alive in Rust) is read-only.
 /// Such a handle reads with `&[T]`, which Python must not write under; Rust gives the share no
 /// `&mut [T]` either ([`ManagedTensor::is_exclusive`]).
+#[inline]
 pub(crate) fn writability_for_python(tensor: &ManagedTensor) -> Writability {
-    match tensor.view().writability() {
+    match tensor.writability() {
         Writability::Writable if shared_in_rust(tensor) => Writability::ReadOnly,
         own => own,
     }
@@ -196,8 +197,9 @@ pub(crate) fn writability_for_python(tensor: &ManagedTensor) -> Writability {
 
 /// Whether `tensor` goes to Python read-only although its producer allows writes: other Rust
 /// handles read its memory ([`writability_for_python`]), so its own flags do not say it.
+#[inline]
 pub(crate) fn lent_read_only(tensor: &ManagedTensor) -> bool {
-    tensor.view().writability() == Writability::Writable && shared_in_rust(tensor)
+    tensor.writability() == Writability::Writable && shared_in_rust(tensor)
 }
 
 /// Whether `tensor` is handed to Python as writable memory ([`writability_for_python`]).
@@ -241,27 +243,39 @@ pub(crate) fn shared_reason(tensor: &ManagedTensor) -> String {
     )
 }
 
-/// A share of `tensor` to hand to a consumer (`legacy`: as a legacy `DLManagedTensor`), whose
-/// flags say what [`writability_for_python`] says of `tensor`: READ_ONLY where the producer
-/// allows writes but other Rust handles read the memory. Legacy is refused there
-/// (`BufferError`), as it is for a tensor flagged READ_ONLY (the core's
-/// `ReadOnlyLegacyExport`); a legacy tensor of unknown writability goes out legacy as it came
-/// in.
+/// A share of `tensor` handed to a consumer (`legacy`: as a legacy `DLManagedTensor`), as the
+/// raw pointer the consumer takes over, whose flags say what [`writability_for_python`] says
+/// of `tensor`: READ_ONLY where the producer allows writes but other Rust handles read the
+/// memory. Legacy is refused there (`BufferError`), as it is for a tensor flagged READ_ONLY
+/// (the core's `ReadOnlyLegacyExport`); a legacy tensor of unknown writability goes out
+/// legacy as it came in. The share is never a handle in Rust (not counted in `tensor`'s
+/// [`ManagedTensor::live_shares`]): it goes to the consumer at once.
 pub(crate) fn share_for_python(
     tensor: &Arc<ManagedTensor>,
     legacy: bool,
-) -> PyResult<ManagedTensor> {
+) -> PyResult<RawManagedTensor> {
     if !lent_read_only(tensor) {
         let shared = if legacy {
-            Arc::clone(tensor).share_legacy()
+            Arc::clone(tensor)
+                .share_legacy_into_raw()
+                .map(RawManagedTensor::Legacy)
         } else {
-            Arc::clone(tensor).share_versioned()
+            Arc::clone(tensor)
+                .share_versioned_into_raw()
+                .map(RawManagedTensor::Versioned)
         };
         return shared.map_err(to_py_err);
     }
     if legacy {
         return Err(legacy_refusal(tensor));
     }
+    Ok(read_only_share(tensor)?.into_raw())
+}
+
+/// A versioned share of `tensor` flagged READ_ONLY, which keeps it alive (no copy): how a
+/// tensor that other Rust handles read is handed to Python.
+#[cold]
+fn read_only_share(tensor: &Arc<ManagedTensor>) -> PyResult<ManagedTensor> {
     let view = tensor.view();
     // SAFETY: the `Arc` passed as the owner keeps the tensor, and so the memory its validated
     // view describes, alive, readable, wherever it is dropped (a `ManagedTensor` is `Send`);
@@ -277,11 +291,12 @@ pub(crate) fn share_for_python(
 /// [`writability_for_python`] says, else a read-only versioned share of it (no copy). For
 /// results handed to a framework's exchange table or `from_dlpack`, whose objects take
 /// writability from the DLPack flags.
+#[inline(always)]
 pub(crate) fn owned_for_python(tensor: ManagedTensor) -> PyResult<ManagedTensor> {
     if !lent_read_only(&tensor) {
         return Ok(tensor);
     }
-    share_for_python(&Arc::new(tensor), false)
+    read_only_share(&Arc::new(tensor))
 }
 
 /// The refusal of a legacy export of a tensor that goes to Python read-only although its
@@ -298,7 +313,7 @@ pub(crate) fn legacy_refusal(tensor: &ManagedTensor) -> PyErr {
 /// The code of a [`WritabilityHook`]'s answer for `tensor` ([`writability_for_python`], with
 /// code 3 for writable memory that other Rust handles read).
 pub(crate) fn writability_code(tensor: &ManagedTensor) -> u32 {
-    match tensor.view().writability() {
+    match tensor.writability() {
         Writability::Writable if shared_in_rust(tensor) => 3,
         Writability::Writable => 0,
         Writability::ReadOnly => 1,

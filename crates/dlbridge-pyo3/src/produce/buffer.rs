@@ -274,10 +274,7 @@ impl BufferLayout {
 /// why: its producer's flag, or other Rust handles reading its memory.
 fn writable_refused(tensor: &ManagedTensor) -> PyErr {
     let why = if tensor.view().is_read_only() {
-        format!(
-            "the tensor is read-only ({:?})",
-            tensor.view().writability()
-        )
+        format!("the tensor is read-only ({:?})", tensor.writability())
     } else {
         format!("the tensor is served read-only: {}", shared_reason(tensor))
     };

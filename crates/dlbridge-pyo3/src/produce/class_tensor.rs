@@ -373,7 +373,7 @@ impl ClassTensor {
     /// Whether the producer allows writes ([`dlbridge::TensorView::writability`]).
     #[inline]
     pub fn writability(&self) -> Writability {
-        self.tensor.view().writability()
+        self.tensor.writability()
     }
 
     /// The number of elements.

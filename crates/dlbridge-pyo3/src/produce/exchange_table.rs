@@ -5,7 +5,6 @@
 use std::any::TypeId;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::ptr::NonNull;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dlbridge::ffi::{
@@ -268,10 +267,8 @@ unsafe extern "C" fn from_py_object<T: TensorClass>(
             // SAFETY: the consumer passes a live object (NULL is refused).
             let instance = unsafe { instance::<T>(py, object.cast(), "py_object") }?;
             // One answer: the memory and its flags are of this one tensor.
-            let tensor = Arc::clone(instance.borrow().tensor().shared());
-            let shared = share_for_python(&tensor, false)?;
-            let raw = shared
-                .into_raw()
+            let borrowed = instance.borrow();
+            let raw = share_for_python(borrowed.tensor().shared(), false)?
                 .versioned()
                 .expect("shared tensors are versioned");
             EXPORTS.fetch_add(1, Ordering::Relaxed);

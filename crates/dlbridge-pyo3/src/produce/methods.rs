@@ -11,7 +11,7 @@
 use std::ffi::{CStr, c_char, c_int};
 use std::sync::Arc;
 
-use dlbridge::{Device, DeviceType, ManagedTensor};
+use dlbridge::{Device, DeviceType, ManagedTensor, RawManagedTensor};
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -193,9 +193,10 @@ pub fn export_capsule<'py>(
             stream_order::copy_to_host(tensor)?
         };
         if versioned {
-            copy
+            copy.into_raw()
         } else {
-            Arc::new(copy).share_legacy().map_err(to_py_err)?
+            let raw = Arc::new(copy).share_legacy_into_raw().map_err(to_py_err)?;
+            RawManagedTensor::Legacy(raw)
         }
     } else {
         if let Some(consumer) = consumer_stream {

@@ -1,6 +1,8 @@
 //! Returning Rust-owned tensors to Python as the caller's framework's own objects.
 
-use dlbridge::{DataType, Device, Element, Export, ManagedTensor};
+use std::sync::Arc;
+
+use dlbridge::{DataType, Device, Element, Export, ManagedTensor, RawManagedTensor};
 use ndarray::{Array, Dimension};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
@@ -75,16 +77,22 @@ impl TensorProducer {
             return Err(legacy_refusal(&tensor));
         }
         let tensor = owned_for_python(tensor)?;
-        let tensor = match (versioned, tensor.is_versioned()) {
-            (true, true) | (false, false) => tensor,
-            (true, false) => std::sync::Arc::new(tensor)
-                .share_versioned()
-                .map_err(to_py_err)?,
-            (false, true) => std::sync::Arc::new(tensor)
-                .share_legacy()
-                .map_err(to_py_err)?,
+        // In the layout asked for: the tensor itself, or a share of it (no copy) straight to
+        // the consumer.
+        let raw = match (versioned, tensor.is_versioned()) {
+            (true, true) | (false, false) => tensor.into_raw(),
+            (true, false) => RawManagedTensor::Versioned(
+                Arc::new(tensor)
+                    .share_versioned_into_raw()
+                    .map_err(to_py_err)?,
+            ),
+            (false, true) => RawManagedTensor::Legacy(
+                Arc::new(tensor)
+                    .share_legacy_into_raw()
+                    .map_err(to_py_err)?,
+            ),
         };
-        wrap_in_capsule(py, tensor)
+        wrap_in_capsule(py, raw)
     }
 
     fn __dlpack_device__(&self) -> (i32, i32) {
