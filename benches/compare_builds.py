@@ -14,10 +14,10 @@ one sample of each rather than on every sample of one build. A sample is the mea
 `--calls` calls (python_exchange.py's method); a row's time is the best sample of `--rounds`
 rounds (the median is in the second table and the JSON). Each build's objects (its tensors)
 are made by that build; the NumPy arrays and PyTorch tensors are shared. Each module publishes
-and uses an aliasing registry of its own, as an extension alone in its process does (see
-SHARED_MODULE below); `--shared-registry LABEL` (repeatable) leaves the build LABEL to the
-registry's own rule instead: it calls the registry published by the build loaded before it,
-through the capsule, as the second dlbridge module of a process does. Tensors are 4x4 float32
+and uses an aliasing registry of its own, as an extension alone in its process does
+(benches/aliasing_registries.py); `--shared-registry LABEL` (repeatable) leaves the build LABEL
+to the registry's own rule instead: it calls the registry published by the build loaded before
+it, through the capsule, as the second dlbridge module of a process does. Tensors are 4x4 float32
 on the CPU unless a row says otherwise.
 
     bash benches/build-at-commit.sh 0744a74 target/compare/builds/before
@@ -34,6 +34,7 @@ change in percent against a baseline: by default the first build; `--against NEW
 `no-op, 3 plain objects` calls a PyO3 function that takes three objects and touches no
 tensor: the same code in every build, so its change is the run's noise.
 
+`--row WORD` (repeatable) times only the rows whose label contains one of the words.
 `--instructions` counts instead of timing: each build alone in a process of its own under
 `valgrind --tool=callgrind` (with `PYTHONHASHSEED=0`), the instructions per call of each row,
 whole calls from the Python loop (`--calls` calls, 2,000 by default, between two dumps at
@@ -44,12 +45,10 @@ real change of a few percent from noise.
 """
 
 import argparse
-import ctypes
 import importlib.util
 import json
 import os
 import pathlib
-import platform
 import re
 import statistics
 import subprocess
@@ -58,7 +57,9 @@ import sysconfig
 import tempfile
 import time
 
+import aliasing_registries
 import numpy as np
+from measuring import dump_parts, machine, total_instructions
 
 try:
     import torch
@@ -66,51 +67,6 @@ except ImportError:  # pragma: no cover - torch is in the test environment
     torch = None
 
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
-
-
-# Where dlbridge-pyo3 publishes the aliasing registry that every module built with it uses
-# (crates/dlbridge-pyo3/src/claims.rs): the first module to claim memory publishes its own,
-# which it calls inlined; every later module calls that one through the capsule's function
-# pointers. Timed that way, every build but the first would pay calls across modules (and
-# the old builds a newer build's registry, or the reverse). So each module is made to publish
-# its own: the entry is taken out of `sys.modules` before the module's first claim, as if it
-# were the only dlbridge module of the process, which is how an extension is timed alone.
-SHARED_MODULE = "_dlbridge_pyo3_shared"
-REGISTRY_CAPSULE = b"dlbridge_pyo3.aliasing_registry"
-
-
-def registry_address():
-    """The address of the registry table published in `sys.modules`, or None."""
-    shared = sys.modules.get(SHARED_MODULE)
-    if shared is None:
-        return None
-    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-    get_pointer.restype = ctypes.c_void_p
-    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    return get_pointer(shared.aliasing_registry, REGISTRY_CAPSULE)
-
-
-def with_own_registry(label, name, first_claim, registries):
-    """Runs `first_claim` (a call that claims memory) with no registry in `sys.modules`, so
-    that the module publishes and keeps its own; checks that it did (a table none of
-    `registries` has published) and adds it there."""
-    sys.modules.pop(SHARED_MODULE, None)
-    first_claim()
-    address = registry_address()
-    if address is None or address in registries:
-        sys.exit(f"{label}: {name} did not publish a registry of its own")
-    registries.add(address)
-
-
-def with_shared_registry(label, name, first_claim, registries):
-    """Runs `first_claim` with the registry a module loaded before published left in
-    `sys.modules`, so that the module calls that one (`--shared-registry`)."""
-    address = registry_address()
-    if address is None:
-        sys.exit(f"{label}: --shared-registry needs a build loaded before it")
-    first_claim()
-    if registry_address() != address or address not in registries:
-        sys.exit(f"{label}: {name} did not take the registry already published")
 
 
 def load_build(index, label, folder, registries, *, own_registry=True):
@@ -133,16 +89,22 @@ def load_build(index, label, folder, registries, *, own_registry=True):
     if not hasattr(modules["_dlbridge"], "_testing"):
         sys.exit(f"{label}: {folder} was built without the cargo feature `testing`")
     ones = np.ones((4, 4), dtype=np.float32)
-    registry = with_own_registry if own_registry else with_shared_registry
+    # Each module publishes and uses an aliasing registry of its own, as an extension alone in
+    # its process does (benches/aliasing_registries.py), or calls the one published before.
+    if own_registry:
+        registry = aliasing_registries.own_registry
+    else:
+        registry = aliasing_registries.shared_registry
     registry(
-        label,
-        "_dlbridge",
+        f"{label}: _dlbridge",
         lambda: modules["_dlbridge"]._testing.noop3(ones, ones, ones),
         registries,
     )
     if "dlbridge_matmul" in modules:
         registry(
-            label, "dlbridge_matmul", lambda: modules["dlbridge_matmul"].add(ones, ones), registries
+            f"{label}: dlbridge_matmul",
+            lambda: modules["dlbridge_matmul"].add(ones, ones),
+            registries,
         )
     return modules
 
@@ -259,18 +221,6 @@ def time_interleaved(table, calls, rounds, warmup):
     return samples
 
 
-def machine() -> str:
-    """The CPU's model name and the number of cores this process may use."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            names = [line.split(":", 1)[1].strip() for line in cpuinfo if "model name" in line]
-        model = names[0] if names else model
-    except OSError:
-        pass
-    return f"{model}, {len(os.sched_getaffinity(0))} cores"
-
-
 def change(new, old):
     """`new` against `old` in percent, signed ("+3.1%": slower)."""
     return f"{(new / old - 1) * 100:+.1f}%"
@@ -321,6 +271,13 @@ def parse_arguments():
     )
     parser.add_argument("--rounds", type=int, default=21, help="samples per row and build")
     parser.add_argument("--warmup", type=int, default=1_000, help="calls before timing")
+    parser.add_argument(
+        "--row",
+        action="append",
+        default=[],
+        metavar="WORD",
+        help="time only the rows whose label contains WORD (repeatable; not with --instructions)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the run to FILE")
     parser.add_argument(
         "--instructions", action="store_true", help="count instructions per call (callgrind)"
@@ -355,6 +312,8 @@ def parse_arguments():
     for label in arguments.shared_registry:
         if label not in labels[1:]:
             parser.error(f"--shared-registry {label!r}: not a label among {labels[1:]}")
+    if arguments.row and arguments.instructions:
+        parser.error("--row times the rows it names; --instructions counts every row")
     if not pairs:
         pairs = [(label, labels[0]) for label in labels[1:]]
     if arguments.calls is None:
@@ -373,14 +332,6 @@ def count_child(label, folder, calls):
             function()
         os.getppid()
         print(f"row\t{row}", flush=True)
-
-
-def total_instructions(path):
-    """The instructions of one callgrind dump."""
-    for line in pathlib.Path(path).read_text().splitlines():
-        if line.startswith(("totals:", "summary:")):
-            return int(line.split()[1])
-    return 0
 
 
 def functions_per_call(path, calls):
@@ -427,13 +378,7 @@ def count_build(label, folder, calls, with_functions):
             sys.stderr.write(finished.stderr[-4000:])
             sys.exit(finished.returncode)
         rows = [line.split("\t", 1)[1] for line in finished.stdout.splitlines() if "\t" in line]
-        # Dumps in order: up to the first marker, then per row its counted calls and the next
-        # row's warm-up; empty dumps (a marker matched twice) are left out.
-        parts = [
-            path
-            for path in sorted(out.parent.glob("callgrind.out.*"), key=lambda p: int(p.suffix[1:]))
-            if total_instructions(path) > 0
-        ]
+        parts = dump_parts(out.parent)
         return {
             row: (
                 total_instructions(parts[2 * index + 1]) / calls,
@@ -521,7 +466,8 @@ def main():
         own_registry = label not in arguments.shared_registry
         modules = load_build(index, label, folder, registries, own_registry=own_registry)
         for row, function in build_rows(modules):
-            table.setdefault(row, {})[label] = function
+            if not arguments.row or any(word in row for word in arguments.row):
+                table.setdefault(row, {})[label] = function
     samples = time_interleaved(table, arguments.calls, arguments.rounds, arguments.warmup)
     best = {key: min(values) for key, values in samples.items()}
     median = {key: statistics.median(values) for key, values in samples.items()}

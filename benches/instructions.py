@@ -30,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 
+from measuring import dump_parts, total_instructions
+
 HERE = pathlib.Path(__file__).resolve().parent
 WARMUP = 100
 
@@ -38,6 +40,8 @@ def child(calls, words, torch_rows):
     sys.path.insert(0, str(HERE))
     import python_exchange
 
+    # Each dlbridge module with a registry of its own, as python_exchange.py times them.
+    python_exchange.own_registries()
     if torch_rows:
         array = python_exchange.np.arange(16, dtype=python_exchange.np.float32).reshape(4, 4)
         tensor = python_exchange.dlbridge.from_dlpack(array)
@@ -61,13 +65,6 @@ def select(cases, words):
     if not words:
         return cases
     return [case for case in cases if any(word in " ".join(case[:3]) for word in words)]
-
-
-def total_instructions(path):
-    for line in pathlib.Path(path).read_text().splitlines():
-        if line.startswith(("totals:", "summary:")):
-            return int(line.split()[1])
-    return 0
 
 
 def main():
@@ -116,17 +113,7 @@ def main():
             sys.stderr.write(finished.stderr[-4000:])
             sys.exit(finished.returncode)
         rows = [line.split("\t") for line in finished.stdout.splitlines() if "\t" in line]
-        # Dump parts, in order: everything up to the first marker, then per row the measured
-        # calls and the next row's warm-up. A marker may dump twice (libc's `getppid` and its
-        # alias both match): the empty parts are left out, as no part with calls is empty.
-        parts = [
-            path
-            for path in sorted(
-                pathlib.Path(directory).glob("callgrind.out.*"),
-                key=lambda path: int(path.suffix[1:]),
-            )
-            if total_instructions(path) > 0
-        ]
+        parts = dump_parts(directory)
         print(f"instructions per call ({arguments.calls:,} calls per row, callgrind)")
         print()
         if arguments.torch:
