@@ -10,6 +10,7 @@ mod common;
 use std::sync::Arc;
 
 use common::ForeignSpec;
+use dlbridge::ffi::{DLManagedTensor, DLManagedTensorVersioned};
 use dlbridge::{DataType, Device, DeviceType, Error, Export, ManagedTensor, Writability};
 
 fn writable_original() -> Arc<ManagedTensor> {
@@ -121,6 +122,59 @@ fn shares_sent_to_other_threads_only_read() {
     // The last share gone, the original is the only handle again.
     let mut original = Arc::try_unwrap(original).expect("no share is left");
     original.as_mut_slice::<i32>().unwrap()[0] = 5;
+}
+
+/// A share handed straight to a consumer as a pointer (`share_*_into_raw`) is never a Rust
+/// handle: never counted, it keeps the source alive until the consumer releases it, once, on
+/// any thread, and the source stays readable meanwhile; read-only memory does not leave as a
+/// legacy tensor, which cannot say so.
+#[test]
+fn shares_handed_straight_to_a_consumer_are_uncounted_and_keep_the_source_alive() {
+    let original = writable_original();
+    let versioned = Arc::clone(&original).share_versioned_into_raw().unwrap();
+    let legacy = Arc::clone(&original).share_legacy_into_raw().unwrap();
+    assert_eq!(original.live_shares(), 0);
+    assert_eq!(Arc::strong_count(&original), 3);
+    /// The two pointers, on their way to the consumer's thread.
+    struct Handed(*mut DLManagedTensorVersioned, *mut DLManagedTensor);
+    // SAFETY: owned tensors, given to the consumer's thread whole; DLPack lets their deleters
+    // run on any thread.
+    unsafe impl Send for Handed {}
+    let handed = Handed(versioned, legacy);
+    std::thread::scope(|scope| {
+        // The consumer's side, on another thread.
+        scope.spawn(move || {
+            let handed = handed;
+            // SAFETY: live tensors this test owns, each released once; nothing writes the
+            // memory while they live.
+            let (versioned, legacy) = unsafe {
+                (
+                    ManagedTensor::from_raw_versioned(handed.0).unwrap(),
+                    ManagedTensor::from_raw_legacy(handed.1).unwrap(),
+                )
+            };
+            assert_eq!(versioned.view().as_slice::<i32>().unwrap(), &[0; 4]);
+            assert_eq!(legacy.view().as_slice::<i32>().unwrap(), &[0; 4]);
+        });
+        assert_eq!(original.view().as_slice::<i32>().unwrap(), &[0; 4]);
+    });
+    // Both released: the original is the only handle again.
+    let mut original = Arc::try_unwrap(original).expect("no share is left");
+    original.as_mut_slice::<i32>().unwrap()[0] = 5;
+    let frozen = Arc::new(
+        Export::new(vec![0u8; 2], &[2])
+            .read_only(true)
+            .into_versioned()
+            .unwrap(),
+    );
+    assert_eq!(
+        Arc::clone(&frozen).share_legacy_into_raw(),
+        Err(Error::ReadOnlyLegacyExport)
+    );
+    let raw = frozen.share_versioned_into_raw().unwrap();
+    // SAFETY: a live tensor this test owns, released once.
+    let back = unsafe { ManagedTensor::from_raw_versioned(raw) }.unwrap();
+    assert_eq!(back.writability(), Writability::ReadOnly);
 }
 
 // 2. Setters that change what the views may dereference.
