@@ -955,10 +955,12 @@ impl ImportArea {
                 slot.unindexed_at.store(INDEXED, Ordering::Relaxed);
                 // Never indexed: off the list, the last slot moved into its place.
                 let removed = self.unindexed.swap_remove(position);
-                debug_assert!(
-                    std::ptr::eq(removed, slot),
-                    "a slot is listed where it says"
-                );
+                // A slot is listed where it says (an invariant of this area alone): were it
+                // not, a live import could leave the list unseen, so the check stays in
+                // release builds, and a broken registry stops the process.
+                if !std::ptr::eq(removed, slot) {
+                    std::process::abort();
+                }
                 if let Some(moved) = self.unindexed.get(position) {
                     moved.unindexed_at.store(position, Ordering::Relaxed);
                 }
