@@ -58,9 +58,10 @@
 //!   releasing thread and pushed on a lock-free list, from which the next written registration
 //!   (or an import registration that finds no free slot) takes it off the index or the waiting
 //!   list: so a registration costs the same beside 1,000 live imports as beside none (a
-//!   written one, a logarithm more per import indexed). The exact test, the messages' positions of the arguments, and other modules'
-//!   calls through the table stay off this path: the typed-argument benchmarks in
-//!   BENCHMARKS.md are within noise of the fixed 256-slot table this replaced.
+//!   written one, a logarithm more per import indexed). The exact test, the messages'
+//!   positions of the arguments, and other modules' calls through the table stay off this
+//!   path: the typed-argument benchmarks in BENCHMARKS.md are within noise of the fixed
+//!   256-slot table this replaced.
 //! - **One registry per process.** Every extension module that links dlbridge-pyo3 (any
 //!   version from this one on) uses the same registry, so two libraries built on dlbridge
 //!   cannot write memory the other is reading. The first module to need it publishes its
@@ -901,8 +902,9 @@ static REGISTRATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// the index ([`ImportArea::index_unindexed`]). An import released before any written
 /// registration ran (a kernel that imports, computes and returns, with no `TensorArgMut` in
 /// between: the common case) is taken off that list in constant time, once its slot is needed
-/// again, and never touches the B-tree; every import is indexed at most once, so a written registration beside live imports
-/// pays, over time, what indexing each import as it came would have cost.
+/// again, and never touches the B-tree; every import is indexed at most once, so a written
+/// registration beside live imports pays, over time, what indexing each import as it came
+/// would have cost.
 struct ImportArea {
     /// The imports' indexed slots whose claims are live, or released but not yet taken off
     /// [`RELEASED`], by `(start, slot address)`, with the claim's `end`: the slot's own
@@ -1049,18 +1051,14 @@ impl ImportArea {
         self.nonempty_classes |= 1 << class;
     }
 
-    /// The first live import claim (by start) that a written claim `wanted` overlaps, with its
-    /// state: the unindexed claims are indexed first, then the claims whose ranges meet
-    /// `wanted`'s start below its end and at most the longest claim's length below its start
-    /// are found by one range search.
+    /// The first indexed live import claim (by start) that a written claim `wanted` overlaps,
+    /// with its state: the claims whose ranges meet `wanted`'s start below its end and at most
+    /// the longest claim's length below its start, found by one range search.
     ///
     /// # Safety
     ///
     /// `wanted`'s shape and strides hold `ndim` values.
-    unsafe fn meeting(&mut self, wanted: Wanted) -> Option<(&'static Slot, u8)> {
-        if !self.unindexed.is_empty() {
-            self.index_unindexed();
-        }
+    unsafe fn meeting(&self, wanted: Wanted) -> Option<(&'static Slot, u8)> {
         if self.nonempty_classes == 0 {
             return None;
         }
@@ -1138,8 +1136,8 @@ fn is_import(wanted: &Wanted) -> bool {
 }
 
 /// The import area's part of a written registration: takes the released slots off the index
-/// (or the unindexed list), then finds the live import the claim overlaps, if any. (An
-/// import needs none: reads never conflict.)
+/// (or the unindexed list), indexes the unindexed ones, then finds the live import the claim
+/// overlaps, if any. (An import needs none: reads never conflict.)
 ///
 /// # Safety
 ///
@@ -1149,6 +1147,9 @@ unsafe fn check_imports(wanted: Wanted) -> Option<(&'static Slot, u8)> {
     // SAFETY: a registration, the only reference it takes.
     let imports = unsafe { IMPORTS.get() };
     imports.take_released();
+    if !imports.unindexed.is_empty() {
+        imports.index_unindexed();
+    }
     // SAFETY: forwarded.
     unsafe { imports.meeting(wanted) }
 }

@@ -352,16 +352,13 @@ impl ManagedTensor {
     /// ```
     #[inline]
     pub fn writability(&self) -> Writability {
-        match self.owned {
-            Owned::Versioned(ptr) => {
-                // SAFETY: V9: owned and live until drop.
-                let flags = Flags::from_bits(unsafe { ptr.as_ref() }.flags);
-                Writability::of(flags, true, false)
-            }
-            Owned::Legacy(_, writes_allowed) => {
-                Writability::of(self.flags(), false, writes_allowed)
-            }
-        }
+        // What `view()` hands the view, by the same rule.
+        let (_, version, flags) = self.parts();
+        Writability::of(
+            flags,
+            version.is_some(),
+            matches!(self.owned, Owned::Legacy(_, true)),
+        )
     }
 
     #[inline]

@@ -116,26 +116,14 @@ impl ManagedTensor {
 /// handle in Rust, so never counted.
 #[inline(always)]
 fn share_into_raw(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<RawManagedTensor> {
-    let source: *const ManagedTensor = Arc::as_ptr(&tensor);
-    // SAFETY: as in `share`: the `Arc` moves into the export, its target does not move.
-    let view = unsafe { &*source }.view();
-    // SAFETY: the `Arc` keeps the validated tensor, and so the memory its view describes,
-    // alive; the view's read-only flag carries over. The pointer leaves at once: what its
-    // consumer does with the memory is the consumer's (the flags say whether it may write).
-    let shared = unsafe { export_view(&view, tensor, legacy, false) }?;
-    Ok(shared.into_raw())
+    Ok(export_share(tensor, legacy)?.into_raw())
 }
 
 #[inline(always)]
 fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
     let source: *const ManagedTensor = Arc::as_ptr(&tensor);
-    // SAFETY: the `Arc` moves into the export (and lives as long as it), but its target does
-    // not move, so a view of the target stays valid through the call, which only reads it.
-    let view = unsafe { &*source }.view();
     let ready_stream = tensor.ready_stream();
-    // SAFETY: the `Arc` keeps the validated tensor, and so the memory its view describes,
-    // alive; the view's read-only flag carries over.
-    let mut shared = unsafe { export_view(&view, tensor, legacy, false) }?;
+    let mut shared = export_share(tensor, legacy)?;
     // SAFETY: the share's owner is the `Arc`, so the source stays alive and in place until
     // the share's deleter runs (counted while the share is a Rust handle:
     // `ManagedTensor::live_shares`).
@@ -149,6 +137,20 @@ fn share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
     // `Arc`'s counts (a compare-and-swap) costs each export.
     shared.mark_shared();
     Ok(shared)
+}
+
+/// The new tensor of every share (`legacy`: a legacy one) of `tensor`, which its `Arc` keeps
+/// alive: the descriptor of its validated view, its flags (READ_ONLY carries over), no count
+/// and no ready stream yet ([`share`] adds them to a share that stays a Rust handle).
+#[inline(always)]
+fn export_share(tensor: Arc<ManagedTensor>, legacy: bool) -> Result<ManagedTensor> {
+    let source: *const ManagedTensor = Arc::as_ptr(&tensor);
+    // SAFETY: the `Arc` moves into the export (and lives as long as it), but its target does
+    // not move, so a view of the target stays valid through the call, which only reads it.
+    let view = unsafe { &*source }.view();
+    // SAFETY: the `Arc` keeps the validated tensor, and so the memory its view describes,
+    // alive; the view's read-only flag carries over.
+    unsafe { export_view(&view, tensor, legacy, false) }
 }
 
 impl ManagedTensor {
