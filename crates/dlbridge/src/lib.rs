@@ -206,7 +206,7 @@
 //!   one heap allocation, aligned as that memory is; the crate's own allocations
 //!   ([`ManagedTensor::zeros`], [`TensorView::to_compact_copy`]) are 64-byte aligned, as TVM's
 //!   `from_dlpack` requires; [`ManagedTensor::share_versioned`] re-exports a tensor without a
-//!   copy;
+//!   copy ([`ManagedTensor::share_versioned_into_raw`] straight to a consumer's pointer);
 //! - with the `ndarray` feature, zero-copy conversion to and from `ndarray` arrays;
 //! - with the `nalgebra`, `faer`, `image`, `burn`, `candle` and `arrow` features, the bridges
 //!   to those libraries (above);
