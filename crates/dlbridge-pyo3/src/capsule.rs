@@ -17,6 +17,27 @@ use crate::errors::type_name;
 use crate::trampoline;
 use crate::writability_hook;
 
+/// The bytes of a capsule name this crate makes capsules with, NUL included, aligned to 128
+/// bytes. CPython compares a capsule's name with `strcmp` on every `PyCapsule_GetPointer` (a
+/// consumer's, and the destructor's), and glibc's vector `strcmp` takes a slower path for a
+/// string in the last 128 bytes of a page; at this alignment the name never lies there. (A
+/// literal lies wherever the linker puts it: a build whose `dltensor_versioned` landed at page
+/// offset 0xff9 ran 51 more instructions per versioned export than the build before, all in
+/// `strcmp`.)
+#[repr(C, align(128))]
+struct CapsuleName<const N: usize>([u8; N]);
+
+static DLTENSOR_NAME: CapsuleName<9> = CapsuleName(*b"dltensor\0");
+static DLTENSOR_VERSIONED_NAME: CapsuleName<19> = CapsuleName(*b"dltensor_versioned\0");
+
+/// The name `bytes` holds, as a `CStr` borrowing it (so every use has its address).
+const fn capsule_name<const N: usize>(bytes: &'static CapsuleName<N>) -> &'static CStr {
+    match CStr::from_bytes_with_nul(&bytes.0) {
+        Ok(name) => name,
+        Err(_) => panic!("a capsule name ends in its only NUL"),
+    }
+}
+
 /// Name of a capsule holding a legacy `DLManagedTensor`.
 ///
 /// ```
@@ -32,7 +53,7 @@ use crate::writability_hook;
 /// })
 /// # .unwrap();
 /// ```
-pub const DLTENSOR: &CStr = c"dltensor";
+pub const DLTENSOR: &CStr = capsule_name(&DLTENSOR_NAME);
 /// Name of a capsule holding a `DLManagedTensorVersioned`.
 ///
 /// ```
@@ -48,7 +69,7 @@ pub const DLTENSOR: &CStr = c"dltensor";
 /// })
 /// # .unwrap();
 /// ```
-pub const DLTENSOR_VERSIONED: &CStr = c"dltensor_versioned";
+pub const DLTENSOR_VERSIONED: &CStr = capsule_name(&DLTENSOR_VERSIONED_NAME);
 /// Name a consumer gives a `dltensor` capsule it took the tensor from.
 ///
 /// ```
