@@ -454,8 +454,8 @@ bench-peers: venv
 ## profile (fat LTO) and in cargo's default release profile, all four timed in one interleaved
 ## run (benches/compare_builds.py; the builds by benches/build-at-commit.sh, under
 ## target/compare): a Markdown table of each path per build and the change against BASE in the
-## same profile, also kept as JSON (target/compare/compare.json). BENCHMARKS.md, "Issue 47:
-## what soundness costs".
+## same profile, also kept as JSON (target/compare/compare.json). BENCHMARKS.md, "What the
+## safety checks cost".
 bench-compare: venv
 	@test -n "$(BASE)" || { echo "make bench-compare BASE=COMMIT: the commit to compare with" >&2; exit 2; }
 	PYTHON=$(PYTHON) bash benches/build-at-commit.sh $(BASE) target/compare/builds/base

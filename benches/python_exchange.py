@@ -11,7 +11,8 @@ extension was built without the cargo feature `testing` (their kernels; `make py
 turns it on).
 A second table times the kernels of benches/peers/dlbridge-user beside the same kernels
 written with rust-numpy, each built as a user's crate is (cargo's default release profile) and
-with the workspace's (fat LTO), in the same interleaved run (BENCHMARKS.md, issue 30);
+with the workspace's (fat LTO), in the same interleaved run (BENCHMARKS.md, "Typed kernel
+arguments and `return_like`, beside rust-numpy");
 benches/instructions.py counts their instructions per call under callgrind.
 Arguments, if any, keep only the rows whose label (or, in the second table, build or peer)
 contains one of them (`python_exchange.py TensorArg matmul`; `python_exchange.py default lto`
