@@ -9,11 +9,11 @@ prints one JSON object:
 - `"skip"` or `"fail"`: the framework cannot be imported here, and the reason, as
   `_frameworks.import_framework` gives it (a skip, or a failure where every framework is
   required);
-- `"import"` (not for `buffer`): what the framework's own import (`from_dlpack`) does with
-  a read-only tensor (`"read_only"`: `"refused"`, where it takes only legacy capsules, which
-  cannot say read-only; `"write refused"`; `"written"`, its object wrote the memory; or
-  `"copied"`) and which sample layouts it takes as they are (`"layouts"`: name -> taken, its
-  values equal to the sample's);
+- `"import"` (not for `buffer` and `pyarrow`): what the framework's own import
+  (`from_dlpack`) does with a read-only tensor (`"read_only"`: `"refused"`, where it takes
+  only legacy capsules, which cannot say read-only; `"write refused"`; `"written"`, its object
+  wrote the memory; or `"copied"`) and which sample layouts it takes as they are
+  (`"layouts"`: name -> taken, its values equal to the sample's);
 - `"return_like"` (not for `mxnet`, which `return_like` has no way to): what
   `return_like` made for a caller of this framework of a read-only result (`"shares"` its
   memory, `"write"`: `"refused"`, `"written"` or `"none"` for a framework with no writes
@@ -41,6 +41,7 @@ DISTRIBUTIONS = {
     "tensorflow": ("tensorflow", "tensorflow-cpu"),
     "paddle": ("paddle", "paddlepaddle"),
     "mxnet": ("mxnet", "mxnet"),
+    "pyarrow": ("pyarrow", "pyarrow"),
 }
 
 #: The sample layouts, as NumPy views of a base of `arange` values.
@@ -175,6 +176,31 @@ def framework_ways(kind: str) -> dict[str, Callable[..., Any]]:
             "write": write_dlbridge,
             "address": lambda x: x.data_ptr,
             "like": lambda: dlbridge.zeros([1]),
+        }
+    if kind == "pyarrow":
+        import pyarrow as pa
+
+        def arrow_values(x: Any) -> np.ndarray:
+            if isinstance(x, pa.FixedShapeTensorArray):
+                return x.to_numpy_ndarray()
+            return x.to_numpy(zero_copy_only=True)
+
+        def write_arrow(x: Any) -> None:
+            arrow_values(x)[...] += 100  # pyarrow's views are read-only: refused
+
+        def arrow_address(x: Any) -> int:
+            values = x.storage.flatten() if isinstance(x, pa.FixedShapeTensorArray) else x
+            return values.buffers()[1].address + values.offset * values.type.bit_width // 8
+
+        return {
+            # No import of pyarrow's is probed: the entry is about the arrays `return_like`
+            # makes through the Arrow PyCapsule interface (`pa.Tensor.from_dlpack` is another
+            # way in, with other rules).
+            "take": None,
+            "values": arrow_values,
+            "write": write_arrow,
+            "address": arrow_address,
+            "like": lambda: pa.array([0.0], pa.float32()),
         }
     if kind == "buffer":
 

@@ -262,7 +262,8 @@ unsafe fn release_unconsumed(capsule: *mut ffi::PyObject) {
 
 /// The exception state of the thread, taken out and put back when dropped. (Raw, rather
 /// than PyO3's `PyErr::take`, which would resume a Rust panic that the exception carries.)
-struct SavedException {
+/// Also kept around the release of an Arrow capsule's struct (`produce::pyarrow`).
+pub(crate) struct SavedException {
     kind: *mut ffi::PyObject,
     value: *mut ffi::PyObject,
     traceback: *mut ffi::PyObject,
@@ -271,7 +272,7 @@ struct SavedException {
 impl SavedException {
     /// Takes the exception state out (possibly nothing). The GIL must be held, as it is in
     /// a capsule destructor, the only caller.
-    fn fetch() -> Self {
+    pub(crate) fn fetch() -> Self {
         let mut saved = SavedException {
             kind: std::ptr::null_mut(),
             value: std::ptr::null_mut(),

@@ -124,7 +124,8 @@ impl LayoutsTaken {
 pub struct FrameworkHolding {
     /// The framework, as `dlbridge.distributed` names its kinds (`"numpy"`, `"torch"`,
     /// `"jax"`, `"tensorflow"`, `"paddle"`, `"dlbridge"`), and `"cupy"`, `"mxnet"`,
-    /// `"buffer"` (Python's buffer protocol: the `memoryview` a buffer-protocol caller gets).
+    /// `"pyarrow"`, `"buffer"` (Python's buffer protocol: the `memoryview` a buffer-protocol
+    /// caller gets).
     pub name: &'static str,
     /// Whether a read-only tensor handed to the framework stays read-only there (its objects
     /// refuse writes). Where not, a read-only result is copied first.
@@ -255,6 +256,25 @@ pub(crate) const MXNET: FrameworkHolding = FrameworkHolding {
     layouts: LayoutsTaken::RowMajorCompact,
 };
 
+/// pyarrow: holds read-only memory (its arrays are immutable); row-major compact layouts only.
+///
+/// Evidence (pyarrow 26): an array imported through the Arrow PyCapsule interface
+/// (`pyarrow.array(obj)` over `__arrow_c_array__`, the way [`crate::return_like`] hands a
+/// result to pyarrow, feature `arrow`) has immutable buffers (`buffers()[1].is_mutable` is
+/// False), its `to_numpy()` and `to_numpy_ndarray()` views are read-only (a write raises
+/// `ValueError`), and its versioned `__dlpack__` flags READ_ONLY. (Its legacy `__dlpack__`
+/// cannot say so, and pyarrow hands it out all the same, for every array whatever its memory.)
+/// An Arrow primitive array is one run of values (stride 1); an `arrow.fixed_shape_tensor`
+/// array is one tensor per index of the first axis, each stored row-major after the one before.
+/// The extension's `permutation` could describe rows compact in another axis order, but a
+/// permuted column is not read by every Arrow reader (arrow-rs 60 knows the key by another
+/// name), so a result goes over row-major or is compacted first.
+pub(crate) const PYARROW: FrameworkHolding = FrameworkHolding {
+    name: "pyarrow",
+    holds_read_only: true,
+    layouts: LayoutsTaken::RowMajorCompact,
+};
+
 /// dlbridge's classes (`dlbridge.Tensor`, and every class published by dlbridge-pyo3, which
 /// has the writability hook): hold read-only memory, any strides.
 ///
@@ -282,8 +302,8 @@ pub(crate) const BUFFER: FrameworkHolding = FrameworkHolding {
 
 /// What each framework's tensors can hold of a result: one table ([`FRAMEWORK_HOLDINGS`]),
 /// read by every way a tensor goes back to a framework ([`crate::return_like`]'s NumPy C API,
-/// exchange-table, `from_dlpack` and buffer-protocol ways, and `dlbridge.distributed`'s
-/// receiver, which takes the table from the extension module).
+/// exchange-table, `from_dlpack`, Arrow PyCapsule and buffer-protocol ways, and
+/// `dlbridge.distributed`'s receiver, which takes the table from the extension module).
 ///
 /// Two questions per framework, each answered by the framework itself (the evidence is beside
 /// each entry in the source, and `python/tests/interop/test_framework_table.py` asks each
@@ -291,21 +311,22 @@ pub(crate) const BUFFER: FrameworkHolding = FrameworkHolding {
 ///
 /// - **Read-only memory.** Does a read-only tensor handed to the framework stay read-only
 ///   there? NumPy marks its array `writeable=False` and dlbridge's classes keep READ_ONLY; a
-///   read-only `memoryview` refuses writes. PyTorch and PaddlePaddle take a READ_ONLY tensor
-///   and write it (they have no read-only tensors); JAX, TensorFlow and MXNet take only
-///   legacy capsules, which cannot say read-only; CuPy ignores the flag. A framework that
-///   cannot hold read-only memory is handed a **copy** (compact, writable, in Rust memory),
-///   never the read-only memory itself: zero-copy there would let the caller write memory its
-///   owner promised no one writes (Arrow's immutable buffers, a share of a tensor Rust still
-///   reads). "Read-only" is what every way out says: flagged READ_ONLY, a legacy import of
-///   unknown writability, or memory other Rust handles read ([`ManagedTensor::is_share`],
-///   [`ManagedTensor::live_shares`]).
+///   read-only `memoryview` refuses writes; pyarrow's arrays are immutable. PyTorch and
+///   PaddlePaddle take a READ_ONLY tensor and write it (they have no read-only tensors); JAX,
+///   TensorFlow and MXNet take only legacy capsules, which cannot say read-only; CuPy ignores
+///   the flag. A framework that cannot hold read-only memory is handed a **copy** (compact,
+///   writable, in Rust memory), never the read-only memory itself: zero-copy there would let
+///   the caller write memory its owner promised no one writes (Arrow's immutable buffers, a
+///   share of a tensor Rust still reads). "Read-only" is what every way out says: flagged
+///   READ_ONLY, a legacy import of unknown writability, or memory other Rust handles read
+///   ([`ManagedTensor::is_share`], [`ManagedTensor::live_shares`]).
 /// - **Layouts.** Which strides does its import take? Anything NumPy can describe for NumPy
 ///   and dlbridge; non-negative strides for PyTorch and PaddlePaddle (PyTorch raises on a
 ///   negative one, PaddlePaddle's exchange table reads the wrong memory); a compact layout in
-///   some dimension order for JAX; row-major compact for TensorFlow and MXNet. A layout the
-///   framework refuses is **compacted** (one copy, row-major) before it is handed over: faer's
-///   padded columns reach JAX as a compact copy instead of JAX's `UNIMPLEMENTED` error.
+///   some dimension order for JAX; row-major compact for TensorFlow, MXNet and pyarrow. A
+///   layout the framework refuses is **compacted** (one copy, row-major) before it is handed
+///   over: faer's padded columns reach JAX as a compact copy instead of JAX's `UNIMPLEMENTED`
+///   error.
 ///
 /// A framework the table does not name ([`UNKNOWN_FRAMEWORK`]) is taken at its word on layouts
 /// (its own error, if any) but handed read-only memory as a copy: no one can know whether it
@@ -319,10 +340,10 @@ pub(crate) const BUFFER: FrameworkHolding = FrameworkHolding {
 ///     .filter(|holding| holding.holds_read_only)
 ///     .map(|holding| holding.name)
 ///     .collect();
-/// assert_eq!(holders, ["numpy", "dlbridge", "buffer"]);
+/// assert_eq!(holders, ["numpy", "pyarrow", "dlbridge", "buffer"]);
 /// ```
 pub const FRAMEWORK_HOLDINGS: &[FrameworkHolding] = &[
-    NUMPY, TORCH, JAX, TENSORFLOW, PADDLE, CUPY, MXNET, DLBRIDGE, BUFFER,
+    NUMPY, TORCH, JAX, TENSORFLOW, PADDLE, CUPY, MXNET, PYARROW, DLBRIDGE, BUFFER,
 ];
 
 /// A framework the table does not name: read-only memory copied (whether it honours READ_ONLY

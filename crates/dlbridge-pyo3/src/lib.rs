@@ -180,12 +180,14 @@
 //! `Array`, a `Vec` with a shape (`(values, [rows, cols])`), a [`ManagedTensor`](dlbridge::ManagedTensor)
 //! or an [`Export`](dlbridge::Export) ([`IntoTensor`]). A NumPy array is made directly with
 //! NumPy's C API (about the cost of rust-numpy's `into_pyarray`); PyTorch and PaddlePaddle tensors
-//! through their exchange table; any other framework through its module's `from_dlpack`. The
-//! result owns the Rust buffer, which is freed when the framework frees its tensor. One table
-//! ([`FRAMEWORK_HOLDINGS`]) says what each framework's tensors can hold: a read-only result
-//! (an Arrow column) goes to NumPy zero-copy and read-only, but to PyTorch, PaddlePaddle, JAX
-//! and CuPy, which would write it or cannot be told it is read-only, as a writable copy; a
-//! layout the framework refuses (faer's padded columns for JAX) is compacted first.
+//! through their exchange table; any other framework through its module's `from_dlpack`; a
+//! pyarrow array's caller (feature `arrow`) gets a pyarrow array over the result, through the
+//! Arrow PyCapsule interface (`__arrow_c_array__`). The result owns the Rust buffer, which is
+//! freed when the framework frees its tensor. One table ([`FRAMEWORK_HOLDINGS`]) says what
+//! each framework's tensors can hold: a read-only result (an Arrow column) goes to NumPy and
+//! pyarrow zero-copy and read-only, but to PyTorch, PaddlePaddle, JAX and CuPy, which would
+//! write it or cannot be told it is read-only, as a writable copy; a layout the framework
+//! refuses (faer's padded columns for JAX) is compacted first.
 //!
 //! ## Rust's tensor libraries
 //!

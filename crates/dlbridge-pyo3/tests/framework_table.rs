@@ -203,6 +203,7 @@ fn the_table_names_each_framework_once_with_its_rules() {
             "paddle",
             "cupy",
             "mxnet",
+            "pyarrow",
             "dlbridge",
             "buffer"
         ]
@@ -218,6 +219,7 @@ fn the_table_names_each_framework_once_with_its_rules() {
     assert_eq!(rules("paddle"), (false, LayoutsTaken::NonNegativeStrides));
     assert_eq!(rules("cupy"), (false, LayoutsTaken::AnyStrides));
     assert_eq!(rules("mxnet"), (false, LayoutsTaken::RowMajorCompact));
+    assert_eq!(rules("pyarrow"), (true, LayoutsTaken::RowMajorCompact));
     assert_eq!(rules("dlbridge"), (true, LayoutsTaken::AnyStrides));
     assert_eq!(rules("buffer"), (true, LayoutsTaken::AnyStrides));
     const { assert!(!UNKNOWN_FRAMEWORK.holds_read_only) };

@@ -94,6 +94,7 @@ def test_the_table_is_the_extensions_and_distributed_reads_it():
         "paddle",
         "cupy",
         "mxnet",
+        "pyarrow",
         "dlbridge",
         "buffer",
     }
@@ -124,7 +125,7 @@ def test_each_entry_is_what_the_frameworks_import_does(kind):
 
 
 @pytest.mark.parametrize(
-    "kind", ["numpy", "torch", "jax", "tensorflow", "paddle", "dlbridge", "buffer"]
+    "kind", ["numpy", "torch", "jax", "tensorflow", "paddle", "pyarrow", "dlbridge", "buffer"]
 )
 def test_return_like_hands_each_framework_what_it_can_hold(kind):
     seen = probe(kind)["return_like"]

@@ -15,6 +15,14 @@
 //! arrays, so `x.return_like(py, matrix)` hands any of them to the caller's framework, without
 //! a copy where the core's bridge has none.
 //!
+//! pyarrow is one of those frameworks, with `arrow`: a caller whose argument was a pyarrow
+//! array (`pyarrow.Array`, whose `__dlpack__` typed arguments read) gets any result back as a
+//! pyarrow array over the result's memory, through the Arrow PyCapsule interface
+//! (`__arrow_c_array__`; pyarrow has no `from_dlpack` of its module): a `pyarrow.Array` for a
+//! 1-D result of an Arrow primitive type, a `pyarrow.FixedShapeTensorArray` for two or more
+//! dimensions, a `BooleanArray` copy of a 1-D bool result; what Arrow cannot hold is a
+//! `TypeError` naming it ([`return_like`](crate::return_like) has the details).
+//!
 //! ```
 //! # #[cfg(feature = "faer")]
 //! # {

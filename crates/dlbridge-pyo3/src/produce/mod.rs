@@ -7,6 +7,8 @@
 //!   published on it share; this module's [`publish_dlpack`] publishes everything at once;
 //! - [`methods`]: `__dlpack__` and `__dlpack_device__`, by the rules of [`export_capsule`];
 //! - [`exchange_table`]: DLPack 1.3's C exchange API and dlbridge's writability hook;
+//! - `pyarrow` (feature `arrow`): results handed to pyarrow through the Arrow PyCapsule
+//!   interface (`__arrow_c_array__`), as pyarrow arrays over the result's memory;
 //! - [`returning`]: results handed to the caller's framework ([`return_like`]);
 //! - `buffer`: the buffer protocol served over a tensor
 //!   ([`get_buffer`](crate::get_buffer)), for classes of one's own and for results returned
@@ -29,6 +31,8 @@ pub(crate) mod class_tensor;
 pub(crate) mod class;
 pub(crate) mod exchange_table;
 pub(crate) mod methods;
+#[cfg(feature = "arrow")]
+pub(crate) mod pyarrow;
 pub(crate) mod returning;
 
 use pyo3::prelude::*;

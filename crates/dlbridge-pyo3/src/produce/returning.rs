@@ -9,6 +9,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+#[cfg(feature = "arrow")]
+use super::pyarrow::pyarrow_result;
 use crate::capsule::{from_capsule, wrap_in_capsule};
 use crate::dispatch::type_info;
 use crate::errors::{to_py_err, tuple, type_name};
@@ -234,6 +236,18 @@ impl<O: Send + 'static> IntoTensor for Export<'_, O> {
 ///   made is read back, and a result of another data type or shape is a `TypeError` (JAX
 ///   without 64-bit types makes int32 of int64 and float32 of float64: the message names
 ///   `jax.config.update("jax_enable_x64", True)` and a narrower result as the fixes);
+/// - for a pyarrow array (an instance of `pyarrow.Array`; feature `arrow`), a pyarrow array
+///   made by `pyarrow.array` through the Arrow PyCapsule interface (`__arrow_c_array__`, with
+///   arrow-rs's C data interface), over the result's memory: a 1-D result of an Arrow
+///   primitive type (int8 to int64, uint8 to uint64, float16, float32, float64) as a
+///   `pyarrow.Array` of that type, a result of two or more dimensions as a
+///   `pyarrow.FixedShapeTensorArray` (the `arrow.fixed_shape_tensor` extension: one tensor per
+///   index of the first axis). A 1-D bool result is **copied** into a `BooleanArray` (Arrow
+///   stores one bit per boolean). Refused with `TypeError` naming what: other data types
+///   (complex, bfloat16, float8...), 0-dimensional results and bool ones of two or more
+///   dimensions; with `BufferError`: device memory. The tensor is released when pyarrow
+///   releases the array (or a capsule no consumer took is destroyed). Without the feature, a
+///   `TypeError` that names it;
 /// - for an object with no such module function but with the buffer protocol (`memoryview`,
 ///   `bytes`, `bytearray`, `array.array`), a `memoryview` over the result, in its shape and
 ///   format ([`buffer_format`](crate::buffer_format)), which keeps the tensor alive (the full
@@ -248,15 +262,17 @@ impl<O: Send + 'static> IntoTensor for Export<'_, O> {
 ///   which Rust code may read through that tensor: [`ManagedTensor::is_share`]) go out
 ///   read-only, zero-copy, to the frameworks that can hold read-only memory: a NumPy array
 ///   without `WRITEABLE`, a read-only `memoryview`, a dlbridge class's object flagged
-///   READ_ONLY. PyTorch, PaddlePaddle, JAX and CuPy tensors (and those of a framework the
-///   table does not name) cannot: PyTorch and PaddlePaddle write memory flagged READ_ONLY, JAX
-///   takes only legacy capsules, which cannot say it. They get a **copy** (compact, writable,
-///   in Rust memory), so that the caller can never write memory its owner promised no one
-///   writes. A read-only result in device memory, which dlbridge cannot copy, is refused
-///   there with `BufferError`.
+///   READ_ONLY, a pyarrow array (immutable). PyTorch, PaddlePaddle, JAX and CuPy tensors (and
+///   those of a framework the table does not name) cannot: PyTorch and PaddlePaddle write
+///   memory flagged READ_ONLY, JAX takes only legacy capsules, which cannot say it. They get a
+///   **copy** (compact, writable, in Rust memory), so that the caller can never write memory
+///   its owner promised no one writes. A read-only result in device memory, which dlbridge
+///   cannot copy, is refused there with `BufferError`.
 /// - **Layouts** a framework refuses are compacted first (one row-major copy): JAX takes
 ///   compact layouts only (faer's products pad their columns), PyTorch and PaddlePaddle no
-///   negative strides (PaddlePaddle's exchange table would read the wrong memory).
+///   negative strides (PaddlePaddle's exchange table would read the wrong memory), pyarrow
+///   row-major compact ones only (an Arrow array's values are one run; so is a result whose
+///   first element is not aligned for its type).
 ///
 /// Otherwise the result shares the tensor's memory; the tensor's deleter runs when the
 /// framework frees its object. Typed arguments have it as a method: `x.return_like(py,
@@ -320,6 +336,11 @@ pub fn return_like<'py>(
         other => other,
     };
     let module = py.import(root)?;
+    if root == "pyarrow" && like.is_instance(&module.getattr(intern!(py, "Array"))?)? {
+        // pyarrow's module has no `from_dlpack`: the Arrow PyCapsule interface's way, which
+        // takes results of two or more dimensions too.
+        return pyarrow_result(py, tensor, like);
+    }
     let mut from_dlpack = module.getattr_opt(intern!(py, "from_dlpack"))?;
     for namespace in [intern!(py, "numpy"), intern!(py, "dlpack")] {
         if from_dlpack.is_some() {
@@ -356,6 +377,22 @@ pub fn return_like<'py>(
     let result = from_dlpack.call1((producer,))?;
     sent.check_kept(&result, root)?;
     Ok(result)
+}
+
+/// A result returned like a pyarrow array, without the feature `arrow`: refused, naming it.
+#[cfg(not(feature = "arrow"))]
+fn pyarrow_result<'py>(
+    py: Python<'py>,
+    tensor: ManagedTensor,
+    like: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let _ = (py, tensor);
+    Err(PyTypeError::new_err(format!(
+        "cannot return a tensor like a pyarrow {}: dlbridge-pyo3 hands results to pyarrow \
+         through the Arrow PyCapsule interface, with its feature `arrow`, which this build \
+         lacks",
+        type_name(like)
+    )))
 }
 
 // The ways that never copy rely on these entries of the table: NumPy's C API way makes its
