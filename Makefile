@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python fuzz-python-extension fuzz-python-smoke soak bench doc venv python-build python-test browser stubtest example-build example-c bench-python bench-peers bench-distributed bench-claims bench-compare
+.PHONY: tour test guide wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python fuzz-python-extension fuzz-python-smoke soak bench doc venv python-build python-test browser stubtest example-build example-c bench-python bench-peers bench-distributed bench-claims bench-compare
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -468,3 +468,13 @@ bench-compare: venv
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace $(WORKSPACE_FEATURES) --no-deps
+
+## The user guide (docs/guide, an mdBook) as HTML, into target/guide (docs/guide/book.toml's
+## build-dir): target/guide/index.html. mdBook is installed from crates.io into target/tools
+## the first time (`cargo install --locked`, a minute or two). Not part of `make test`, which
+## runs the guide's examples instead: its Rust blocks as doc tests (each crate's
+## src/guide_doctests.rs), its Python blocks in python/tests/test_guide.py.
+MDBOOK := target/tools/bin/mdbook
+guide:
+	@test -x $(MDBOOK) || $(CARGO) install --quiet --locked --root target/tools mdbook
+	$(MDBOOK) build docs/guide

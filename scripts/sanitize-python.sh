@@ -26,8 +26,8 @@
 #    PyTorch's tensor catalogue as it is imported (DLBRIDGE_TESTS_UNDER_ASAN=1, conftest.py,
 #    keeps the other files from building it); the tests that judge resident memory (marked
 #    `rss`: the sanitizer's quarantine keeps freed memory resident); the files that test the
-#    suite and the README, not dlbridge, by starting other programs (which would inherit the
-#    preloaded runtime: Ray, Dask, cargo); the tests of the installed package's metadata and
+#    suite, the README and the guide, not dlbridge, by starting other programs (which would
+#    inherit the preloaded runtime: Ray, Dask, cargo); the tests of the installed package's metadata and
 #    console script (marked `installed`: the staged build has neither). All of these are left out
 #    by name, never skipped: under CI a skip off python/tests/_skips.py's allow-list fails.
 #    TensorFlow and Paddle are not exchange partners of these tests.
@@ -120,9 +120,9 @@ mv "$LOGS"/asan.* "$LOGS/canary/" 2>/dev/null
 
 # Files that exercise no code of dlbridge's and start other programs, which would inherit the
 # preloaded runtime (Ray's and Dask's clusters, cargo and rustc, pytest on files of their
-# own): the README's blocks, the suite's own rules and its skip judge.
+# own): the README's and the guide's blocks, the suite's own rules and its skip judge.
 LEAVE_OUT="test_example_matmul.py test_example_tensor_libraries.py test_catalogue.py"
-LEAVE_OUT+=" test_readme.py test_suite_rules.py test_skips.py"
+LEAVE_OUT+=" test_readme.py test_guide.py test_suite_rules.py test_skips.py"
 echo "=== sanitize-python: exchange tests ($GROUPS_TO_RUN)"
 DLBRIDGE_TESTS_UNDER_ASAN=1 PYTHON_TESTS_ONLY="$GROUPS_TO_RUN" \
     PYTHON_TESTS_LEAVE_OUT="$LEAVE_OUT" \

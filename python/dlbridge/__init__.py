@@ -10,10 +10,15 @@ TensorFlow, PaddlePaddle, CuPy, Arrow, TVM):
 >>> np.from_dlpack(t).sum()
 np.float32(15.0)
 
-Nothing beyond the standard library is needed to import dlbridge and exchange tensors (a
-`bytearray`, `memoryview` or `array.array` is imported through the buffer protocol); the
-conformance checker, `dlbridge check`, needs NumPy: `pip install "dlbridge[check]"`.
-`dlbridge.__version__` is the version of the installed extension module.
+Nothing beyond the standard library is needed to import dlbridge and exchange tensors.
+`from_dlpack` takes any object with `__dlpack__`, or a DLPack capsule; `empty`, `zeros` and
+`arange` make tensors in Rust memory, and `memoryview(tensor)` reads a host tensor through the
+buffer protocol. A `bytearray`, `memoryview`, `bytes` or `array.array` has no `__dlpack__`:
+`from_dlpack` refuses it with a TypeError (wrap it first, zero-copy, e.g.
+`np.frombuffer(data, dtype=np.float32)`). Kernels written with dlbridge-pyo3 read such
+buffer-protocol objects directly, as `explain(x)["argument"]` shows. The conformance checker,
+`dlbridge check`, needs NumPy: `pip install "dlbridge[check]"`. `dlbridge.__version__` is the
+version of the installed extension module.
 """
 
 from ._dlbridge import (

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
-import pathlib
 import subprocess
 import sys
 import threading
@@ -310,33 +309,3 @@ class CallsDuringExtraction:
         except ValueError as error:
             self.error = str(error)
         return self.tensor.__dlpack__(**kwargs)
-
-
-# --- The repository README's code blocks (test_readme.py, mxnet/test_mxnet.py) ----------
-
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
-
-
-def readme_blocks() -> list[tuple[int, str, str]]:
-    """(line, info string, code) of every fenced block of the README."""
-    found = []
-    lines = README.read_text(encoding="utf-8").splitlines()
-    start = None
-    for number, line in enumerate(lines, 1):
-        if not line.startswith("```"):
-            continue
-        if start is None:
-            start, info = number, line[3:].strip()
-        else:
-            found.append((start, info, "\n".join(lines[start : number - 1]) + "\n"))
-            start = None
-    assert start is None, f"README.md: the block opened at line {start} is never closed"
-    return found
-
-
-def readme_python_block(first_line: str) -> str:
-    matching = [
-        code for _, info, code in readme_blocks() if info == "python" and first_line in code
-    ]
-    assert len(matching) == 1, f"one python block of the README holds {first_line!r}"
-    return matching[0]

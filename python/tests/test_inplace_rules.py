@@ -8,7 +8,7 @@ under `torch.no_grad()` and under `torch.inference_mode()`, once by `x.add_(1)` 
 kernel taking `TensorArgMut`, each on a fresh tensor. The verdicts (written or refused) must
 agree, but where PyTorch writes a tracked tensor in grad mode by recording the operation in
 the graph (a non-leaf that requires grad): a Rust kernel cannot record itself, so dlbridge
-refuses these (`RECORDED_BY_PYTORCH`), as the README says.
+refuses these (`RECORDED_BY_PYTORCH`), as the guide says (docs/guide/src/semantics.md).
 """
 
 from __future__ import annotations

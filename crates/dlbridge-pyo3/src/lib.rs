@@ -369,3 +369,6 @@ pub use writability_hook::{WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE, Writabili
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+#[cfg(doctest)]
+mod guide_doctests;

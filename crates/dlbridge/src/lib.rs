@@ -297,3 +297,6 @@ pub use num_complex;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+#[cfg(doctest)]
+mod guide_doctests;

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import dlbridge
-from _helpers import CountingDeleters, read_bytes, readme_python_block, rust_tensor_with_bytes
+from _docs import python_block
+from _helpers import CountingDeleters, read_bytes, rust_tensor_with_bytes
 from dlbridge.check.capsules import read_capsule
 from dlbridge.check.records import make_managed
 
@@ -383,15 +384,16 @@ def test_dlbridge_check_mxnet_reports_what_mxnet_breaks_and_nothing_else():
         assert pair["zero_copy"] is True
 
 
-def test_the_readme_factory_for_a_framework_without_dlpack_is_checked(tmp_path):
-    # The README's `mylib.py` (its python block that imports mxnet), written out as a user
-    # would, is a factory `dlbridge check mylib:make` checks, and dlbridge imports its tensor.
+def test_the_guide_factory_for_a_framework_without_dlpack_is_checked(tmp_path):
+    # The guide's `mylib.py` (docs/guide/src/checker.md: the python block that imports mxnet),
+    # written out as a user would, is a factory `dlbridge check mylib:make` checks, and dlbridge
+    # imports its tensor.
     import json
     import os
     import subprocess
     import sys
 
-    mylib = readme_python_block("import mxnet as mx")
+    mylib = python_block("import mxnet as mx")
     (tmp_path / "mylib.py").write_text(mylib, encoding="utf-8")
     sys.path.insert(0, str(tmp_path))
     try:
