@@ -300,6 +300,32 @@ pub enum Error {
         /// What was given, and why the library cannot express it.
         given: String,
     },
+    /// An argument of a layout operation ([`crate::ManagedTensor::reshape`],
+    /// [`crate::ManagedTensor::permute`], [`crate::ManagedTensor::insert_axis`]) that does not
+    /// fit the tensor: a shape with more than one `-1`, a negative extent, another element
+    /// count; axes that are not a permutation; an axis out of range.
+    InvalidArgument {
+        /// The operation (`"reshape"`).
+        operation: &'static str,
+        /// The argument (`"shape"`, `"axes"`, `"axis"`).
+        argument: &'static str,
+        /// Its value, as given (`"[4, -1, -1]"`).
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A reshape ([`crate::ManagedTensor::reshape`]) that no strides can express over the
+    /// tensor's memory: the elements, read in row-major order, are not evenly spaced where the
+    /// new shape needs them to be (NumPy copies there). Make the tensor compact first
+    /// ([`crate::ManagedTensor::into_compact`]), then reshape it.
+    ReshapeNeedsCopy {
+        /// The tensor's shape.
+        shape: Vec<i64>,
+        /// The tensor's strides, in elements.
+        strides: Vec<i64>,
+        /// The shape asked for (with a `-1` resolved).
+        new_shape: Vec<i64>,
+    },
 }
 
 /// The crate's result type.
@@ -548,6 +574,28 @@ impl fmt::Display for Error {
             Error::ReadOnlyLegacyExport => f.write_str(
                 "a read-only tensor cannot be exported as a legacy DLManagedTensor, which has \
                  no flags to say so; export it as DLManagedTensorVersioned",
+            ),
+            Error::InvalidArgument {
+                operation,
+                argument,
+                value,
+                reason,
+            } => write!(
+                f,
+                "ManagedTensor::{operation}: {argument} = {value}: {reason}"
+            ),
+            Error::ReshapeNeedsCopy {
+                shape,
+                strides,
+                new_shape,
+            } => write!(
+                f,
+                "ManagedTensor::reshape: shape = {}: no strides reach the elements of shape {} \
+                 with DLTensor.strides = {} in row-major order, so this reshape needs a copy; \
+                 call into_compact() first",
+                dims(new_shape),
+                dims(shape),
+                dims(strides)
             ),
         }
     }

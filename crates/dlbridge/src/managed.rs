@@ -136,6 +136,10 @@ pub struct ManagedTensor {
     /// Run once when this handle stops being a Rust handle: dropped, or given away with
     /// [`ManagedTensor::into_raw`] ([`ManagedTensor::set_release_on_drop`]).
     release_on_drop: Option<ReleaseOnDrop>,
+    /// Whether this tensor is a new layout of another (`export::relayout`: reshape, permute,
+    /// insert_axis): an export block whose owner is the `ManagedTensor` it lays out anew,
+    /// which a further relayout takes out of the block instead of nesting a block per call.
+    relayout: bool,
 }
 
 // SAFETY: DLPack allows the deleter to run on any thread and the data to be used from any
@@ -304,6 +308,7 @@ impl ManagedTensor {
             live_shares: AtomicUsize::new(0),
             counted_in: None,
             release_on_drop: None,
+            relayout: false,
         }
     }
 
@@ -552,6 +557,69 @@ impl ManagedTensor {
         debug_assert!(self.counted_in.is_none(), "a share is counted once");
         source.live_shares.fetch_add(1, Ordering::AcqRel);
         self.counted_in = Some(NonNull::from(&source.live_shares));
+    }
+
+    /// What makes this handle more than its descriptor, taken off it for a new handle of the
+    /// same memory that keeps this one alive (`export::relayout`): whether it is exclusive,
+    /// its count as a share in its source's [`ManagedTensor::live_shares`], its release and
+    /// its ready stream. This handle is left marked shared, uncounted and without a release:
+    /// it is to become the new tensor's owner, through which nothing is handed out.
+    ///
+    /// A role dropped without being taken up runs its release, and leaves the count counted
+    /// (the source then counts a share too many, never one too few).
+    pub(crate) fn take_handle_role(&mut self) -> HandleRole {
+        debug_assert_eq!(
+            self.live_shares(),
+            0,
+            "a tensor held by value has no shares alive (they hold its Arc)"
+        );
+        let role = HandleRole {
+            exclusive: self.exclusive,
+            counted_in: self.counted_in.take(),
+            release_on_drop: self.release_on_drop.take(),
+            ready_stream: self.ready_stream,
+        };
+        self.exclusive = false;
+        role
+    }
+
+    /// Takes up the role another handle gave up ([`ManagedTensor::take_handle_role`]): its
+    /// exclusivity, its count as a share, its release and its ready stream replace this
+    /// handle's.
+    ///
+    /// # Safety
+    ///
+    /// `role` must come from a tensor that this one's owner keeps alive until this tensor's
+    /// deleter runs, and this tensor must reach no memory but what that tensor reached: it is
+    /// then the only handle in Rust to that memory (exclusive) if that tensor was, and the
+    /// source counted for it stays alive as long as the count is held.
+    pub(crate) unsafe fn take_up_handle_role(&mut self, role: HandleRole) {
+        // The fresh handle's own values are those of a new export: exclusive, uncounted.
+        debug_assert!(self.counted_in.is_none() && self.release_on_drop.is_none());
+        self.exclusive = role.exclusive;
+        self.counted_in = role.counted_in;
+        self.release_on_drop = role.release_on_drop;
+        self.ready_stream = role.ready_stream;
+    }
+
+    /// Whether this tensor is a relayout: an export block whose owner is a `ManagedTensor`
+    /// ([`ManagedTensor::mark_relayout`]).
+    #[inline]
+    pub(crate) fn is_relayout(&self) -> bool {
+        self.relayout
+    }
+
+    /// Records that this tensor is an export block (`export::block`, of its own layout,
+    /// versioned or legacy) whose owner is a `ManagedTensor`, so that a further relayout may
+    /// take the owner out of the block ([`ManagedTensor::is_relayout`]).
+    ///
+    /// # Safety
+    ///
+    /// This tensor must have been made by `export::block::export_owner` with a
+    /// `ManagedTensor` as its owner.
+    #[inline]
+    pub(crate) unsafe fn mark_relayout(&mut self) {
+        self.relayout = true;
     }
 
     /// Takes this handle out of its source's [`ManagedTensor::live_shares`] (nothing for a
@@ -859,6 +927,15 @@ fn raw_of(owned: Owned) -> RawManagedTensor {
         Owned::Versioned(ptr) => RawManagedTensor::Versioned(ptr.as_ptr()),
         Owned::Legacy(ptr, _) => RawManagedTensor::Legacy(ptr.as_ptr()),
     }
+}
+
+/// What makes a [`ManagedTensor`] handle more than its descriptor, moved from a tensor to a new
+/// handle of its memory that keeps it alive ([`ManagedTensor::take_handle_role`]).
+pub(crate) struct HandleRole {
+    exclusive: bool,
+    counted_in: Option<NonNull<AtomicUsize>>,
+    release_on_drop: Option<ReleaseOnDrop>,
+    ready_stream: Option<usize>,
 }
 
 /// What runs once when a [`ManagedTensor`] stops being a Rust handle

@@ -237,6 +237,29 @@ unsafe extern "C" fn delete_block<M, O>(managed: *mut M) {
     }
 }
 
+/// Takes the owner out of an export block and frees the block, without dropping the owner:
+/// the deleter's work but the drop, for an export whose owner moves on into a new export (a
+/// relayout of a relayout: `export::relayout`). The tensor is gone afterwards.
+///
+/// # Safety
+///
+/// `managed` must be a tensor made by [`export_owner`] with an owner of type `O`, versioned
+/// if `M` is `DLManagedTensorVersioned` and legacy if it is `DLManagedTensor`, owned by the
+/// caller and not deleted yet; it must not be used afterwards (its deleter not called).
+pub(crate) unsafe fn take_owner<M, O>(managed: NonNull<M>) -> O {
+    let block = managed.as_ptr().cast::<Block<M, O>>();
+    // SAFETY: made by `allocate_block::<M, O>` and not yet deleted (the contract): `ndim` and
+    // `owner` are initialised, and the owner is taken exactly once (the block is freed next,
+    // and never deleted).
+    let (ndim, owner) = unsafe { ((*block).ndim, ManuallyDrop::take(&mut (*block).owner)) };
+    // The layout the block was made with (it had one, or it would not exist).
+    if let Some((layout, _)) = block_layout::<M, O>(ndim) {
+        // SAFETY: the block was allocated with exactly this layout and is not used after this.
+        unsafe { dealloc(block.cast(), layout) };
+    }
+    owner
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,8 @@
 //! - `sharing`: a tensor or view this crate validated, re-exported without a copy and without
 //!   a second validation, kept alive by its owner;
 //! - `fresh_storage`: memory this crate allocates: zero-filled tensors and compact copies;
+//! - `relayout`: a tensor's elements with a new shape or axis order, without a copy, kept alive
+//!   by the tensor (reshape, permute, insert_axis), and a compact copy where one is needed;
 //! - and, with the `ndarray` feature, the `ndarray` module's arrays.
 
 pub(crate) mod block;
@@ -21,6 +23,7 @@ mod host_buffer;
 mod builder;
 mod sharing;
 mod fresh_storage;
+mod relayout;
 
 pub use builder::Export;
 #[cfg(feature = "candle")]
