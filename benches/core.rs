@@ -7,6 +7,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use dlbridge::ffi::{DLManagedTensorVersioned, DLTensor};
+use dlbridge::ndarray::NdarrayViewExt;
 use dlbridge::{DataType, Device, Export, ManagedTensor, TensorView, Version};
 
 /// A foreign producer's deleter that owns nothing (the tensor is reused across iterations),

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlbridge::ffi::{DLManagedTensorVersioned, DLTensor};
+use dlbridge::ndarray::NdarrayTensorExt;
+use dlbridge::ndarray::NdarrayViewExt;
 use dlbridge::{DataType, Device, Error, Export, ManagedTensor, Version};
 
 fn main() -> Result<(), Error> {

@@ -14,7 +14,7 @@
 # 4. the MSRV (`rust-version` of the workspace): `cargo +<msrv> check` of both crates, every
 #    target, with the features whose dependencies build with it (`ndarray`, `faer`): not
 #    `cudarc` (and dlbridge-pyo3's `cuda`, which needs it: Rust 1.88), nor the library bridges
-#    whose crates ask for more (README: nalgebra 1.89, image and arrow 1.88, burn 1.95), into
+#    whose crates ask for more (docs/guide/src/platforms.md: nalgebra 1.89, image and arrow 1.88, burn 1.95), into
 #    target/msrv; the toolchain is installed with rustup when it is
 #    missing (minimal profile), and the step is skipped with a note where that fails (under
 #    CI=true that fails the check: scripts/missing-tool.sh).
@@ -60,7 +60,7 @@ if cargo "+$msrv" --version >/dev/null 2>&1 ||
     rustup toolchain install "$msrv" --profile minimal >/dev/null 2>&1; then
     # Not `cudarc` (and dlbridge-pyo3's `cuda`, which turns it on): cudarc 0.19 needs
     # libloading 0.9, which needs Rust 1.88; nor the bridges whose libraries need more (the
-    # features' own minimums are in the README).
+    # features' own minimums are in docs/guide/src/platforms.md).
     CARGO_TARGET_DIR=$target_dir/msrv cargo "+$msrv" check --quiet --all-targets \
         --features dlbridge/ndarray,dlbridge/faer -p dlbridge -p dlbridge-pyo3
     echo "package-check: dlbridge and dlbridge-pyo3 build with Rust $msrv (the MSRV, with ndarray and faer; cudarc: 1.88)"

@@ -107,11 +107,12 @@ fn row_major(shape: &[usize]) -> Vec<i128> {
     strides
 }
 
-/// Whether the layout of `size`-byte elements reaches only elements `0..len` (the harness's
-/// side of `Export::new`'s bounds check), and the offsets of its elements in row-major order where there are few.
+/// Whether the layout of `size`-byte elements reaches only elements `0..len` (the harness's side of
+/// `Export::new`'s bounds check), and the offsets of its elements in row-major order where there
+/// are few.
 fn layout_in(
     shape: &[usize],
-    strides: Option<&[isize]>,
+    strides: Option<&[i64]>,
     len: usize,
     size: usize,
 ) -> (bool, Option<Vec<i128>>) {
@@ -251,13 +252,12 @@ fn any_shape(c: &mut Choices<'_>) -> Vec<usize> {
         .collect()
 }
 
-fn any_strides(c: &mut Choices<'_>, ndim: usize) -> Option<Vec<isize>> {
+fn any_strides(c: &mut Choices<'_>, ndim: usize) -> Option<Vec<i64>> {
     match c.byte() % 4 {
         0 | 1 => None,
-        2 => Some((0..ndim).map(|_| c.stride() as isize).collect()),
+        2 => Some((0..ndim).map(|_| c.stride() as i64).collect()),
         _ => {
-            let mut strides: Vec<isize> =
-                (0..ndim).map(|_| isize::from(c.byte() % 9) - 4).collect();
+            let mut strides: Vec<i64> = (0..ndim).map(|_| i64::from(c.byte() % 9) - 4).collect();
             if c.byte().is_multiple_of(8) {
                 strides.pop(); // one too few
             }
@@ -269,7 +269,7 @@ fn any_strides(c: &mut Choices<'_>, ndim: usize) -> Option<Vec<isize>> {
 /// Finishes an export: strides, flags, layout.
 fn finish<O: Send + 'static>(
     export: Export<'_, O>,
-    strides: Option<&[isize]>,
+    strides: Option<&[i64]>,
     read_only: bool,
     copied: bool,
     legacy: bool,

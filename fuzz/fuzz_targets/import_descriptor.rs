@@ -15,6 +15,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlbridge::ffi::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use dlbridge::ndarray::{NdarrayTensorExt, NdarrayViewExt};
 use dlbridge::{DataType, DataTypeCode, Device, DeviceType, Element, ManagedTensor, Version};
 use half::{bf16, f16};
 use libfuzzer_sys::fuzz_target;

@@ -24,8 +24,9 @@
 //!   in-place operations do, so that `backward()` raises if a tensor it saved was written.
 //!   PyTorch's inference tensors are refused outside `torch.inference_mode()`, as its
 //!   in-place operations refuse them.
-//!   This costs one call into the framework per written tensor (about 100 ns for PyTorch, see
-//!   BENCHMARKS.md) and is not made for any other argument.
+//!   This costs a read of `_version` before the call and one call into the framework per
+//!   written tensor after it (about 10 ns and 160 ns for PyTorch: BENCHMARKS.md, "What the
+//!   safety checks cost") and is not made for any other argument.
 //!
 //! The rules are found once per Python type ([`crate::dispatch`]) and held for the life of the
 //! process, with the framework objects they call.

@@ -195,10 +195,14 @@
 //! the core crate's bridge of its name), a typed argument is the library's value in one line
 //! (`x.as_faer_mat()?`, `x.as_nalgebra_matrix_transposed()?`, `x.as_image_buffer::<Rgb<u8>>()?`,
 //! `x.to_candle_tensor()?`; the mutable forms on [`TensorArgMut`]), with the core's refusals
-//! as `TypeError`s, and the library's values are [`IntoTensor`]: `DMatrix`, `DVector`, faer's
-//! `Mat`, `ImageBuffer`, burn's `TensorData`, candle's `Tensor` (a copy) and Arrow's primitive
-//! arrays go back with `return_like`. burn's and Arrow's values own their memory: they take an
-//! imported tensor ([`from_dlpack`], then the core's `into_burn_data`, `into_arrow_array`).
+//! as `TypeError`s. The methods belong to the extension traits of the modules `faer`,
+//! `nalgebra`, `image` and `candle` (`FaerArgExt`, `FaerArgMutExt`...), which the
+//! [`prelude`] brings into scope with the core crate's bridge traits. The library's values are
+//! [`IntoTensor`]: `DMatrix`, `DVector`, faer's `Mat`, `ImageBuffer`, burn's `TensorData`,
+//! candle's `Tensor` (a copy) and Arrow's primitive arrays go back with `return_like`. burn's
+//! and Arrow's values own their memory: they take an imported tensor ([`from_dlpack`], then
+//! the core's `into_compact` where the layout needs it, and `into_burn_data` or
+//! `into_arrow_array`).
 //! `examples/tensor_libraries` in the repository does each of them on NumPy, PyTorch and JAX.
 //!
 //! ## Kernels on the device (CUDA, ROCm)
@@ -350,6 +354,18 @@ pub use framework_table::{
     FRAMEWORK_HOLDINGS, FrameworkHolding, LayoutsTaken, UNKNOWN_FRAMEWORK, framework_holding,
 };
 pub use host::formats::buffer_format;
+#[cfg(feature = "candle")]
+#[cfg_attr(docsrs, doc(cfg(feature = "candle")))]
+pub use libraries::candle;
+#[cfg(feature = "faer")]
+#[cfg_attr(docsrs, doc(cfg(feature = "faer")))]
+pub use libraries::faer;
+#[cfg(feature = "image")]
+#[cfg_attr(docsrs, doc(cfg(feature = "image")))]
+pub use libraries::image;
+#[cfg(feature = "nalgebra")]
+#[cfg_attr(docsrs, doc(cfg(feature = "nalgebra")))]
+pub use libraries::nalgebra;
 pub use ndarray;
 pub use owner::PyObjectOwner;
 #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]

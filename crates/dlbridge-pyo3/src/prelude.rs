@@ -86,3 +86,29 @@ pub use dlbridge::num_complex::{self, Complex, Complex32, Complex64};
 pub use dlbridge::{DataType, Device, Element, Export, ManagedTensor, TensorView, Writability};
 pub use ndarray;
 pub use ndarray::prelude::*;
+
+// The bridges' extension traits, so that their methods are there wherever the prelude is: on
+// typed arguments (this crate's) and on views and tensors (the core crate's).
+#[cfg(feature = "candle")]
+pub use crate::libraries::candle::CandleArgExt as _;
+#[cfg(feature = "faer")]
+pub use crate::libraries::faer::{FaerArgExt as _, FaerArgMutExt as _};
+#[cfg(feature = "image")]
+pub use crate::libraries::image::{ImageArgExt as _, ImageArgMutExt as _};
+#[cfg(feature = "nalgebra")]
+pub use crate::libraries::nalgebra::{NalgebraArgExt as _, NalgebraArgMutExt as _};
+#[cfg(feature = "arrow")]
+pub use dlbridge::arrow::ArrowTensorExt as _;
+#[cfg(feature = "burn")]
+pub use dlbridge::burn::BurnTensorExt as _;
+#[cfg(feature = "candle")]
+pub use dlbridge::candle::{CandleTensorExt as _, CandleViewExt as _};
+#[cfg(feature = "cuda")]
+pub use dlbridge::cuda::{CudaTensorExt as _, CudaViewExt as _};
+#[cfg(feature = "faer")]
+pub use dlbridge::faer::{FaerTensorExt as _, FaerViewExt as _};
+#[cfg(feature = "image")]
+pub use dlbridge::image::{ImageTensorExt as _, ImageViewExt as _};
+#[cfg(feature = "nalgebra")]
+pub use dlbridge::nalgebra::{NalgebraTensorExt as _, NalgebraViewExt as _};
+pub use dlbridge::ndarray::{NdarrayTensorExt as _, NdarrayViewExt as _};

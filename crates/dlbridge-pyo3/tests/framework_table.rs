@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use dlbridge::ndarray::NdarrayTensorExt;
 use dlbridge::{Export, ManagedTensor, Writability};
 use dlbridge_pyo3::{
     FRAMEWORK_HOLDINGS, LayoutsTaken, UNKNOWN_FRAMEWORK, framework_holding, from_capsule,
@@ -63,7 +64,7 @@ fn handed(result: &Bound<'_, PyAny>) -> ManagedTensor {
 fn tensor(
     values: Vec<f32>,
     shape: &[usize],
-    strides: &[isize],
+    strides: &[i64],
     read_only: bool,
 ) -> (ManagedTensor, usize) {
     let tensor = Export::new(values, shape)

@@ -2,14 +2,13 @@
 //! borrow in turn, and the unsafe calls inside `unsafe` (needs a GPU; the feature `cudarc`).
 use cudarc::driver::CudaContext;
 use dlbridge::cuda::StreamOrder;
-use dlbridge::{Device, DeviceType, Export};
+use dlbridge::cuda::{CudaTensorExt, CudaViewExt, export_slice};
+use dlbridge::{Device, DeviceType};
 
 fn main() {
     let stream = CudaContext::new(0).unwrap().default_stream();
     let buffer = stream.clone_htod(&[1.0f32, 2.0]).unwrap();
-    let mut tensor = Export::from_cuda_slice(buffer, &[2])
-        .into_versioned()
-        .unwrap();
+    let mut tensor = export_slice(buffer, &[2]).into_versioned().unwrap();
     let read = tensor.view().cuda_slice::<f32>(&stream).unwrap();
     let host: Vec<f32> = stream.clone_dtoh(&read.as_view()).unwrap();
     assert_eq!(host, [1.0, 2.0]);

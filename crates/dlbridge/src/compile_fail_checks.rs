@@ -590,6 +590,7 @@ pub(crate) struct UnsafeEntryPoints;
 /// An `ArrayView` from `as_array` cannot outlive its tensor (E0505):
 ///
 /// ```compile_fail,E0505
+/// use dlbridge::ndarray::NdarrayViewExt;
 /// use dlbridge::Export;
 /// let tensor = Export::new(vec![1.0f64, 2.0], &[2]).into_versioned().unwrap();
 /// let array = tensor.view().as_array::<f64>().unwrap();
@@ -600,6 +601,7 @@ pub(crate) struct UnsafeEntryPoints;
 /// nor live beside `as_array_mut` (E0502):
 ///
 /// ```compile_fail,E0502
+/// use dlbridge::ndarray::{NdarrayTensorExt, NdarrayViewExt};
 /// use dlbridge::Export;
 /// let mut tensor = Export::new(vec![1.0f64, 2.0], &[2]).into_versioned().unwrap();
 /// let array = tensor.view().as_array::<f64>().unwrap();
@@ -610,6 +612,7 @@ pub(crate) struct UnsafeEntryPoints;
 /// Two `as_array_mut` never live at once (E0499):
 ///
 /// ```compile_fail,E0499
+/// use dlbridge::ndarray::NdarrayTensorExt;
 /// use dlbridge::Export;
 /// let mut tensor = Export::new(vec![1.0f64, 2.0], &[2]).into_versioned().unwrap();
 /// let mut a = tensor.as_array_mut::<f64>().unwrap();
@@ -620,6 +623,7 @@ pub(crate) struct UnsafeEntryPoints;
 /// and a mutable array cannot outlive its tensor either (E0505).
 ///
 /// ```compile_fail,E0505
+/// use dlbridge::ndarray::NdarrayTensorExt;
 /// use dlbridge::Export;
 /// let mut tensor = Export::new(vec![1.0f64, 2.0], &[2]).into_versioned().unwrap();
 /// let mut array = tensor.as_array_mut::<f64>().unwrap();
@@ -627,17 +631,19 @@ pub(crate) struct UnsafeEntryPoints;
 /// array[0] = 3.0;
 /// ```
 ///
-/// `TensorView::as_array_mut_unchecked` trusts its caller for exclusive access (E0133),
+/// `NdarrayViewExt::as_array_mut_unchecked` trusts its caller for exclusive access (E0133),
 ///
 /// ```compile_fail,E0133
+/// use dlbridge::ndarray::NdarrayViewExt;
 /// use dlbridge::Export;
 /// let tensor = Export::new(vec![1.0f64, 2.0], &[2]).into_versioned().unwrap();
 /// let mut array = tensor.view().as_array_mut_unchecked::<f64>().unwrap();
 /// ```
 ///
-/// `ManagedTensor::from_array_view` its owner for the memory (E0133),
+/// `NdarrayTensorExt::from_array_view` its owner for the memory (E0133),
 ///
 /// ```compile_fail,E0133
+/// use dlbridge::ndarray::NdarrayTensorExt;
 /// use std::sync::Arc;
 /// let buffer: Arc<[f32]> = vec![1.0, 2.0].into();
 /// // SAFETY: (never compiled) the Arc's two floats, never written.
@@ -648,6 +654,7 @@ pub(crate) struct UnsafeEntryPoints;
 /// whose owner must be `Send` as every export's (E0277).
 ///
 /// ```compile_fail,E0277
+/// use dlbridge::ndarray::NdarrayTensorExt;
 /// use std::rc::Rc;
 /// let buffer: Rc<[f32]> = vec![1.0, 2.0].into();
 /// // SAFETY: (never compiled) the Rc's two floats, never written.
@@ -659,6 +666,7 @@ pub(crate) struct UnsafeEntryPoints;
 /// Twin: each in turn, and the unsafe calls inside `unsafe`.
 ///
 /// ```
+/// use dlbridge::ndarray::{NdarrayTensorExt, NdarrayViewExt};
 /// use std::sync::Arc;
 /// use dlbridge::{Export, ManagedTensor};
 /// let mut tensor = Export::new(vec![1.0f64, 2.0], &[2]).into_versioned().unwrap();
@@ -693,11 +701,12 @@ pub(crate) struct NdarrayBorrows;
 /// A `CudaTensorSlice` cannot outlive its tensor (E0505):
 ///
 /// ```compile_fail,E0505
+/// use dlbridge::cuda::CudaViewExt;
 /// use cudarc::driver::CudaContext;
 /// use dlbridge::Export;
 /// let stream = CudaContext::new(0).unwrap().default_stream();
 /// let buffer = stream.clone_htod(&[1.0f32, 2.0]).unwrap();
-/// let tensor = Export::from_cuda_slice(buffer, &[2]).into_versioned().unwrap();
+/// let tensor = dlbridge::cuda::export_slice(buffer, &[2]).into_versioned().unwrap();
 /// let slice = tensor.view().cuda_slice::<f32>(&stream).unwrap();
 /// drop(tensor);
 /// assert_eq!(slice.len(), 2);
@@ -706,11 +715,12 @@ pub(crate) struct NdarrayBorrows;
 /// A writable one borrows the tensor mutably: two at once are refused (E0499),
 ///
 /// ```compile_fail,E0499
+/// use dlbridge::cuda::CudaTensorExt;
 /// use cudarc::driver::CudaContext;
 /// use dlbridge::Export;
 /// let stream = CudaContext::new(0).unwrap().default_stream();
 /// let buffer = stream.clone_htod(&[1.0f32, 2.0]).unwrap();
-/// let mut tensor = Export::from_cuda_slice(buffer, &[2]).into_versioned().unwrap();
+/// let mut tensor = dlbridge::cuda::export_slice(buffer, &[2]).into_versioned().unwrap();
 /// let mut a = tensor.cuda_slice_mut::<f32>(&stream).unwrap();
 /// let mut b = tensor.cuda_slice_mut::<f32>(&stream).unwrap();
 /// stream.memset_zeros(&mut a.as_view_mut().unwrap()).unwrap();
@@ -720,11 +730,12 @@ pub(crate) struct NdarrayBorrows;
 /// as is a read-only one beside it (E0502),
 ///
 /// ```compile_fail,E0502
+/// use dlbridge::cuda::{CudaTensorExt, CudaViewExt};
 /// use cudarc::driver::CudaContext;
 /// use dlbridge::Export;
 /// let stream = CudaContext::new(0).unwrap().default_stream();
 /// let buffer = stream.clone_htod(&[1.0f32, 2.0]).unwrap();
-/// let mut tensor = Export::from_cuda_slice(buffer, &[2]).into_versioned().unwrap();
+/// let mut tensor = dlbridge::cuda::export_slice(buffer, &[2]).into_versioned().unwrap();
 /// let read = tensor.view().cuda_slice::<f32>(&stream).unwrap();
 /// let mut write = tensor.cuda_slice_mut::<f32>(&stream).unwrap();
 /// stream.memset_zeros(&mut write.as_view_mut().unwrap()).unwrap();
@@ -734,11 +745,12 @@ pub(crate) struct NdarrayBorrows;
 /// and its mutable cudarc view borrows it mutably (E0502 beside a shared one).
 ///
 /// ```compile_fail,E0502
+/// use dlbridge::cuda::CudaTensorExt;
 /// use cudarc::driver::CudaContext;
 /// use dlbridge::Export;
 /// let stream = CudaContext::new(0).unwrap().default_stream();
 /// let buffer = stream.clone_htod(&[1.0f32, 2.0]).unwrap();
-/// let mut tensor = Export::from_cuda_slice(buffer, &[2]).into_versioned().unwrap();
+/// let mut tensor = dlbridge::cuda::export_slice(buffer, &[2]).into_versioned().unwrap();
 /// let mut slice = tensor.cuda_slice_mut::<f32>(&stream).unwrap();
 /// let read = slice.as_view();
 /// stream.memset_zeros(&mut slice.as_view_mut().unwrap()).unwrap();
@@ -765,3 +777,37 @@ pub(crate) struct NdarrayBorrows;
 #[doc = concat!("```no_run\n", include_str!("../examples/cuda_borrows.rs"), "```")]
 #[cfg(feature = "cudarc")]
 pub(crate) struct CudaBorrows;
+
+/// # The bridges' extension traits are sealed (feature `faer`; every bridge trait alike)
+///
+/// No type outside the crate can implement a bridge trait (E0277: the sealed supertrait is
+/// not implemented for it), so nothing but the crate's own views and tensors is handed out as
+/// a bridge's faer, nalgebra, ndarray... view:
+///
+/// ```compile_fail,E0277
+/// use dlbridge::Result;
+/// use dlbridge::faer::FaerViewExt;
+/// use dlbridge::Element;
+///
+/// struct Mine;
+/// impl<'a> FaerViewExt<'a> for Mine {
+///     fn as_faer_mat<T: Element>(&self) -> Result<faer::MatRef<'a, T>> {
+///         unimplemented!()
+///     }
+///     unsafe fn as_faer_mat_mut_unchecked<T: Element>(&self) -> Result<faer::MatMut<'a, T>> {
+///         unimplemented!()
+///     }
+/// }
+/// ```
+///
+/// Twin: the trait in scope, called on a view.
+///
+/// ```
+/// use dlbridge::Export;
+/// use dlbridge::faer::FaerViewExt;
+///
+/// let tensor = Export::new(vec![1.0f64, 2.0], &[1, 2]).into_versioned().unwrap();
+/// assert_eq!(tensor.view().as_faer_mat::<f64>().unwrap()[(0, 1)], 2.0);
+/// ```
+#[cfg(feature = "faer")]
+pub(crate) struct SealedBridgeTraits;

@@ -68,18 +68,35 @@
 //! every `kDL*` name of `dlpack.h` are in [`ffi`]; the enums are newtypes there
 //! (`ffi::DLDeviceType::CPU`, or the alias `ffi::kDLCPU`).
 //!
-//! ## View a tensor as an `ndarray` array, and export one
+//! ## Hand a tensor to Rust's tensor libraries
 //!
-//! With the `ndarray` feature: `TensorView::as_array::<T>()` (an `ArrayViewD`, any strides),
-//! `TensorView::as_array_dim::<T, Ix2>()` (a fixed number of dimensions),
-//! `ManagedTensor::as_array_mut::<T>()` (writing), and `ManagedTensor::from_array(array)` /
-//! `ManagedTensor::from_arc_array(array)` to export an array without copying it.
+//! Each library is a feature of the same name and a public module of this crate, whose page
+//! holds the bridge's data type table and the layouts the library cannot express:
+//!
+//! | module (feature) | from a tensor | to a tensor |
+//! |---|---|---|
+//! | `ndarray` | `as_array`, `as_array_dim`, `as_array_mut` (any strides) | `from_array`, `from_arc_array`, `from_array_view` |
+//! | `nalgebra` | `as_nalgebra_matrix`, `as_nalgebra_vector` and their `_mut`s | `from_nalgebra_matrix`, `from_nalgebra_vector` |
+//! | `faer` | `as_faer_mat`, `as_faer_mat_mut` (any strides) | `from_faer_mat` |
+//! | `image` | `as_image_buffer`, `as_image_buffer_mut` | `from_image_buffer` |
+//! | `burn` | `into_burn_data` | `from_burn_data` |
+//! | `candle` | `to_candle_tensor` (a copy) | `from_candle_tensor` |
+//! | `arrow` | `into_arrow_buffer`, `into_arrow_array`, `into_fixed_shape_tensor` | `from_arrow_array`, `from_fixed_shape_tensor` |
+//! | `cuda` (feature `cudarc`) | `cuda_slice`, `cuda_slice_mut` | `cuda::export_slice` |
+//!
+//! The methods belong to two extension traits per module, one for [`TensorView`] and one for
+//! [`ManagedTensor`] (`dlbridge::faer::FaerViewExt`, `dlbridge::faer::FaerTensorExt`...):
+//! bring them into scope with a `use`, then call them on views and tensors. Every bridge is
+//! zero-copy where the library can hold or lend foreign memory; what a library cannot express
+//! (a data type, a layout) is an [`Error::Unrepresentable`] naming it, and a layout that only
+//! needs to be made compact is fixed by [`ManagedTensor::into_compact`] first.
 //!
 //! ```
 //! # #[cfg(feature = "ndarray")]
 //! # {
 //! use dlbridge::ManagedTensor;
-//! use ndarray::{array, Ix2};
+//! use dlbridge::ndarray::{NdarrayTensorExt, NdarrayViewExt};
+//! use ndarray::{Ix2, array};
 //!
 //! let mut tensor = ManagedTensor::from_array(array![[1.0f64, 2.0], [3.0, 4.0]])?;
 //! let matrix = tensor.view().as_array_dim::<f64, Ix2>()?;
@@ -90,22 +107,11 @@
 //! # Ok::<(), dlbridge::Error>(())
 //! ```
 //!
-//! ## Hand a tensor to Rust's tensor libraries
-//!
-//! Each library is a feature, its bridge a set of methods on [`TensorView`] and
-//! [`ManagedTensor`] named after it: `nalgebra` (`as_nalgebra_matrix`, `from_nalgebra_matrix`),
-//! `faer` (`as_faer_mat`, `from_faer_mat`), `image` (`as_image_buffer`, `from_image_buffer`),
-//! `burn` (`into_burn_data`, `from_burn_data`), `candle` (`to_candle_tensor`,
-//! `from_candle_tensor`) and `arrow` (`into_arrow_array`, `into_fixed_shape_tensor`,
-//! `from_arrow_array`, `from_fixed_shape_tensor`). Every one of them is zero-copy where the
-//! library can hold or lend foreign memory, and its module documentation says where it cannot,
-//! with its data type table; what a library cannot express is an [`Error::Unrepresentable`]
-//! naming it.
-//!
 //! ```
 //! # #[cfg(feature = "faer")]
 //! # {
 //! use dlbridge::Export;
+//! use dlbridge::faer::FaerViewExt;
 //!
 //! // A row-major 2x2 tensor seen by faer, without a copy.
 //! let tensor = Export::new(vec![1.0f64, 2.0, 3.0, 4.0], &[2, 2]).into_versioned()?;
@@ -140,10 +146,10 @@
 //! Taking a raw tensor ([`ManagedTensor::from_raw`] and its siblings,
 //! [`ManagedTensor::try_from_raw`], [`TensorView::from_dltensor`], [`RawManagedTensor::delete`]);
 //! exporting memory an arbitrary owner keeps alive ([`Export::from_raw_parts`],
-//! [`ManagedTensor::export_view`], `ManagedTensor::from_array_view` with `ndarray`);
+//! [`ManagedTensor::export_view`], `NdarrayTensorExt::from_array_view` with `ndarray`);
 //! vouching for what the descriptor cannot say ([`ManagedTensor::assume_legacy_writable`],
 //! [`ManagedTensor::set_device_unchecked`], [`ManagedTensor::set_ready_stream`]); writing
-//! through a borrowed descriptor (`TensorView::as_array_mut_unchecked` with `ndarray`); stream
+//! through a borrowed descriptor (`NdarrayViewExt::as_array_mut_unchecked` with `ndarray`); stream
 //! operations on device memory (`cuda::copy_to_host`, `cuda::wait_for_stream` with `cudarc`);
 //! and implementing [`Element`], an `unsafe trait`. Each has a `# Safety` section.
 //!
@@ -207,12 +213,10 @@
 //!   ([`ManagedTensor::zeros`], [`TensorView::to_compact_copy`]) are 64-byte aligned, as TVM's
 //!   `from_dlpack` requires; [`ManagedTensor::share_versioned`] re-exports a tensor without a
 //!   copy ([`ManagedTensor::share_versioned_into_raw`] straight to a consumer's pointer);
-//! - with the `ndarray` feature, zero-copy conversion to and from `ndarray` arrays;
-//! - with the `nalgebra`, `faer`, `image`, `burn`, `candle` and `arrow` features, the bridges
-//!   to those libraries (above);
-//! - with the `cudarc` feature, the `cuda` module: cudarc device buffers exported as CUDA
-//!   tensors whose deleter frees them, and CUDA tensors seen as cudarc views that never free
-//!   what they see.
+//! - the bridges, each a feature and a module (above): `ndarray`, `nalgebra`, `faer`, `image`,
+//!   `burn`, `candle`, `arrow`, and `cuda` (feature `cudarc`: cudarc device buffers exported as
+//!   CUDA tensors whose deleter frees them, and CUDA tensors seen as cudarc views that never
+//!   free what they see).
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
@@ -243,26 +247,45 @@ mod validate;
 mod view;
 mod managed;
 mod elements;
+// The seal of the bridges' extension traits: only the crate's own types implement them.
+#[cfg(any(
+    feature = "ndarray",
+    feature = "nalgebra",
+    feature = "faer",
+    feature = "image",
+    feature = "burn",
+    feature = "candle",
+    feature = "arrow",
+    feature = "cudarc"
+))]
+mod sealed;
 
 // Export of memory as managed tensors, and the `ndarray` bridge.
 mod export;
 #[cfg(feature = "ndarray")]
-mod ndarray;
+#[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
+pub mod ndarray;
 // The bridges to the Rust libraries users hold tensors in, one folder each, in the order of the
 // layout they speak: nalgebra and faer (matrices), image (pixels), burn and candle (row-major
 // tensors), arrow (columns).
 #[cfg(feature = "nalgebra")]
-mod nalgebra;
+#[cfg_attr(docsrs, doc(cfg(feature = "nalgebra")))]
+pub mod nalgebra;
 #[cfg(feature = "faer")]
-mod faer;
+#[cfg_attr(docsrs, doc(cfg(feature = "faer")))]
+pub mod faer;
 #[cfg(feature = "image")]
-mod image;
+#[cfg_attr(docsrs, doc(cfg(feature = "image")))]
+pub mod image;
 #[cfg(feature = "burn")]
-mod burn;
+#[cfg_attr(docsrs, doc(cfg(feature = "burn")))]
+pub mod burn;
 #[cfg(feature = "candle")]
-mod candle;
+#[cfg_attr(docsrs, doc(cfg(feature = "candle")))]
+pub mod candle;
 #[cfg(feature = "arrow")]
-mod arrow;
+#[cfg_attr(docsrs, doc(cfg(feature = "arrow")))]
+pub mod arrow;
 
 #[cfg(feature = "cudarc")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]

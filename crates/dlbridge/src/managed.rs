@@ -443,14 +443,14 @@ impl ManagedTensor {
         Ok(())
     }
 
-    /// Whether this handle alone gives Rust code access to the tensor's memory, so that
-    /// `&mut self` may hand out mutable access (`as_mut_slice`, `elements_mut`,
-    /// `as_array_mut`). True for every tensor but a share ([`ManagedTensor::share_versioned`]:
-    /// the source, and whoever else holds its `Arc`, can still read the memory) and a tensor
-    /// marked shared ([`ManagedTensor::mark_shared`]; `dlbridge-pyo3`'s imports from Python
-    /// objects): such a tensor hands out shared access only ([`Error::SharedMemory`]), however
-    /// long the other handles live. Its DLPack flags are not changed: a foreign consumer of the share may
-    /// write, as C code sharing memory may. Whether the producer allows writes at all is
+    /// Whether this handle alone gives Rust code access to the tensor's memory, so that `&mut self`
+    /// may hand out mutable access (`as_mut_slice`, `elements_mut`, `as_array_mut`). True for every
+    /// tensor but a share ([`ManagedTensor::share_versioned`]: the source, and whoever else holds
+    /// its `Arc`, can still read the memory) and a tensor marked shared
+    /// ([`ManagedTensor::mark_shared`]; `dlbridge-pyo3`'s imports from Python objects): such a
+    /// tensor hands out shared access only ([`Error::SharedMemory`]), however long the other
+    /// handles live. Its DLPack flags are not changed: a foreign consumer of the share may write,
+    /// as C code sharing memory may. Whether the producer allows writes at all is
     /// [`TensorView::writability`].
     ///
     /// ```
@@ -737,7 +737,7 @@ impl ManagedTensor {
 
     /// The part of [`ManagedTensor::view_for_writing`] that only the handle knows: refused
     /// unless this handle is exclusive ([`Error::SharedMemory`]). For accesses whose view
-    /// checks writability itself (`TensorView::as_array_mut_unchecked`).
+    /// checks writability itself (`NdarrayViewExt::as_array_mut_unchecked`).
     pub(crate) fn check_exclusive(&self) -> Result<()> {
         if self.exclusive {
             Ok(())

@@ -9,6 +9,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlbridge::ManagedTensor;
+use dlbridge::faer::FaerTensorExt;
+use dlbridge::image::ImageTensorExt;
+use dlbridge::nalgebra::NalgebraTensorExt;
 
 /// The system allocator, counting the frees of the address in `WATCHED`.
 struct CountingAllocator;

@@ -9,6 +9,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaStream, DevicePtr, sys};
+use dlbridge::cuda::{CudaTensorExt, CudaViewExt, export_slice};
 use dlbridge::cuda::{
     StreamOrder, copy_to_host, cuda_slice_parts, driver_available, same_stream, wait_for_stream,
 };
@@ -22,7 +23,7 @@ fn fake_tensor(
     dtype: DataType,
     address: usize,
     shape: &[usize],
-    strides: Option<&[isize]>,
+    strides: Option<&[i64]>,
 ) -> ManagedTensor {
     // SAFETY: the memory is never read or written: only the descriptor is checked.
     let export = unsafe {
@@ -129,7 +130,7 @@ fn another_data_type_is_refused() {
 fn a_non_compact_layout_is_refused() {
     // Transposed (column-major), a step of 2, reversed: none is one contiguous run.
     for (shape, strides) in [
-        (&[2usize, 3][..], &[1isize, 2][..]),
+        (&[2usize, 3][..], &[1i64, 2][..]),
         (&[4][..], &[2][..]),
         (&[4][..], &[-1][..]),
     ] {
@@ -139,7 +140,7 @@ fn a_non_compact_layout_is_refused() {
             Error::NotContiguous {
                 order: "C",
                 shape: shape.iter().map(|&e| e as i64).collect(),
-                strides: strides.iter().map(|&s| s as i64).collect(),
+                strides: strides.to_vec(),
             }
         );
     }
@@ -242,9 +243,7 @@ fn gpu_a_cudarc_buffer_exports_views_and_reads_back() {
     let stream = gpu_stream();
     let values: Vec<f32> = (0..6).map(|i| i as f32 * 1.5).collect();
     let slice = stream.clone_htod(&values).unwrap();
-    let tensor = Export::from_cuda_slice(slice, &[2, 3])
-        .into_versioned()
-        .unwrap();
+    let tensor = export_slice(slice, &[2, 3]).into_versioned().unwrap();
     let view = tensor.view();
     assert_eq!(view.device(), CUDA0);
     assert_eq!(view.dtype(), DataType::FLOAT32);
@@ -270,9 +269,7 @@ fn gpu_a_cudarc_buffer_exports_views_and_reads_back() {
 fn gpu_a_writable_view_writes_through_and_a_read_only_one_refuses() {
     let stream = gpu_stream();
     let slice = stream.clone_htod(&[7i32; 5]).unwrap();
-    let mut tensor = Export::from_cuda_slice(slice, &[5])
-        .into_versioned()
-        .unwrap();
+    let mut tensor = export_slice(slice, &[5]).into_versioned().unwrap();
     {
         let mut seen = tensor.cuda_slice_mut::<i32>(&stream).unwrap();
         stream
@@ -289,7 +286,7 @@ fn gpu_a_writable_view_writes_through_and_a_read_only_one_refuses() {
     drop((seen, read_only_view));
 
     let slice = stream.clone_htod(&[1i32; 3]).unwrap();
-    let mut read_only = Export::from_cuda_slice(slice, &[3])
+    let mut read_only = export_slice(slice, &[3])
         .read_only(true)
         .into_versioned()
         .unwrap();
@@ -311,9 +308,7 @@ fn gpu_a_shape_that_does_not_cover_the_buffer_is_refused() {
     let stream = gpu_stream();
     let slice = stream.alloc_zeros::<f32>(6).unwrap();
     assert_eq!(
-        Export::from_cuda_slice(slice, &[4])
-            .into_versioned()
-            .unwrap_err(),
+        export_slice(slice, &[4]).into_versioned().unwrap_err(),
         Error::ShapeMismatch {
             elements: 4,
             buffer_len: 6
@@ -330,9 +325,7 @@ fn gpu_an_exported_buffer_is_ready_on_its_stream_and_waits_order_other_streams()
     let stream = gpu_stream();
     let values: Vec<f32> = (0..1024).map(|i| i as f32).collect();
     let slice = stream.clone_htod(&values).unwrap();
-    let tensor = Export::from_cuda_slice(slice, &[1024])
-        .into_versioned()
-        .unwrap();
+    let tensor = export_slice(slice, &[1024]).into_versioned().unwrap();
     let ready = stream.cu_stream() as usize;
     assert_eq!(tensor.ready_stream(), Some(ready));
     // SAFETY: the tensor's stream and the legacy default stream are live streams of device 0.
@@ -364,7 +357,7 @@ fn gpu_host_copies_gather_any_layout_on_the_ready_stream() {
     };
     // A transposed view of rows 1.. of a 6x8 matrix: neither row- nor column-major, from an
     // offset; the slice outlives the tensor, which owns nothing.
-    let view_of = |shape: &[usize], strides: &[isize], offset: usize| {
+    let view_of = |shape: &[usize], strides: &[i64], offset: usize| {
         fake_tensor(
             CUDA0,
             DataType::INT32,
@@ -420,9 +413,7 @@ fn gpu_waits_that_would_break_a_capture_are_refused_and_the_capture_goes_on() {
     let order = unsafe { wait_for_stream(CUDA0, ready, consumer) }.unwrap();
     assert_eq!(order, StreamOrder::AlreadyReady);
     // A host copy from the capturing stream would need a host synchronisation.
-    let tensor = Export::from_cuda_slice(slice, &[256])
-        .into_versioned()
-        .unwrap();
+    let tensor = export_slice(slice, &[256]).into_versioned().unwrap();
     // SAFETY: the tensor's memory is live on device 0; the streams are live.
     let refused = unsafe { copy_to_host(&tensor.view(), consumer) }.unwrap_err();
     assert!(

@@ -53,6 +53,8 @@ fn two_shares_of_one_arc_cannot_both_write() {
 #[cfg(feature = "ndarray")]
 #[test]
 fn a_share_of_a_shared_arc_has_no_mutable_ndarray_view() {
+    use dlbridge::ndarray::{NdarrayTensorExt, NdarrayViewExt};
+
     let original = writable_original();
     let mut share = Arc::clone(&original).share_versioned().unwrap();
     assert_eq!(

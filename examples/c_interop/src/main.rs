@@ -3,7 +3,6 @@
 //! `c/producer.c` and `c/consumer.c`, built by `build.rs` against the real `dlpack.h`.
 //!
 //! Run with `cargo run -p dlbridge-c-interop` (or `make example-c`).
-
 #[cfg(not(no_dlpack_header))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     walkthrough::run()
@@ -23,6 +22,7 @@ mod walkthrough {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
 
+    use dlbridge::ndarray::{NdarrayTensorExt, NdarrayViewExt};
     use dlbridge::{Export, ManagedTensor, Writability};
     use dlbridge_c_interop::c;
 

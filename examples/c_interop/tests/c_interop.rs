@@ -43,6 +43,7 @@ mod with_c {
     use std::sync::{Arc, Mutex};
 
     use dlbridge::ffi::{DLManagedTensorVersioned, DLPackVersion, DLTensor};
+    use dlbridge::ndarray::{NdarrayTensorExt, NdarrayViewExt};
     use dlbridge::{DataType, Device, Error, Export, Flags, ManagedTensor, Version, Writability};
     use dlbridge_c_interop::c::{self, ConsumerReport, status};
     use ndarray::{Array2, array, s};

@@ -30,7 +30,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
-use dlbridge::Export;
+use dlbridge::cuda::export_slice;
 use dlbridge_pyo3::prelude::*;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -245,7 +245,7 @@ fn saxpy<'py>(
         })?
     })?;
     let shape = [n];
-    let tensor = Export::from_cuda_slice(out, &shape)
+    let tensor = export_slice(out, &shape)
         .into_versioned()
         .map_err(to_py_err)?;
     x.return_like(py, tensor)

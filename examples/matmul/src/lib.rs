@@ -11,13 +11,14 @@
 //! Everything dlbridge-specific comes from `dlbridge_pyo3::prelude`, ndarray included (at the
 //! version dlbridge-pyo3 uses): the crate depends on `dlbridge-pyo3` and `pyo3` only.
 
+use dlbridge_pyo3::dlbridge::ndarray::NdarrayTensorExt;
 use dlbridge_pyo3::prelude::*;
 use ndarray::linalg::general_mat_mul;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-/// `a @ b` for two float32 matrices, as a new tensor of `a`'s framework (zero-copy). The GIL is released
-/// while the product is computed. The result is written into dlbridge's own allocation
+/// `a @ b` for two float32 matrices, as a new tensor of `a`'s framework (zero-copy). The GIL is
+/// released while the product is computed. The result is written into dlbridge's own allocation
 /// (`ManagedTensor::zeros`), aligned to 64 bytes as consumers such as TVM require.
 #[pyfunction]
 fn matmul<'py>(

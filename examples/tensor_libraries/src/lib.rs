@@ -16,6 +16,7 @@ use std::sync::Arc;
 use arrow_array::{Array, FixedSizeListArray, Float32Array};
 use arrow_schema::{DataType as ArrowType, Field};
 use burn_tensor::{Device, Int, Tensor};
+use dlbridge_pyo3::dlbridge::arrow::ArrowTensorExt;
 use dlbridge_pyo3::prelude::*;
 use pyo3::prelude::*;
 

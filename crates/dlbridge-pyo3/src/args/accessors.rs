@@ -17,10 +17,11 @@
 
 use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
-/// Implements the accessors of the kinds named (`every`, then `host` or `device`), and `{:?}`,
-/// for one argument type: `argument_accessors!(every host: impl['a, T: Element, ...]
-/// TensorArg['a, T, D, C], token 'py);`, the type's lifetime first. `token` names the lifetime of the Python token the accessors take (distinct
-/// from the type's own). Attributes before the kinds are added to `path`'s docs (an example).
+/// Implements the accessors of the kinds named (`every`, then `host` or `device`), and `{:?}`, for
+/// one argument type: `argument_accessors!(every host: impl['a, T: Element, ...] TensorArg['a, T,
+/// D, C], token 'py);`, the type's lifetime first. `token` names the lifetime of the Python token
+/// the accessors take (distinct from the type's own). Attributes before the kinds are added to
+/// `path`'s docs (an example).
 macro_rules! argument_accessors {
     ($(#[$path_doc:meta])* every $kind:ident : impl[$lt:lifetime, $($generics:tt)*] $name:ident[$arg_lt:lifetime, $($args:tt)*], token $py:lifetime) => {
         impl<$lt, $($generics)*> $name<$arg_lt, $($args)*> {
@@ -42,7 +43,7 @@ macro_rules! argument_accessors {
             /// with this argument's object). `result` is
             /// anything [`IntoTensor`](crate::IntoTensor): an ndarray `Array`, a `Vec` with a
             /// shape, a [`dlbridge::ManagedTensor`]. For a device argument, a tensor on its
-            /// device (a cudarc buffer exported with `dlbridge::Export::from_cuda_slice`):
+            /// device (a cudarc buffer exported with `dlbridge::cuda::export_slice`):
             /// enqueue the work that fills it on the argument's `stream()`, which the caller's
             /// framework uses, so that its later work is ordered after it (PyTorch's exchange
             /// table takes the tensor without synchronising; CuPy's `from_dlpack` asks for its

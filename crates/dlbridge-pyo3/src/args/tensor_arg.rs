@@ -5,6 +5,7 @@
 
 use std::marker::PhantomData;
 
+use dlbridge::ndarray::NdarrayViewExt;
 use dlbridge::{Element, TensorView};
 use ndarray::{ArrayView, ArrayViewMut, Ix1, Ix2, Ix3, Ix4, IxDyn};
 use pyo3::prelude::*;
@@ -246,11 +247,11 @@ pub type ContiguousArg<'a, T, D = IxDyn> = TensorArg<'a, T, D, CContiguous>;
 /// ```
 pub type ContiguousArgMut<'a, T, D = IxDyn> = TensorArgMut<'a, T, D, CContiguous>;
 
-// SAFETY: the view is a borrow of elements that the argument keeps alive (its strong
-// reference to the object, its held buffer or its owned tensor); the descriptor is plain
-// data; the object is a `Py<PyAny>`, used with the GIL held (`object` takes a `Python`
-// token) and released wherever the argument is dropped, as `Py` allows. Sending it to another thread while the
-// GIL is released is what `ArrayView` allows for `T: Sync`.
+// SAFETY: the view is a borrow of elements that the argument keeps alive (its strong reference to
+// the object, its held buffer or its owned tensor); the descriptor is plain data; the object is a
+// `Py<PyAny>`, used with the GIL held (`object` takes a `Python` token) and released wherever the
+// argument is dropped, as `Py` allows. Sending it to another thread while the GIL is released is
+// what `ArrayView` allows for `T: Sync`.
 unsafe impl<T: Element, D: Dimensionality, C: Constraints> Send for TensorArg<'_, T, D, C> {}
 // SAFETY: as above, with exclusive access (`T: Send`).
 unsafe impl<T: Element, D: Dimensionality, C: Constraints> Send for TensorArgMut<'_, T, D, C> {}

@@ -1,19 +1,31 @@
 //! image buffers over typed arguments, and owned image buffers returned (feature `image`).
 
+use dlbridge::image::{ImageTensorExt, ImageViewExt};
 use dlbridge::{Element, ManagedTensor};
 use image::{ImageBuffer, Pixel};
 use pyo3::PyResult;
 
 use super::core_view::with_core_view;
+use super::sealed::Sealed;
 use crate::args::constraints::{Constraints, Dimensionality};
 use crate::args::tensor_arg::{TensorArg, TensorArgMut};
 use crate::produce::returning::IntoTensor;
 
-impl<T: Element, D: Dimensionality, C: Constraints> TensorArg<'_, T, D, C> {
+/// The image buffers over a typed argument ([`TensorArg`](crate::TensorArg)), with the core's
+/// checks and refusals as `TypeError`s (feature `image`). In scope with
+/// `dlbridge_pyo3::prelude::*`, or `use dlbridge_pyo3::image::ImageArgExt;`; sealed: implemented
+/// for the typed arguments only.
+pub trait ImageArgExt<T: Element>: Sealed {
     /// A C-contiguous `HxWxC` (or `HxW`) argument as an image buffer of pixel type `P`,
-    /// without copying (feature `image`; `dlbridge`'s `TensorView::as_image_buffer`): the
+    /// without copying (feature `image`; `dlbridge`'s `ImageViewExt::as_image_buffer`): the
     /// channel axis must have `P::CHANNEL_COUNT` entries, `P::Subpixel` must be `T`.
-    pub fn as_image_buffer<P>(&self) -> PyResult<ImageBuffer<P, &[T]>>
+    fn as_image_buffer<P>(&self) -> PyResult<ImageBuffer<P, &[T]>>
+    where
+        P: Pixel<Subpixel = T>;
+}
+
+impl<T: Element, D: Dimensionality, C: Constraints> ImageArgExt<T> for TensorArg<'_, T, D, C> {
+    fn as_image_buffer<P>(&self) -> PyResult<ImageBuffer<P, &[T]>>
     where
         P: Pixel<Subpixel = T>,
     {
@@ -29,11 +41,23 @@ impl<T: Element, D: Dimensionality, C: Constraints> TensorArg<'_, T, D, C> {
     }
 }
 
-impl<T: Element, D: Dimensionality, C: Constraints> TensorArgMut<'_, T, D, C> {
+/// The mutable image buffers over a writable typed argument
+/// ([`TensorArgMut`](crate::TensorArgMut)), with the core's checks and refusals as `TypeError`s
+/// (feature `image`). In scope with `dlbridge_pyo3::prelude::*`, or `use
+/// dlbridge_pyo3::image::ImageArgMutExt;`; sealed: implemented for the typed arguments only.
+pub trait ImageArgMutExt<T: Element>: Sealed {
     /// A C-contiguous `HxWxC` (or `HxW`) argument as a mutable image buffer, without copying
     /// (feature `image`), refused as [`TensorArg::as_image_buffer`] refuses; taking it counts
     /// as writing.
-    pub fn as_image_buffer_mut<P>(&mut self) -> PyResult<ImageBuffer<P, &mut [T]>>
+    fn as_image_buffer_mut<P>(&mut self) -> PyResult<ImageBuffer<P, &mut [T]>>
+    where
+        P: Pixel<Subpixel = T>;
+}
+
+impl<T: Element, D: Dimensionality, C: Constraints> ImageArgMutExt<T>
+    for TensorArgMut<'_, T, D, C>
+{
+    fn as_image_buffer_mut<P>(&mut self) -> PyResult<ImageBuffer<P, &mut [T]>>
     where
         P: Pixel<Subpixel = T>,
     {
@@ -52,7 +76,7 @@ where
     P: Pixel,
     P::Subpixel: Element,
 {
-    /// Without copying: `ManagedTensor::from_image_buffer` (`HxWxC`).
+    /// Without copying: `ImageTensorExt::from_image_buffer` (`HxWxC`).
     fn into_tensor(self) -> dlbridge::Result<ManagedTensor> {
         ManagedTensor::from_image_buffer(self)
     }

@@ -53,13 +53,20 @@
     feature = "candle"
 ))]
 mod core_view;
+#[cfg(any(
+    feature = "nalgebra",
+    feature = "faer",
+    feature = "image",
+    feature = "candle"
+))]
+mod sealed;
 #[cfg(feature = "candle")]
-mod candle;
+pub mod candle;
 #[cfg(feature = "faer")]
-mod faer;
+pub mod faer;
 #[cfg(feature = "image")]
-mod image;
+pub mod image;
 #[cfg(feature = "nalgebra")]
-mod nalgebra;
+pub mod nalgebra;
 #[cfg(any(feature = "burn", feature = "arrow"))]
 mod owning;

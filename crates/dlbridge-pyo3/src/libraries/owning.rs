@@ -7,12 +7,16 @@ use arrow_array::{PrimitiveArray, types::ArrowPrimitiveType};
 #[cfg(feature = "burn")]
 use burn_std::TensorData;
 use dlbridge::ManagedTensor;
+#[cfg(feature = "arrow")]
+use dlbridge::arrow::ArrowTensorExt;
+#[cfg(feature = "burn")]
+use dlbridge::burn::BurnTensorExt;
 
 use crate::produce::returning::IntoTensor;
 
 #[cfg(feature = "burn")]
 impl IntoTensor for TensorData {
-    /// Without copying where burn hands its bytes over: `ManagedTensor::from_burn_data`.
+    /// Without copying where burn hands its bytes over: `BurnTensorExt::from_burn_data`.
     fn into_tensor(self) -> dlbridge::Result<ManagedTensor> {
         ManagedTensor::from_burn_data(self)
     }
@@ -21,7 +25,7 @@ impl IntoTensor for TensorData {
 #[cfg(feature = "arrow")]
 impl<T: ArrowPrimitiveType> IntoTensor for PrimitiveArray<T> {
     /// Without copying, read-only (Arrow's buffers are immutable):
-    /// `ManagedTensor::from_arrow_array`; an array with nulls is refused.
+    /// `ArrowTensorExt::from_arrow_array`; an array with nulls is refused.
     fn into_tensor(self) -> dlbridge::Result<ManagedTensor> {
         ManagedTensor::from_arrow_array(&self)
     }

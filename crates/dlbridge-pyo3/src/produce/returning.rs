@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use dlbridge::ndarray::NdarrayTensorExt;
 use dlbridge::{DataType, Device, Element, Export, ManagedTensor, RawManagedTensor};
 use ndarray::{Array, Dimension};
 use pyo3::exceptions::PyTypeError;

@@ -5,16 +5,16 @@
 //! when Arrow drops the last reference (a buffer, an array, or any slice or clone of them),
 //! on whatever thread that happens.
 //!
-//! - [`ManagedTensor::into_arrow_buffer`]: the bytes of a C-contiguous tensor as a `Buffer`;
-//! - [`ManagedTensor::into_arrow_array`]: a 1-D tensor as a `PrimitiveArray<T>`;
-//! - [`ManagedTensor::into_fixed_shape_tensor`]: a tensor of two or more dimensions as a
+//! - [`ArrowTensorExt::into_arrow_buffer`]: the bytes of a C-contiguous tensor as a `Buffer`;
+//! - [`ArrowTensorExt::into_arrow_array`]: a 1-D tensor as a `PrimitiveArray<T>`;
+//! - [`ArrowTensorExt::into_fixed_shape_tensor`]: a tensor of two or more dimensions as a
 //!   `FixedSizeListArray` with a field carrying the canonical `arrow.fixed_shape_tensor`
 //!   extension type: one list per index of the first axis (the batch, or rows), each list one
 //!   tensor of the remaining axes.
 //!
 //! From Arrow, the tensor keeps a clone of the array's values `Buffer` (a reference count, not
-//! a copy), so it outlives the array if it must: [`ManagedTensor::from_arrow_array`] and
-//! [`ManagedTensor::from_fixed_shape_tensor`]. These tensors are versioned and flagged
+//! a copy), so it outlives the array if it must: [`ArrowTensorExt::from_arrow_array`] and
+//! [`ArrowTensorExt::from_fixed_shape_tensor`]. These tensors are versioned and flagged
 //! READ_ONLY: Arrow buffers are immutable and shared (arrow-rs only hands out mutable access
 //! to a buffer it owns alone, and the tensor's clone keeps it shared).
 //!
@@ -46,7 +46,7 @@
 //! views a temporal array as its integers (`Int32Type`, `Int64Type`) without copying, for
 //! whoever wants those.
 //!
-//! [`ManagedTensor::into_arrow_buffer`] takes the bytes of any whole-byte data type (`bool`,
+//! [`ArrowTensorExt::into_arrow_buffer`] takes the bytes of any whole-byte data type (`bool`,
 //! `bfloat16`, complex and vector types included: a buffer is only bytes); sub-byte types are
 //! refused there too.
 //!
@@ -72,11 +72,11 @@
 //! twice: it names the key `"permutations"`, and it writes `null` for an absent
 //! `"dim_names"` or `"permutations"`, which its own reader then refuses ("invalid type: null,
 //! expected a sequence"), as do readers that take either key to hold an array. So
-//! [`ManagedTensor::into_fixed_shape_tensor`] checks the column with arrow-rs's
+//! [`ArrowTensorExt::into_fixed_shape_tensor`] checks the column with arrow-rs's
 //! `FixedShapeTensor` (the permutation, the storage type) and then writes the specification's
 //! JSON itself: Arrow C++, pyarrow and `Field::try_extension_type::<FixedShapeTensor>` read a
 //! column without permutation; a permuted column is read by the specification's readers and
-//! by [`ManagedTensor::from_fixed_shape_tensor`], not by arrow-rs's `try_extension_type`
+//! by [`ArrowTensorExt::from_fixed_shape_tensor`], not by arrow-rs's `try_extension_type`
 //! (which knows no key `"permutation"`). The import reads all three spellings: the
 //! specification's, arrow-rs's, and `null` for an absent value.
 //!
@@ -109,15 +109,15 @@ use crate::view::TensorView;
 
 /// The library named in every [`Error::Unrepresentable`] of this module.
 const LIBRARY: &str = "arrow";
-/// What [`ManagedTensor::into_arrow_buffer`] is asked for, in its errors.
+/// What [`ArrowTensorExt::into_arrow_buffer`] is asked for, in its errors.
 const BUFFER: &str = "an Arrow buffer";
-/// What [`ManagedTensor::into_arrow_array`] is asked for, in its errors.
+/// What [`ArrowTensorExt::into_arrow_array`] is asked for, in its errors.
 const ARRAY: &str = "an Arrow primitive array";
-/// What [`ManagedTensor::into_fixed_shape_tensor`] is asked for, in its errors.
+/// What [`ArrowTensorExt::into_fixed_shape_tensor`] is asked for, in its errors.
 const COLUMN: &str = "an arrow.fixed_shape_tensor column";
 /// What the imports from Arrow are asked for, in their errors.
 const TENSOR: &str = "a DLPack tensor";
-/// The name of the field [`ManagedTensor::into_fixed_shape_tensor`] makes.
+/// The name of the field [`ArrowTensorExt::into_fixed_shape_tensor`] makes.
 const FIELD_NAME: &str = "tensor";
 /// The name of the list's item field (Arrow's usual one).
 const ITEM_NAME: &str = "item";
@@ -322,7 +322,7 @@ impl ArrayParts {
 
 /// Exports `len` consecutive elements of `parts` with `shape` and `strides`, read-only and
 /// versioned, the values buffer as the owner.
-fn export_parts(parts: ArrayParts, shape: &[usize], strides: &[isize]) -> Result<ManagedTensor> {
+fn export_parts(parts: ArrayParts, shape: &[usize], strides: &[i64]) -> Result<ManagedTensor> {
     let ArrayParts {
         dtype,
         data,
@@ -347,28 +347,13 @@ fn export_parts(parts: ArrayParts, shape: &[usize], strides: &[isize]) -> Result
         .into_versioned()
 }
 
-impl ManagedTensor {
-    /// Moves the tensor into an Arrow buffer of the `len` bytes from `first`; the tensor is
-    /// dropped (its deleter called) when Arrow drops the last reference to the buffer.
-    ///
-    /// # Safety
-    ///
-    /// `first` must be the tensor's first element and `len` the bytes its elements span, one
-    /// range on a host-readable device (a compact layout); or `len` must be 0.
-    unsafe fn into_buffer_at(self, first: NonNull<u8>, len: usize) -> Buffer {
-        let owner: Arc<dyn Allocation> = Arc::new(self);
-        // SAFETY: by this function's contract, `first` and `len` cover the tensor's elements:
-        // host memory that the producer keeps readable for as long as the tensor lives (the
-        // contract of every import, and of every export of this crate), and the tensor lives
-        // in `owner`, which Arrow keeps until it drops the last reference to the buffer.
-        // Arrow reads it as `&[u8]` meanwhile, a reference the tensor hands out: nothing
-        // outside this crate may write the elements while it lives (the same contract), and
-        // nothing in it can, since the tensor, now behind an `Arc`, only gives shared access
-        // (writes need `&mut ManagedTensor`). Arrow never frees or writes a custom allocation
-        // (`Buffer::into_mutable` refuses one). A length of 0 reads nothing.
-        unsafe { Buffer::from_custom_allocation(first, len, owner) }
-    }
-
+/// The Arrow buffers, arrays and fixed-shape tensor columns from a [`ManagedTensor`] and back: `use
+/// dlbridge::arrow::ArrowTensorExt;`, then `tensor.into_arrow_array::<Float32Type>()` or
+/// `ArrowTensorExt::from_arrow_array(&array)`.
+///
+/// The bridge's entry points for the feature `arrow`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait ArrowTensorExt: crate::sealed::Sealed {
     /// The tensor's bytes as an Arrow [`Buffer`], without copying
     /// (feature `arrow`).
     ///
@@ -385,6 +370,7 @@ impl ManagedTensor {
     /// elements share bytes. On error the tensor is dropped.
     ///
     /// ```
+    /// use dlbridge::arrow::ArrowTensorExt;
     /// use dlbridge::Export;
     ///
     /// let tensor = Export::new(vec![1u16, 2, 3, 4, 5, 6], &[2, 3]).into_versioned()?;
@@ -396,7 +382,175 @@ impl ManagedTensor {
     /// drop(buffer); // the Vec is freed here
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn into_arrow_buffer(self) -> Result<Buffer> {
+    fn into_arrow_buffer(self) -> Result<Buffer>;
+
+    /// A 1-D tensor as an Arrow [`PrimitiveArray<T>`](::arrow_array::PrimitiveArray), without
+    /// copying (feature `arrow`).
+    ///
+    /// `T` is an arrow-rs primitive type (`Float32Type`, `Int64Type`...) whose Arrow type is
+    /// the tensor's data type in this table (the `# Data types` of the bridge): `int8` to
+    /// `int64` and `uint8` to `uint64` are `Int8Type` to `UInt64Type`, `float16` is
+    /// `Float16Type` (`half::f16`), `float32` and `float64` are `Float32Type` and
+    /// `Float64Type`. Every other DLPack type is refused with [`Error::Unrepresentable`]
+    /// naming it: `bool` (Arrow's `Boolean` is bit-packed), `bfloat16`, complex and float8
+    /// types, sub-byte types and vector types (`lanes > 1`); so are the Arrow types that
+    /// have no DLPack counterpart (`Date32Type`, `Decimal128Type`...).
+    ///
+    /// The tensor moves into the array's values buffer, as in
+    /// [`ArrowTensorExt::into_arrow_buffer`]: its deleter runs when Arrow drops the last
+    /// reference. The array has no nulls.
+    ///
+    /// Fails with [`Error::DimensionalityMismatch`] unless the tensor has one dimension,
+    /// [`Error::DataTypeMismatch`] for a tensor of another supported type than `T`'s,
+    /// [`Error::NotHostReadable`], [`Error::NotContiguous`] for a stride other than 1, and
+    /// [`Error::Misaligned`] when the first element is not aligned for `T::Native` (which
+    /// Arrow requires). On error the tensor is dropped.
+    ///
+    /// ```
+    /// use dlbridge::arrow::ArrowTensorExt;
+    /// use arrow_array::types::Float32Type;
+    /// use arrow_array::Array;
+    /// use dlbridge::{Error, Export, ManagedTensor};
+    ///
+    /// let tensor = Export::new(vec![1.5f32, 2.5, 3.5], &[3]).into_versioned()?;
+    /// let first = tensor.view().data_ptr() as *const f32;
+    /// let array = tensor.into_arrow_array::<Float32Type>()?;
+    /// assert_eq!(array.values().as_ref(), &[1.5, 2.5, 3.5]);
+    /// assert_eq!(array.values().as_ptr(), first); // no copy
+    /// assert_eq!(array.null_count(), 0);
+    ///
+    /// let flags = Export::new(vec![true, false], &[2]).into_versioned()?;
+    /// let refused = flags.into_arrow_array::<arrow_array::types::UInt8Type>();
+    /// assert!(matches!(refused, Err(Error::Unrepresentable { library: "arrow", .. })));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    fn into_arrow_array<T: ArrowPrimitiveType>(self) -> Result<PrimitiveArray<T>>;
+
+    /// A tensor of two or more dimensions as an Arrow `arrow.fixed_shape_tensor` column,
+    /// without copying (feature `arrow`): the field, which carries the canonical extension
+    /// type (`arrow_schema::extension::FixedShapeTensor`), and the
+    /// [`FixedSizeListArray`] of its storage.
+    ///
+    /// The first axis is the batch: the array has one list per index of it, each list one
+    /// tensor of the remaining axes, whose extents make the extension's shape. The field is
+    /// named `"tensor"` and not nullable; its list items are a non-nullable field `"item"` of
+    /// the Arrow type of the tensor's data type (the table of
+    /// [`ArrowTensorExt::into_arrow_array`]).
+    ///
+    /// A C-contiguous tensor is exported without a permutation. A tensor whose rows follow
+    /// one another, each compact in another axis order (the per-row tensors column-major,
+    /// say), is exported with the `permutation` that gives that order: logical axis `i` of a
+    /// row is physical axis `permutation[i]`, and the extension's shape is the physical one
+    /// (`FixedShapeTensor::logical_shape` gives the tensor's own extents back).
+    ///
+    /// The metadata is the specification's JSON, `{"shape":[3,2],"permutation":[1,0]}`,
+    /// which Arrow C++ and pyarrow read; arrow-rs 60's `Field::try_extension_type` reads it
+    /// without a permutation only (it knows the key as `"permutations"`, and its own
+    /// serialiser writes `null`s its reader refuses): read a permuted column back with
+    /// [`ArrowTensorExt::from_fixed_shape_tensor`].
+    ///
+    /// The tensor moves into the values buffer; its deleter runs when Arrow drops the last
+    /// reference. Fails with [`Error::Unrepresentable`] for fewer than two dimensions, a data
+    /// type Arrow lacks, any other layout (rows not outermost, padding, broadcast or negative
+    /// strides) and rows of more than `i32::MAX` elements (Arrow's list size);
+    /// [`Error::NotHostReadable`]; [`Error::Misaligned`]. On error the tensor is dropped.
+    ///
+    /// ```
+    /// use dlbridge::arrow::ArrowTensorExt;
+    /// use arrow_array::Array;
+    /// use arrow_schema::extension::FixedShapeTensor;
+    /// use dlbridge::{Export, ManagedTensor};
+    ///
+    /// // Four 2x3 matrices, one after the other.
+    /// let tensor = Export::new((0..24).collect::<Vec<i32>>(), &[4, 2, 3]).into_versioned()?;
+    /// let (field, array) = tensor.into_fixed_shape_tensor()?;
+    /// assert_eq!(field.extension_type_metadata(), Some(r#"{"shape":[2,3]}"#));
+    /// let extension = field.try_extension_type::<FixedShapeTensor>()?;
+    /// assert_eq!(extension.shape(), &[2, 3]);
+    /// assert_eq!((array.len(), array.value_length()), (4, 6));
+    ///
+    /// // Two 2x3 matrices, each stored column-major: physically 3x2 row-major, permuted.
+    /// let data = vec![1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0, 7.0, 10.0, 8.0, 11.0, 9.0, 12.0];
+    /// let tensor = Export::new(data, &[2, 2, 3]).strides(&[6, 1, 2]).into_versioned()?;
+    /// let (field, array) = tensor.into_fixed_shape_tensor()?;
+    /// let metadata = r#"{"shape":[3,2],"permutation":[1,0]}"#;
+    /// assert_eq!(field.extension_type_metadata(), Some(metadata));
+    /// let back = ManagedTensor::from_fixed_shape_tensor(&field, &array)?;
+    /// assert_eq!((back.view().shape(), back.view().strides()), (&[2, 2, 3][..], &[6, 1, 2][..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn into_fixed_shape_tensor(self) -> Result<(Field, FixedSizeListArray)>;
+
+    /// A read-only tensor over the values of an Arrow primitive array, without copying
+    /// (feature `arrow`).
+    ///
+    /// The tensor has one dimension of `array.len()` elements, of the DLPack type of the
+    /// array's Arrow type (the table of [`ArrowTensorExt::into_arrow_array`]), starts at the
+    /// array's first value (a sliced array's offset included) and keeps a clone of the
+    /// values buffer (a reference count), so it may outlive the array. It is versioned and
+    /// flagged READ_ONLY: Arrow buffers are shared and immutable.
+    ///
+    /// Fails with [`Error::Unrepresentable`] for an array with nulls (DLPack has no validity
+    /// bitmap) and for Arrow types without a DLPack counterpart (`Date32Type`,
+    /// `Decimal128Type`...; `PrimitiveArray::reinterpret_cast` views temporal values as their
+    /// integers).
+    ///
+    /// ```
+    /// use dlbridge::arrow::ArrowTensorExt;
+    /// use arrow_array::Int32Array;
+    /// use dlbridge::{DataType, ManagedTensor};
+    ///
+    /// let array = Int32Array::from(vec![1, 2, 3, 4, 5]);
+    /// let tensor = ManagedTensor::from_arrow_array(&array.slice(1, 3))?;
+    /// drop(array); // the tensor keeps the values alive
+    /// let view = tensor.view();
+    /// assert_eq!((view.dtype(), view.shape()), (DataType::INT32, &[3i64][..]));
+    /// assert_eq!(view.as_slice::<i32>()?, &[2, 3, 4]);
+    /// assert!(view.is_read_only());
+    ///
+    /// let with_nulls = Int32Array::from(vec![Some(1), None]);
+    /// let refused = ManagedTensor::from_arrow_array(&with_nulls); // DLPack has no nulls
+    /// assert!(matches!(refused, Err(dlbridge::Error::Unrepresentable { library: "arrow", .. })));
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    fn from_arrow_array<T: ArrowPrimitiveType>(array: &PrimitiveArray<T>) -> Result<ManagedTensor>;
+
+    /// A read-only tensor over an Arrow `arrow.fixed_shape_tensor` column, without copying
+    /// (feature `arrow`).
+    ///
+    /// `field` must carry the extension type (`ARROW:extension:name` =
+    /// `arrow.fixed_shape_tensor`, with valid metadata) and describe `array`'s type. The
+    /// tensor's shape is `[array.len(), ...]` followed by the extension's logical shape; its
+    /// strides come from the physical shape and the `permutation` (logical axis `i` has the
+    /// row-major stride of physical axis `permutation[i]`), the rows one after another. A
+    /// sliced array starts at its first list. The tensor keeps a clone of the values buffer,
+    /// and is versioned and flagged READ_ONLY. Dimension names are not kept.
+    ///
+    /// The metadata is read as the specification writes it (`"permutation"`), as arrow-rs 60
+    /// does (`"permutations"`, and `null` for an absent `"dim_names"` or permutation), and
+    /// with a nullable list item, as pyarrow makes it (nulls are refused all the same).
+    ///
+    /// Fails with [`Error::Unrepresentable`] for a field without the extension or whose
+    /// metadata or type does not match the array, for nulls in the list array or in its
+    /// values, and for values that are not a primitive array of a type of the table of
+    /// [`ArrowTensorExt::into_arrow_array`].
+    ///
+    /// ```
+    /// use dlbridge::arrow::ArrowTensorExt;
+    /// use dlbridge::{Export, ManagedTensor};
+    ///
+    /// let tensor = Export::new((0i16..12).collect::<Vec<_>>(), &[3, 2, 2]).into_versioned()?;
+    /// let (field, array) = tensor.into_fixed_shape_tensor()?;
+    /// let back = ManagedTensor::from_fixed_shape_tensor(&field, &array.slice(1, 2))?;
+    /// assert_eq!(back.view().shape(), &[2, 2, 2]);
+    /// assert_eq!(back.view().as_slice::<i16>()?, &[4, 5, 6, 7, 8, 9, 10, 11]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    fn from_fixed_shape_tensor(field: &Field, array: &FixedSizeListArray) -> Result<ManagedTensor>;
+}
+
+impl ArrowTensorExt for ManagedTensor {
+    fn into_arrow_buffer(self) -> Result<Buffer> {
         let view = self.view();
         let device = view.device();
         if !device.is_host_readable() {
@@ -434,46 +588,7 @@ impl ManagedTensor {
         Ok(unsafe { self.into_buffer_at(first, len) })
     }
 
-    /// A 1-D tensor as an Arrow [`PrimitiveArray<T>`](::arrow_array::PrimitiveArray), without
-    /// copying (feature `arrow`).
-    ///
-    /// `T` is an arrow-rs primitive type (`Float32Type`, `Int64Type`...) whose Arrow type is
-    /// the tensor's data type in this table (the `# Data types` of the bridge): `int8` to
-    /// `int64` and `uint8` to `uint64` are `Int8Type` to `UInt64Type`, `float16` is
-    /// `Float16Type` (`half::f16`), `float32` and `float64` are `Float32Type` and
-    /// `Float64Type`. Every other DLPack type is refused with [`Error::Unrepresentable`]
-    /// naming it: `bool` (Arrow's `Boolean` is bit-packed), `bfloat16`, complex and float8
-    /// types, sub-byte types and vector types (`lanes > 1`); so are the Arrow types that
-    /// have no DLPack counterpart (`Date32Type`, `Decimal128Type`...).
-    ///
-    /// The tensor moves into the array's values buffer, as in
-    /// [`ManagedTensor::into_arrow_buffer`]: its deleter runs when Arrow drops the last
-    /// reference. The array has no nulls.
-    ///
-    /// Fails with [`Error::DimensionalityMismatch`] unless the tensor has one dimension,
-    /// [`Error::DataTypeMismatch`] for a tensor of another supported type than `T`'s,
-    /// [`Error::NotHostReadable`], [`Error::NotContiguous`] for a stride other than 1, and
-    /// [`Error::Misaligned`] when the first element is not aligned for `T::Native` (which
-    /// Arrow requires). On error the tensor is dropped.
-    ///
-    /// ```
-    /// use arrow_array::types::Float32Type;
-    /// use arrow_array::Array;
-    /// use dlbridge::{Error, Export, ManagedTensor};
-    ///
-    /// let tensor = Export::new(vec![1.5f32, 2.5, 3.5], &[3]).into_versioned()?;
-    /// let first = tensor.view().data_ptr() as *const f32;
-    /// let array = tensor.into_arrow_array::<Float32Type>()?;
-    /// assert_eq!(array.values().as_ref(), &[1.5, 2.5, 3.5]);
-    /// assert_eq!(array.values().as_ptr(), first); // no copy
-    /// assert_eq!(array.null_count(), 0);
-    ///
-    /// let flags = Export::new(vec![true, false], &[2]).into_versioned()?;
-    /// let refused = flags.into_arrow_array::<arrow_array::types::UInt8Type>();
-    /// assert!(matches!(refused, Err(Error::Unrepresentable { library: "arrow", .. })));
-    /// # Ok::<(), dlbridge::Error>(())
-    /// ```
-    pub fn into_arrow_array<T: ArrowPrimitiveType>(self) -> Result<PrimitiveArray<T>> {
+    fn into_arrow_array<T: ArrowPrimitiveType>(self) -> Result<PrimitiveArray<T>> {
         let Some(requested) = dlpack_type_of(&T::DATA_TYPE) else {
             return Err(unrepresentable(ARRAY, no_dlpack_type(&T::DATA_TYPE)));
         };
@@ -518,59 +633,7 @@ impl ManagedTensor {
         primitive_array::<T>(buffer, len, ARRAY)
     }
 
-    /// A tensor of two or more dimensions as an Arrow `arrow.fixed_shape_tensor` column,
-    /// without copying (feature `arrow`): the field, which carries the canonical extension
-    /// type (`arrow_schema::extension::FixedShapeTensor`), and the
-    /// [`FixedSizeListArray`] of its storage.
-    ///
-    /// The first axis is the batch: the array has one list per index of it, each list one
-    /// tensor of the remaining axes, whose extents make the extension's shape. The field is
-    /// named `"tensor"` and not nullable; its list items are a non-nullable field `"item"` of
-    /// the Arrow type of the tensor's data type (the table of
-    /// [`ManagedTensor::into_arrow_array`]).
-    ///
-    /// A C-contiguous tensor is exported without a permutation. A tensor whose rows follow
-    /// one another, each compact in another axis order (the per-row tensors column-major,
-    /// say), is exported with the `permutation` that gives that order: logical axis `i` of a
-    /// row is physical axis `permutation[i]`, and the extension's shape is the physical one
-    /// (`FixedShapeTensor::logical_shape` gives the tensor's own extents back).
-    ///
-    /// The metadata is the specification's JSON, `{"shape":[3,2],"permutation":[1,0]}`,
-    /// which Arrow C++ and pyarrow read; arrow-rs 60's `Field::try_extension_type` reads it
-    /// without a permutation only (it knows the key as `"permutations"`, and its own
-    /// serialiser writes `null`s its reader refuses): read a permuted column back with
-    /// [`ManagedTensor::from_fixed_shape_tensor`].
-    ///
-    /// The tensor moves into the values buffer; its deleter runs when Arrow drops the last
-    /// reference. Fails with [`Error::Unrepresentable`] for fewer than two dimensions, a data
-    /// type Arrow lacks, any other layout (rows not outermost, padding, broadcast or negative
-    /// strides) and rows of more than `i32::MAX` elements (Arrow's list size);
-    /// [`Error::NotHostReadable`]; [`Error::Misaligned`]. On error the tensor is dropped.
-    ///
-    /// ```
-    /// use arrow_array::Array;
-    /// use arrow_schema::extension::FixedShapeTensor;
-    /// use dlbridge::{Export, ManagedTensor};
-    ///
-    /// // Four 2x3 matrices, one after the other.
-    /// let tensor = Export::new((0..24).collect::<Vec<i32>>(), &[4, 2, 3]).into_versioned()?;
-    /// let (field, array) = tensor.into_fixed_shape_tensor()?;
-    /// assert_eq!(field.extension_type_metadata(), Some(r#"{"shape":[2,3]}"#));
-    /// let extension = field.try_extension_type::<FixedShapeTensor>()?;
-    /// assert_eq!(extension.shape(), &[2, 3]);
-    /// assert_eq!((array.len(), array.value_length()), (4, 6));
-    ///
-    /// // Two 2x3 matrices, each stored column-major: physically 3x2 row-major, permuted.
-    /// let data = vec![1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0, 7.0, 10.0, 8.0, 11.0, 9.0, 12.0];
-    /// let tensor = Export::new(data, &[2, 2, 3]).strides(&[6, 1, 2]).into_versioned()?;
-    /// let (field, array) = tensor.into_fixed_shape_tensor()?;
-    /// let metadata = r#"{"shape":[3,2],"permutation":[1,0]}"#;
-    /// assert_eq!(field.extension_type_metadata(), Some(metadata));
-    /// let back = ManagedTensor::from_fixed_shape_tensor(&field, &array)?;
-    /// assert_eq!((back.view().shape(), back.view().strides()), (&[2, 2, 3][..], &[6, 1, 2][..]));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn into_fixed_shape_tensor(self) -> Result<(Field, FixedSizeListArray)> {
+    fn into_fixed_shape_tensor(self) -> Result<(Field, FixedSizeListArray)> {
         let view = self.view();
         let (shape, strides) = (view.shape(), view.strides());
         if shape.len() < 2 {
@@ -637,74 +700,13 @@ impl ManagedTensor {
         Ok((field, array))
     }
 
-    /// A read-only tensor over the values of an Arrow primitive array, without copying
-    /// (feature `arrow`).
-    ///
-    /// The tensor has one dimension of `array.len()` elements, of the DLPack type of the
-    /// array's Arrow type (the table of [`ManagedTensor::into_arrow_array`]), starts at the
-    /// array's first value (a sliced array's offset included) and keeps a clone of the
-    /// values buffer (a reference count), so it may outlive the array. It is versioned and
-    /// flagged READ_ONLY: Arrow buffers are shared and immutable.
-    ///
-    /// Fails with [`Error::Unrepresentable`] for an array with nulls (DLPack has no validity
-    /// bitmap) and for Arrow types without a DLPack counterpart (`Date32Type`,
-    /// `Decimal128Type`...; `PrimitiveArray::reinterpret_cast` views temporal values as their
-    /// integers).
-    ///
-    /// ```
-    /// use arrow_array::Int32Array;
-    /// use dlbridge::{DataType, ManagedTensor};
-    ///
-    /// let array = Int32Array::from(vec![1, 2, 3, 4, 5]);
-    /// let tensor = ManagedTensor::from_arrow_array(&array.slice(1, 3))?;
-    /// drop(array); // the tensor keeps the values alive
-    /// let view = tensor.view();
-    /// assert_eq!((view.dtype(), view.shape()), (DataType::INT32, &[3i64][..]));
-    /// assert_eq!(view.as_slice::<i32>()?, &[2, 3, 4]);
-    /// assert!(view.is_read_only());
-    ///
-    /// let with_nulls = Int32Array::from(vec![Some(1), None]);
-    /// let refused = ManagedTensor::from_arrow_array(&with_nulls); // DLPack has no nulls
-    /// assert!(matches!(refused, Err(dlbridge::Error::Unrepresentable { library: "arrow", .. })));
-    /// # Ok::<(), dlbridge::Error>(())
-    /// ```
-    pub fn from_arrow_array<T: ArrowPrimitiveType>(array: &PrimitiveArray<T>) -> Result<Self> {
+    fn from_arrow_array<T: ArrowPrimitiveType>(array: &PrimitiveArray<T>) -> Result<ManagedTensor> {
         let parts = ArrayParts::of(array)?;
         let len = parts.len;
         export_parts(parts, &[len], &[1])
     }
 
-    /// A read-only tensor over an Arrow `arrow.fixed_shape_tensor` column, without copying
-    /// (feature `arrow`).
-    ///
-    /// `field` must carry the extension type (`ARROW:extension:name` =
-    /// `arrow.fixed_shape_tensor`, with valid metadata) and describe `array`'s type. The
-    /// tensor's shape is `[array.len(), ...]` followed by the extension's logical shape; its
-    /// strides come from the physical shape and the `permutation` (logical axis `i` has the
-    /// row-major stride of physical axis `permutation[i]`), the rows one after another. A
-    /// sliced array starts at its first list. The tensor keeps a clone of the values buffer,
-    /// and is versioned and flagged READ_ONLY. Dimension names are not kept.
-    ///
-    /// The metadata is read as the specification writes it (`"permutation"`), as arrow-rs 60
-    /// does (`"permutations"`, and `null` for an absent `"dim_names"` or permutation), and
-    /// with a nullable list item, as pyarrow makes it (nulls are refused all the same).
-    ///
-    /// Fails with [`Error::Unrepresentable`] for a field without the extension or whose
-    /// metadata or type does not match the array, for nulls in the list array or in its
-    /// values, and for values that are not a primitive array of a type of the table of
-    /// [`ManagedTensor::into_arrow_array`].
-    ///
-    /// ```
-    /// use dlbridge::{Export, ManagedTensor};
-    ///
-    /// let tensor = Export::new((0i16..12).collect::<Vec<_>>(), &[3, 2, 2]).into_versioned()?;
-    /// let (field, array) = tensor.into_fixed_shape_tensor()?;
-    /// let back = ManagedTensor::from_fixed_shape_tensor(&field, &array.slice(1, 2))?;
-    /// assert_eq!(back.view().shape(), &[2, 2, 2]);
-    /// assert_eq!(back.view().as_slice::<i16>()?, &[4, 5, 6, 7, 8, 9, 10, 11]);
-    /// # Ok::<(), dlbridge::Error>(())
-    /// ```
-    pub fn from_fixed_shape_tensor(field: &Field, array: &FixedSizeListArray) -> Result<Self> {
+    fn from_fixed_shape_tensor(field: &Field, array: &FixedSizeListArray) -> Result<ManagedTensor> {
         let metadata = fixed_shape_metadata(field)?;
         let size = array.value_length();
         match field.data_type() {
@@ -744,16 +746,16 @@ impl ManagedTensor {
         let rows = array.len();
         // Physical row-major strides, then the logical axes; every value is at most the list
         // size, which fits an `i32`.
-        let mut physical_strides = vec![0isize; physical.len()];
-        let mut stride = 1isize;
+        let mut physical_strides = vec![0i64; physical.len()];
+        let mut stride = 1i64;
         for (out, &extent) in physical_strides.iter_mut().zip(physical).rev() {
             *out = stride;
-            stride = stride.saturating_mul(isize::try_from(extent).unwrap_or(isize::MAX));
+            stride = stride.saturating_mul(i64::try_from(extent).unwrap_or(i64::MAX));
         }
         let mut shape = Vec::with_capacity(physical.len() + 1);
         let mut strides = Vec::with_capacity(physical.len() + 1);
         shape.push(rows);
-        strides.push(isize::try_from(list_size).unwrap_or(isize::MAX));
+        strides.push(i64::try_from(list_size).unwrap_or(i64::MAX));
         match metadata.permutations() {
             Some(permutation) => {
                 // `FixedShapeTensorMetadata::try_new` checked that it permutes the axes.
@@ -776,6 +778,29 @@ impl ManagedTensor {
             }
         }
         export_parts(parts, &shape, &strides)
+    }
+}
+
+impl ManagedTensor {
+    /// Moves the tensor into an Arrow buffer of the `len` bytes from `first`; the tensor is
+    /// dropped (its deleter called) when Arrow drops the last reference to the buffer.
+    ///
+    /// # Safety
+    ///
+    /// `first` must be the tensor's first element and `len` the bytes its elements span, one
+    /// range on a host-readable device (a compact layout); or `len` must be 0.
+    unsafe fn into_buffer_at(self, first: NonNull<u8>, len: usize) -> Buffer {
+        let owner: Arc<dyn Allocation> = Arc::new(self);
+        // SAFETY: by this function's contract, `first` and `len` cover the tensor's elements:
+        // host memory that the producer keeps readable for as long as the tensor lives (the
+        // contract of every import, and of every export of this crate), and the tensor lives
+        // in `owner`, which Arrow keeps until it drops the last reference to the buffer.
+        // Arrow reads it as `&[u8]` meanwhile, a reference the tensor hands out: nothing
+        // outside this crate may write the elements while it lives (the same contract), and
+        // nothing in it can, since the tensor, now behind an `Arc`, only gives shared access
+        // (writes need `&mut ManagedTensor`). Arrow never frees or writes a custom allocation
+        // (`Buffer::into_mutable` refuses one). A length of 0 reads nothing.
+        unsafe { Buffer::from_custom_allocation(first, len, owner) }
     }
 }
 

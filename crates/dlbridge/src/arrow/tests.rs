@@ -46,7 +46,7 @@ fn counted_as<T: Element>(
     dtype: DataType,
     device: Device,
     shape: &[usize],
-    strides: Option<&[isize]>,
+    strides: Option<&[i64]>,
 ) -> (ManagedTensor, Arc<AtomicUsize>, *const T) {
     let drops = Arc::new(AtomicUsize::new(0));
     let data = values.as_ptr();
@@ -69,7 +69,7 @@ fn counted_as<T: Element>(
 fn counted<T: Element>(
     values: Vec<T>,
     shape: &[usize],
-    strides: Option<&[isize]>,
+    strides: Option<&[i64]>,
 ) -> (ManagedTensor, Arc<AtomicUsize>, *const T) {
     counted_as(values, T::DTYPE, Device::CPU, shape, strides)
 }
@@ -456,7 +456,7 @@ fn exports_of_arrow_values_are_bounded_by_the_values() {
     let array = Int32Array::from(vec![0, 1, 2, 3, 4, 5]);
     let sliced = array.slice(2, 3);
     for (shape, strides, min_offset, max_offset) in [
-        (&[4usize][..], &[1isize][..], 0, 3),
+        (&[4usize][..], &[1i64][..], 0, 3),
         (&[2, 2], &[2, 1], 0, 3),
         (&[2], &[-1], -1, 0),
         (&[1usize << 40], &[1], 0, (1 << 40) - 1),

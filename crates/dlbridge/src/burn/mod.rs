@@ -1,9 +1,9 @@
 //! Zero-copy conversion between managed tensors and burn's `TensorData` (feature `burn`).
 //!
-//! [`ManagedTensor::into_burn_data`] hands a tensor's memory to burn as `TensorData` without
+//! [`BurnTensorExt::into_burn_data`] hands a tensor's memory to burn as `TensorData` without
 //! copying: the managed tensor becomes the owner of burn's bytes (a `Bytes` allocation
 //! controller of this module), and its deleter runs when burn drops the last of them.
-//! [`ManagedTensor::from_burn_data`] exports burn's data as a tensor, burn's `Bytes` as the
+//! [`BurnTensorExt::from_burn_data`] exports burn's data as a tensor, burn's `Bytes` as the
 //! owner. A `Tensor` of any backend goes through its data: `tensor.into_data()` and
 //! `Tensor::from_data(data, &device)`.
 //!
@@ -18,7 +18,7 @@
 //!
 //! # What each backend does with the data
 //!
-//! | backend | into burn (`Tensor::from_data(data, &device)`) | out of burn (`into_data`, then [`ManagedTensor::from_burn_data`]) |
+//! | backend | into burn (`Tensor::from_data(data, &device)`) | out of burn (`into_data`, then [`BurnTensorExt::from_burn_data`]) |
 //! |---|---|---|
 //! | Flex (CPU; burn 0.22's pure-Rust CPU backend) | zero-copy: the bytes become the tensor's storage; its in-place operations write through them (in the tensor's memory where it allows, else copy-on-write) | zero-copy when the tensor owns its bytes alone and is contiguous; otherwise burn copies |
 //! | NdArray (CPU; deprecated in burn 0.22) | zero-copy: burn-ndarray keeps non-native bytes as borrowed storage, and copies on its first write | zero-copy when the tensor's `ArcArray` is unique and contiguous (burn hands its `Vec` over); otherwise burn copies |
@@ -41,8 +41,10 @@
 //! [`Error::Unrepresentable`]. burn's quantized data (`QFloat`) and booleans stored as `u32`
 //! have no DLPack type and are refused the other way.
 //!
-//! burn's data is always C-contiguous (row-major): a tensor of another layout is refused with
-//! [`Error::NotContiguous`] (copy it with [`TensorView::to_compact_copy`] first).
+//! burn's data is always C-contiguous (row-major): a tensor of another layout (a transpose, a
+//! slice with steps) is refused with [`Error::Unrepresentable`] naming its shape and strides;
+//! [`ManagedTensor::into_compact`] first makes it compact (a copy only where the layout needs
+//! one), as in `tensor.into_compact()?.into_burn_data()?`.
 //!
 //! The tests are in `tests.rs` beside this file.
 
@@ -118,7 +120,7 @@ fn address_alignment(address: usize) -> usize {
 /// write makes where the tensor's memory may not be written.
 struct TensorBytes {
     /// The tensor: C-contiguous, host-readable, `len` bytes from its data pointer (checked by
-    /// [`ManagedTensor::into_burn_data`]).
+    /// [`BurnTensorExt::into_burn_data`]).
     tensor: Arc<ManagedTensor>,
     /// The bytes of the tensor.
     len: usize,
@@ -239,7 +241,12 @@ impl AllocationController for TensorBytes {
 
 const BURN_DATA: &str = "burn tensor data";
 
-impl ManagedTensor {
+/// burn's `TensorData` from a [`ManagedTensor`] and back: `use dlbridge::burn::BurnTensorExt;`,
+/// then `tensor.into_burn_data()` and `BurnTensorExt::from_burn_data(data)`.
+///
+/// The bridge's entry points for the feature `burn`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait BurnTensorExt: crate::sealed::Sealed {
     /// The tensor as burn `TensorData`, without copying (feature `burn`): the tensor becomes
     /// the owner of burn's bytes, and its deleter runs when burn drops them.
     ///
@@ -249,6 +256,7 @@ impl ManagedTensor {
     /// exclusive; otherwise its first write copies (see the module docs).
     ///
     /// ```
+    /// use dlbridge::burn::BurnTensorExt;
     /// use dlbridge::{Export, ManagedTensor};
     ///
     /// let tensor = Export::new(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).into_versioned()?;
@@ -259,7 +267,36 @@ impl ManagedTensor {
     /// assert_eq!(data.as_bytes().as_ptr(), address); // no copy
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn into_burn_data(self) -> Result<TensorData> {
+    fn into_burn_data(self) -> Result<TensorData>;
+
+    /// Exports burn `TensorData` as a versioned, writable managed tensor, without copying
+    /// where burn hands over its bytes (feature `burn`); burn's `Bytes` become the tensor's
+    /// owner, dropped by its deleter on whatever thread the consumer calls it.
+    ///
+    /// burn's bytes are read in place when they are resident and aligned for the data type
+    /// (burn's own allocations always are); bytes that are shared inside burn are copied by
+    /// burn itself on this mutable access (its copy-on-write), file- or device-backed bytes
+    /// are read into host memory by burn, and misaligned ones are copied here, flagged
+    /// IS_COPIED.
+    ///
+    /// ```
+    /// use dlbridge::burn::BurnTensorExt;
+    /// use burn_std::TensorData;
+    /// use dlbridge::ManagedTensor;
+    ///
+    /// let data = TensorData::new(vec![1i64, 2, 3, 4], [2, 2]);
+    /// let address = data.as_bytes().as_ptr();
+    /// let tensor = ManagedTensor::from_burn_data(data)?;
+    /// assert_eq!(tensor.view().shape(), &[2, 2]);
+    /// assert_eq!(tensor.view().as_slice::<i64>()?, &[1, 2, 3, 4]);
+    /// assert_eq!(tensor.view().data_ptr() as *const u8, address); // no copy
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    fn from_burn_data(data: TensorData) -> Result<ManagedTensor>;
+}
+
+impl BurnTensorExt for ManagedTensor {
+    fn into_burn_data(self) -> Result<TensorData> {
         let view = self.view();
         let dtype = view.dtype();
         let burn = burn_dtype(dtype).ok_or_else(|| Error::Unrepresentable {
@@ -267,7 +304,18 @@ impl ManagedTensor {
             asked: BURN_DATA,
             given: format!("a tensor of data type {dtype}: burn has no such type"),
         })?;
-        check_typed_contiguous(&view, dtype)?;
+        check_typed_contiguous(&view, dtype).map_err(|error| match error {
+            Error::NotContiguous { shape, strides, .. } => Error::Unrepresentable {
+                library: "burn",
+                asked: BURN_DATA,
+                given: format!(
+                    "a tensor of shape {shape:?} and strides {strides:?}: burn's data is \
+                     row-major compact; call ManagedTensor::into_compact() first (it copies \
+                     only a tensor that is not)"
+                ),
+            },
+            other => other,
+        })?;
         let shape = usize_shape(&view)?;
         // V5: the byte size of a tensor with elements fits `isize`; an empty one has none.
         let len = usize::try_from(view.compact_byte_size()).unwrap_or(0);
@@ -286,29 +334,7 @@ impl ManagedTensor {
         })
     }
 
-    /// Exports burn `TensorData` as a versioned, writable managed tensor, without copying
-    /// where burn hands over its bytes (feature `burn`); burn's `Bytes` become the tensor's
-    /// owner, dropped by its deleter on whatever thread the consumer calls it.
-    ///
-    /// burn's bytes are read in place when they are resident and aligned for the data type
-    /// (burn's own allocations always are); bytes that are shared inside burn are copied by
-    /// burn itself on this mutable access (its copy-on-write), file- or device-backed bytes
-    /// are read into host memory by burn, and misaligned ones are copied here, flagged
-    /// IS_COPIED.
-    ///
-    /// ```
-    /// use burn_std::TensorData;
-    /// use dlbridge::ManagedTensor;
-    ///
-    /// let data = TensorData::new(vec![1i64, 2, 3, 4], [2, 2]);
-    /// let address = data.as_bytes().as_ptr();
-    /// let tensor = ManagedTensor::from_burn_data(data)?;
-    /// assert_eq!(tensor.view().shape(), &[2, 2]);
-    /// assert_eq!(tensor.view().as_slice::<i64>()?, &[1, 2, 3, 4]);
-    /// assert_eq!(tensor.view().data_ptr() as *const u8, address); // no copy
-    /// # Ok::<(), dlbridge::Error>(())
-    /// ```
-    pub fn from_burn_data(data: TensorData) -> Result<Self> {
+    fn from_burn_data(data: TensorData) -> Result<ManagedTensor> {
         let burn = data.dtype();
         let dtype = dlpack_dtype(burn).ok_or_else(|| Error::Unrepresentable {
             library: "burn",

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use ::burn_std::{BoolStore, Bytes, DType, TensorData};
 use half::{bf16, f16};
 
+use super::BurnTensorExt;
 use crate::{DataType, Device, Error, Export, Flags, ManagedTensor};
 
 /// A tensor over `values` whose owner counts its drops in `drops`.
@@ -235,10 +236,16 @@ fn what_burn_cannot_hold_is_refused() {
         .strides(&[1, 2])
         .into_versioned()
         .unwrap();
-    assert!(matches!(
-        transposed.into_burn_data(),
-        Err(Error::NotContiguous { order: "C", .. })
-    ));
+    let compact = transposed.view().to_compact_copy().unwrap();
+    assert_eq!(
+        transposed.into_burn_data().unwrap_err().to_string(),
+        "burn cannot express burn tensor data of a tensor of shape [2, 3] and strides [1, 2]: \
+         burn's data is row-major compact; call ManagedTensor::into_compact() first (it copies \
+         only a tensor that is not)"
+    );
+    // The fix the message names: the compact copy's values, in row-major order.
+    let data = compact.into_burn_data().unwrap();
+    assert_eq!(data.as_slice::<i32>().unwrap(), &[1, 3, 5, 2, 4, 6]);
     let mut device = Export::new(vec![1.0f32], &[1]).into_versioned().unwrap();
     // SAFETY: the label is never used to reach the memory as device memory.
     unsafe { device.set_device_unchecked(Device::new(crate::DeviceType::CUDA, 0)) }.unwrap();

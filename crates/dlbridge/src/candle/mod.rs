@@ -1,9 +1,9 @@
 //! Conversion between managed tensors and candle tensors (feature `candle`).
 //!
-//! Out of candle: [`ManagedTensor::from_candle_tensor`] copies a candle tensor of any layout
-//! into a compact tensor (flagged IS_COPIED); [`ManagedTensor::from_candle_tensor_unchecked`]
+//! Out of candle: [`CandleTensorExt::from_candle_tensor`] copies a candle tensor of any layout
+//! into a compact tensor (flagged IS_COPIED); [`CandleTensorExt::from_candle_tensor_unchecked`]
 //! exports its storage without copying, under a contract (below). Into candle:
-//! [`TensorView::to_candle_tensor`] copies a tensor into a new candle CPU tensor.
+//! [`CandleViewExt::to_candle_tensor`] copies a tensor into a new candle CPU tensor.
 //!
 //! # Why the zero-copy export is an `unsafe fn`
 //!
@@ -119,7 +119,7 @@ struct BoundedLayout {
     first: *const u8,
     dtype: DataType,
     shape: Vec<usize>,
-    strides: Vec<isize>,
+    strides: Vec<i64>,
     available: usize,
 }
 
@@ -134,12 +134,12 @@ struct BoundedLayout {
 fn bounded_layout(storage: &Storage, layout: &Layout) -> Result<BoundedLayout> {
     let parts = storage_parts(storage)?;
     let shape = layout.dims().to_vec();
-    // A stride beyond `isize::MAX` stays too large (`isize::MAX`), for the check to refuse
-    // where the layout steps along it.
-    let strides: Vec<isize> = layout
+    // A stride beyond `i64::MAX` stays too large (`i64::MAX`), for the check to refuse where
+    // the layout steps along it.
+    let strides: Vec<i64> = layout
         .stride()
         .iter()
-        .map(|&stride| isize::try_from(stride).unwrap_or(isize::MAX))
+        .map(|&stride| i64::try_from(stride).unwrap_or(i64::MAX))
         .collect();
     let empty = shape.contains(&0);
     let start = if empty {
@@ -183,7 +183,12 @@ fn bounded_layout(storage: &Storage, layout: &Layout) -> Result<BoundedLayout> {
     })
 }
 
-impl ManagedTensor {
+/// The candle tensors exported as [`ManagedTensor`]s: `use dlbridge::candle::CandleTensorExt;`,
+/// then `CandleTensorExt::from_candle_tensor(&tensor)`.
+///
+/// The bridge's entry points for the feature `candle`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait CandleTensorExt: crate::sealed::Sealed {
     /// A copy of a candle CPU tensor of any layout as a compact, row-major, versioned managed
     /// tensor flagged IS_COPIED (feature `candle`). The copy is made while candle's lock on
     /// the storage is held, so no in-place write of candle's can tear it.
@@ -195,6 +200,7 @@ impl ManagedTensor {
     /// counted from the start of the storage, and the storage's length in elements.
     ///
     /// ```
+    /// use dlbridge::candle::CandleTensorExt;
     /// use candle_core::{Device, Tensor};
     /// use dlbridge::ManagedTensor;
     ///
@@ -205,43 +211,15 @@ impl ManagedTensor {
     /// assert!(copy.view().flags().is_copied());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn from_candle_tensor(tensor: &Tensor) -> Result<Self> {
-        let (storage, layout) = tensor.storage_and_layout();
-        let bounded = bounded_layout(&storage, layout)?;
-        // Lossless: `bounded_layout` checked the extents against `i64::MAX` and the number of
-        // dimensions against `MAX_NDIM`; strides are `isize`.
-        let mut shape: Vec<i64> = bounded.shape.iter().map(|&extent| extent as i64).collect();
-        let mut strides: Vec<i64> = bounded
-            .strides
-            .iter()
-            .map(|&stride| stride as i64)
-            .collect();
-        let dl_tensor = DLTensor {
-            data: bounded.first.cast_mut().cast(),
-            device: Device::CPU,
-            ndim: shape.len() as i32,
-            dtype: bounded.dtype,
-            shape: shape.as_mut_ptr(),
-            strides: strides.as_mut_ptr(),
-            byte_offset: 0,
-        };
-        // SAFETY: `shape` and `strides` hold `ndim` values each and outlive the view; candle's
-        // read lock (`storage`) is held until the copy is made, so candle writes nothing
-        // meanwhile, and its `Vec` keeps the elements alive; every element the layout reaches
-        // lies inside that `Vec` (`bounded_layout`), initialised `dtype` values on the CPU.
-        // The descriptor is also validated like any producer's.
-        let view = unsafe { TensorView::from_dltensor(&dl_tensor) }?;
-        let copy = view.to_compact_copy();
-        drop(storage);
-        copy
-    }
+    fn from_candle_tensor(tensor: &Tensor) -> Result<ManagedTensor>;
 
     /// A candle CPU tensor's storage exported without copying, as a read-only versioned
     /// managed tensor whose owner is a clone of the candle tensor (feature `candle`): its
     /// strides and offset are candle's layout, any layout that lies inside the storage (the
-    /// refusals of [`ManagedTensor::from_candle_tensor`]).
+    /// refusals of [`CandleTensorExt::from_candle_tensor`]).
     ///
     /// ```
+    /// use dlbridge::candle::CandleTensorExt;
     /// use candle_core::{Device, Tensor};
     /// use dlbridge::ManagedTensor;
     ///
@@ -264,7 +242,38 @@ impl ManagedTensor {
     /// `scatter_set`, `scatter_add` or `Var::set` on this tensor or on any tensor that shares
     /// its storage (its clones and views). Reading it, and operations that make new tensors,
     /// are fine.
-    pub unsafe fn from_candle_tensor_unchecked(tensor: &Tensor) -> Result<Self> {
+    unsafe fn from_candle_tensor_unchecked(tensor: &Tensor) -> Result<ManagedTensor>;
+}
+
+impl CandleTensorExt for ManagedTensor {
+    fn from_candle_tensor(tensor: &Tensor) -> Result<ManagedTensor> {
+        let (storage, layout) = tensor.storage_and_layout();
+        let bounded = bounded_layout(&storage, layout)?;
+        // Lossless: `bounded_layout` checked the extents against `i64::MAX` and the number of
+        // dimensions against `MAX_NDIM`.
+        let mut shape: Vec<i64> = bounded.shape.iter().map(|&extent| extent as i64).collect();
+        let mut strides = bounded.strides;
+        let dl_tensor = DLTensor {
+            data: bounded.first.cast_mut().cast(),
+            device: Device::CPU,
+            ndim: shape.len() as i32,
+            dtype: bounded.dtype,
+            shape: shape.as_mut_ptr(),
+            strides: strides.as_mut_ptr(),
+            byte_offset: 0,
+        };
+        // SAFETY: `shape` and `strides` hold `ndim` values each and outlive the view; candle's
+        // read lock (`storage`) is held until the copy is made, so candle writes nothing
+        // meanwhile, and its `Vec` keeps the elements alive; every element the layout reaches
+        // lies inside that `Vec` (`bounded_layout`), initialised `dtype` values on the CPU.
+        // The descriptor is also validated like any producer's.
+        let view = unsafe { TensorView::from_dltensor(&dl_tensor) }?;
+        let copy = view.to_compact_copy();
+        drop(storage);
+        copy
+    }
+
+    unsafe fn from_candle_tensor_unchecked(tensor: &Tensor) -> Result<ManagedTensor> {
         let (storage, layout) = tensor.storage_and_layout();
         let bounded = bounded_layout(&storage, layout)?;
         drop(storage);
@@ -289,12 +298,18 @@ impl ManagedTensor {
     }
 }
 
-impl TensorView<'_> {
+/// The candle tensors from a [`TensorView`] (a copy): `use dlbridge::candle::CandleViewExt;` and
+/// call it on any view.
+///
+/// The bridge's entry points for the feature `candle`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait CandleViewExt: crate::sealed::Sealed {
     /// A copy of the tensor as a new candle CPU tensor of the same shape, in row-major order
     /// whatever the tensor's layout (feature `candle`; why a copy: the module docs). `bool`
     /// tensors become `U8` ones.
     ///
     /// ```
+    /// use dlbridge::candle::CandleViewExt;
     /// use dlbridge::Export;
     ///
     /// let tensor = Export::new(vec![1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0], &[2, 3])
@@ -305,7 +320,11 @@ impl TensorView<'_> {
     /// assert_eq!(candle.to_vec2::<f32>()?, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn to_candle_tensor(&self) -> Result<Tensor> {
+    fn to_candle_tensor(&self) -> Result<Tensor>;
+}
+
+impl CandleViewExt for TensorView<'_> {
+    fn to_candle_tensor(&self) -> Result<Tensor> {
         use half::{bf16, f16};
         // Every extent of a tensor with elements fits `usize` (V5); an empty tensor's other
         // extents may not, on a 32-bit target.

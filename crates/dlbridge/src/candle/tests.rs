@@ -6,6 +6,7 @@ use ::candle_core::op::BackpropOp;
 use ::candle_core::{CpuStorage, DType, Device as CandleDevice, IndexOp, Storage, Tensor};
 use half::{bf16, f16};
 
+use super::{CandleTensorExt, CandleViewExt};
 use crate::{DataType, Device, Error, Export, ManagedTensor};
 
 fn cpu() -> CandleDevice {

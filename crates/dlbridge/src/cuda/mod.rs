@@ -1,12 +1,12 @@
 //! cudarc device buffers as DLPack tensors, and CUDA tensors as cudarc views (feature
 //! `cudarc`).
 //!
-//! Export: [`Export::from_cuda_slice`] makes a [`CudaSlice<T>`] a tensor on
+//! Export: [`export_slice`] makes a [`CudaSlice<T>`] a tensor on
 //! `(kDLCUDA, ordinal)`; the slice (and with it its stream and context) lives in the tensor and
 //! is freed by the tensor's deleter, on whatever thread the consumer calls it, with the slice's
 //! context made current there first.
 //!
-//! View: [`TensorView::cuda_slice`] and [`ManagedTensor::cuda_slice_mut`] see the memory of a
+//! View: [`CudaViewExt::cuda_slice`] and [`CudaTensorExt::cuda_slice_mut`] see the memory of a
 //! validated CUDA tensor as a [`CudaTensorSlice`], a cudarc buffer that dlbridge never frees
 //! (it is made with [`CudaStream::upgrade_device_ptr`] and given back with
 //! [`CudaSlice::leak`] when the view ends), from which cudarc's [`CudaView`] and
@@ -25,7 +25,7 @@
 //! ([`CudaSlice::stream`]): before a consumer on another stream reads it, make that stream
 //! wait on an event recorded there (or synchronise the slice's stream). A viewed tensor's data
 //! is ready on the stream the producer was asked for in `__dlpack__(stream=...)`; launch on
-//! that stream (the stream given to [`TensorView::cuda_slice`] is the one cudarc records its
+//! that stream (the stream given to [`CudaViewExt::cuda_slice`] is the one cudarc records its
 //! read and write events on).
 //!
 //! Across streams: [`wait_for_stream`] makes a consumer's stream wait for the stream a
@@ -76,7 +76,7 @@ use crate::managed::ManagedTensor;
 use crate::view::TensorView;
 
 /// The device pointer and element count of a tensor that a cudarc view of `T` on device
-/// `ordinal` may cover: the checks of [`TensorView::cuda_slice`], without touching the driver
+/// `ordinal` may cover: the checks of [`CudaViewExt::cuda_slice`], without touching the driver
 /// or the memory.
 ///
 /// ```
@@ -85,7 +85,8 @@ use crate::view::TensorView;
 /// // A CUDA-typed descriptor over an address nothing dereferences.
 /// // SAFETY: the memory is never read: only the descriptor is checked.
 /// let tensor = unsafe {
-///     Export::from_raw_parts((), std::ptr::without_provenance_mut(0x1000), DataType::FLOAT32, cuda0, &[2, 3])
+///     Export::from_raw_parts((), std::ptr::without_provenance_mut(0x1000), DataType::FLOAT32,
+/// cuda0, &[2, 3])
 /// }
 /// .into_versioned()?;
 /// assert_eq!(dlbridge::cuda::cuda_slice_parts::<f32>(&tensor.view(), 0)?, (0x1000, 6));
@@ -135,7 +136,7 @@ pub fn cuda_slice_parts<T: Element>(view: &TensorView<'_>, ordinal: usize) -> Re
 }
 
 /// A CUDA tensor's memory as a cudarc buffer that dlbridge never frees: made by
-/// [`TensorView::cuda_slice`] and [`ManagedTensor::cuda_slice_mut`], it borrows the tensor for
+/// [`CudaViewExt::cuda_slice`] and [`CudaTensorExt::cuda_slice_mut`], it borrows the tensor for
 /// `'t` and gives the memory back to its owner (cudarc's [`CudaSlice::leak`]) when dropped.
 ///
 /// Borrow cudarc's [`CudaView`] with [`CudaTensorSlice::as_view`] (and [`CudaViewMut`] with
@@ -153,7 +154,7 @@ impl<T> CudaTensorSlice<'_, T> {
     }
 
     /// The tensor's elements as a mutable cudarc view: only for a slice made by
-    /// [`ManagedTensor::cuda_slice_mut`] (from a writable tensor), [`Error::ReadOnly`]
+    /// [`CudaTensorExt::cuda_slice_mut`] (from a writable tensor), [`Error::ReadOnly`]
     /// otherwise.
     pub fn as_view_mut(&mut self) -> Result<CudaViewMut<'_, T>> {
         if !self.writable {
@@ -217,7 +218,12 @@ unsafe fn upgrade<'t, T>(
     }
 }
 
-impl<'a> TensorView<'a> {
+/// The cudarc buffers over a CUDA [`TensorView`]: `use dlbridge::cuda::CudaViewExt;` and call it on
+/// any view.
+///
+/// The bridge's entry points for the feature `cudarc`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait CudaViewExt<'a>: crate::sealed::Sealed {
     /// The tensor's memory as a read-only cudarc buffer on `stream`'s device, without a copy
     /// (feature `cudarc`).
     ///
@@ -229,10 +235,11 @@ impl<'a> TensorView<'a> {
     // The example is the program examples/cuda_slice.rs, included as it is: `make gpu-kit`
     // builds it and scripts/gpu-run.sh runs it on a GPU.
     #[doc = concat!("```no_run\n", include_str!("../../examples/cuda_slice.rs"), "```")]
-    pub fn cuda_slice<T: Element>(
-        &self,
-        stream: &Arc<CudaStream>,
-    ) -> Result<CudaTensorSlice<'a, T>> {
+    fn cuda_slice<T: Element>(&self, stream: &Arc<CudaStream>) -> Result<CudaTensorSlice<'a, T>>;
+}
+
+impl<'a> CudaViewExt<'a> for TensorView<'a> {
+    fn cuda_slice<T: Element>(&self, stream: &Arc<CudaStream>) -> Result<CudaTensorSlice<'a, T>> {
         let parts = cuda_slice_parts::<T>(self, stream.context().ordinal())?;
         // SAFETY: a validated CUDA tensor's compact elements are device memory its owner keeps
         // allocated while the view's borrow (`'a`) lasts.
@@ -240,27 +247,39 @@ impl<'a> TensorView<'a> {
     }
 }
 
-impl ManagedTensor {
+/// The cudarc buffers over a CUDA [`ManagedTensor`], writable: `use
+/// dlbridge::cuda::CudaTensorExt;`.
+///
+/// The bridge's entry points for the feature `cudarc`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait CudaTensorExt: crate::sealed::Sealed {
     /// The tensor's memory as a writable cudarc buffer on `stream`'s device, without a copy
-    /// (feature `cudarc`): the checks of [`TensorView::cuda_slice`], and a read-only tensor
+    /// (feature `cudarc`): the checks of [`CudaViewExt::cuda_slice`], and a read-only tensor
     /// ([`Error::ReadOnly`]), a legacy one ([`Error::WritabilityUnknown`]) or a share another
     /// handle can still read ([`Error::SharedMemory`]) is refused.
     ///
     // The example is the program examples/cuda_slice_mut.rs, included as it is: `make gpu-kit`
     // builds it and scripts/gpu-run.sh runs it on a GPU.
     #[doc = concat!("```no_run\n", include_str!("../../examples/cuda_slice_mut.rs"), "```")]
-    pub fn cuda_slice_mut<T: Element>(
+    fn cuda_slice_mut<T: Element>(
+        &mut self,
+        stream: &Arc<CudaStream>,
+    ) -> Result<CudaTensorSlice<'_, T>>;
+}
+
+impl CudaTensorExt for ManagedTensor {
+    fn cuda_slice_mut<T: Element>(
         &mut self,
         stream: &Arc<CudaStream>,
     ) -> Result<CudaTensorSlice<'_, T>> {
         let view = self.view_for_writing()?;
         let parts = cuda_slice_parts::<T>(&view, stream.context().ordinal())?;
-        // SAFETY: as in `TensorView::cuda_slice`; `&mut self` makes the access exclusive.
+        // SAFETY: as in `CudaViewExt::cuda_slice`; `&mut self` makes the access exclusive.
         unsafe { upgrade(stream, parts, true) }
     }
 }
 
-/// The owner of [`Export::from_cuda_slice`]'s exports: the exported [`CudaSlice`], kept alive
+/// The owner of [`export_slice`]'s exports: the exported [`CudaSlice`], kept alive
 /// by the tensor; dropping it (the tensor's deleter) frees the memory with the slice's context
 /// made current on the deleter's thread.
 pub struct CudaSliceOwner<T>(CudaSlice<T>);
@@ -274,46 +293,47 @@ impl<T> Drop for CudaSliceOwner<T> {
     }
 }
 
-impl<'s, T: Element> Export<'s, CudaSliceOwner<T>> {
-    /// Exports a cudarc device buffer as a tensor on `(kDLCUDA, its ordinal)` with a shape
-    /// (compact row-major unless [`Export::strides`] says otherwise), without a copy (feature
-    /// `cudarc`). The slice, its stream and its context live in the tensor; its deleter frees
-    /// the memory on the slice's stream.
-    ///
-    /// The shape must cover exactly the slice's elements (with strides, every element reached
-    /// must lie in it). The data is ready on [`CudaSlice::stream`]: a consumer on another
-    /// stream must wait for it (see the [module docs](crate::cuda#streams)).
-    ///
-    // The example is the program examples/export_cuda_slice.rs, included as it is: `make gpu-kit`
-    // builds it and scripts/gpu-run.sh runs it on a GPU.
-    #[doc = concat!("```no_run\n", include_str!("../../examples/export_cuda_slice.rs"), "```")]
-    pub fn from_cuda_slice(slice: CudaSlice<T>, shape: &'s [usize]) -> Self {
-        let ordinal = slice.ordinal();
-        let len = slice.len();
-        let address = {
-            // Records a read on the slice's own stream (cudarc's bookkeeping); nothing waits.
-            let (address, _read) = slice.device_ptr(slice.stream());
-            address
-        };
-        let device = Device::new(DeviceType::CUDA, ordinal.try_into().unwrap_or(i32::MAX));
-        // The handle as an integer (device streams are not memory the host reads).
-        let stream_handle = slice.stream().cu_stream() as usize;
-        let owner = CudaSliceOwner(slice);
-        // SAFETY: the slice, moved into the owner, holds `len` elements of `T` at `address` on
-        // the CUDA device `ordinal` until it is dropped; the length bounds the layout.
-        let export = unsafe {
-            Export::from_raw_parts(
-                owner,
-                // A device address: the host never dereferences it (no provenance).
-                std::ptr::without_provenance_mut::<std::ffi::c_void>(address as usize),
-                T::DTYPE,
-                device,
-                shape,
-            )
-            .with_buffer_len(len)
-        };
-        // SAFETY: the slice's stream (an `Arc` in the slice) lives in the owner, and so as long
-        // as the tensor and its shares, which hold the owner.
-        unsafe { export.ready_stream(Some(stream_handle)) }
-    }
+/// Exports a cudarc device buffer as a tensor on `(kDLCUDA, its ordinal)` with a shape
+/// (compact row-major unless [`Export::strides`] says otherwise), without a copy (feature
+/// `cudarc`). The slice, its stream and its context live in the tensor; its deleter frees
+/// the memory on the slice's stream.
+///
+/// The shape must cover exactly the slice's elements (with strides, every element reached
+/// must lie in it). The data is ready on [`CudaSlice::stream`]: a consumer on another
+/// stream must wait for it (see the [module docs](crate::cuda#streams)).
+///
+// The example is the program examples/export_cuda_slice.rs, included as it is: `make gpu-kit`
+// builds it and scripts/gpu-run.sh runs it on a GPU.
+#[doc = concat!("```no_run\n", include_str!("../../examples/export_cuda_slice.rs"), "```")]
+pub fn export_slice<T: Element>(
+    slice: CudaSlice<T>,
+    shape: &[usize],
+) -> Export<'_, CudaSliceOwner<T>> {
+    let ordinal = slice.ordinal();
+    let len = slice.len();
+    let address = {
+        // Records a read on the slice's own stream (cudarc's bookkeeping); nothing waits.
+        let (address, _read) = slice.device_ptr(slice.stream());
+        address
+    };
+    let device = Device::new(DeviceType::CUDA, ordinal.try_into().unwrap_or(i32::MAX));
+    // The handle as an integer (device streams are not memory the host reads).
+    let stream_handle = slice.stream().cu_stream() as usize;
+    let owner = CudaSliceOwner(slice);
+    // SAFETY: the slice, moved into the owner, holds `len` elements of `T` at `address` on
+    // the CUDA device `ordinal` until it is dropped; the length bounds the layout.
+    let export = unsafe {
+        Export::from_raw_parts(
+            owner,
+            // A device address: the host never dereferences it (no provenance).
+            std::ptr::without_provenance_mut::<std::ffi::c_void>(address as usize),
+            T::DTYPE,
+            device,
+            shape,
+        )
+        .with_buffer_len(len)
+    };
+    // SAFETY: the slice's stream (an `Arc` in the slice) lives in the owner, and so as long
+    // as the tensor and its shares, which hold the owner.
+    unsafe { export.ready_stream(Some(stream_handle)) }
 }

@@ -208,11 +208,7 @@ pub unsafe fn copy_to_host(view: &TensorView<'_>, stream: usize) -> Result<Manag
         })?;
     }
     let shape: Vec<usize> = view.shape().iter().map(|&extent| extent as usize).collect();
-    let strides: Vec<isize> = view
-        .strides()
-        .iter()
-        .map(|&stride| stride as isize)
-        .collect();
+    let strides = view.strides();
     // The element at index zero sits `-low` bytes into the span.
     let first = span
         .as_mut_ptr()
@@ -223,7 +219,7 @@ pub unsafe fn copy_to_host(view: &TensorView<'_>, stream: usize) -> Result<Manag
     // moves into the export with its heap memory unchanged.
     let host =
         unsafe { Export::from_raw_parts(span, first.cast(), view.dtype(), Device::CPU, &shape) }
-            .strides(&strides)
+            .strides(strides)
             .subbyte_padded(flags_padded)
             .is_copied(true)
             .into_versioned()?;

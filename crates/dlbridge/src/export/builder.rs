@@ -47,7 +47,7 @@ pub struct Export<'s, O> {
     dtype: DataType,
     device: Device,
     shape: &'s [usize],
-    strides: Option<&'s [isize]>,
+    strides: Option<&'s [i64]>,
     /// Elements reachable from `data`, for a bounds check; `None` when the caller vouched.
     buffer_len: Option<usize>,
     /// Whether other owners share the memory (an `Arc<[T]>` with other clones): such memory
@@ -136,9 +136,11 @@ impl<'s, O: Send + 'static> Export<'s, O> {
         self
     }
 
-    /// Sets the strides, in elements (negative steps allowed), one per dimension.
+    /// Sets the strides, in elements (negative steps allowed), one per dimension: `i64`, the
+    /// type DLPack stores them in and [`TensorView::strides`](crate::TensorView::strides)
+    /// gives them in, so that a view's strides can be handed back as they are.
     #[must_use]
-    pub fn strides(mut self, strides: &'s [isize]) -> Self {
+    pub fn strides(mut self, strides: &'s [i64]) -> Self {
         self.strides = Some(strides);
         self
     }
@@ -217,7 +219,7 @@ impl<'s, O: Send + 'static> Export<'s, O> {
 
     /// The device stream on which the data will be ready (a `cudaStream_t` as an integer), so
     /// that a re-export to a consumer on another stream makes that stream wait for this one
-    /// ([`ManagedTensor::ready_stream`]). `Export::from_cuda_slice` (feature `cudarc`) sets the
+    /// ([`ManagedTensor::ready_stream`]). `cuda::export_slice` (feature `cudarc`) sets the
     /// slice's stream.
     ///
     /// # Safety
@@ -261,7 +263,7 @@ impl<'s, O: Send + 'static> Export<'s, O> {
                     match strides {
                         Some(strides) => {
                             for (out, &stride) in strides_out.iter_mut().zip(strides) {
-                                *out = stride as i64;
+                                *out = stride;
                             }
                         }
                         None => layout::fill_row_major_strides(shape_out, strides_out),
@@ -288,7 +290,7 @@ impl<'s, O: Send + 'static> Export<'s, O> {
 /// storage before anything is exported (candle's copy).
 pub(crate) fn check_layout(
     shape: &[usize],
-    strides: Option<&[isize]>,
+    strides: Option<&[i64]>,
     buffer_len: Option<usize>,
 ) -> Result<()> {
     let ndim = shape.len();
@@ -320,7 +322,7 @@ pub(crate) fn check_layout(
                 });
             }
             Some(strides) if elements > 0 => {
-                let dims = extents.zip(strides.iter().map(|&s| s as i64));
+                let dims = extents.zip(strides.iter().copied());
                 let (min_offset, max_offset) = layout::offsets_reached(dims)?;
                 if min_offset < 0 || max_offset >= buffer_len as i64 {
                     return Err(Error::OutOfBounds {

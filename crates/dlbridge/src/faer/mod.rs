@@ -1,7 +1,7 @@
 //! Zero-copy conversion between managed tensors and `faer` matrices (feature `faer`).
 //!
-//! Views: [`TensorView::as_faer_mat`] sees a 2-D tensor's memory as a faer `MatRef`, and
-//! [`ManagedTensor::as_faer_mat_mut`] as a `MatMut`. Export: [`ManagedTensor::from_faer_mat`]
+//! Views: [`FaerViewExt::as_faer_mat`] sees a 2-D tensor's memory as a faer `MatRef`, and
+//! [`FaerTensorExt::as_faer_mat_mut`] as a `MatMut`. Export: [`FaerTensorExt::from_faer_mat`]
 //! moves an owned `Mat` into a managed tensor without copying an element.
 //!
 //! # How faer and DLPack describe a layout
@@ -120,7 +120,12 @@ impl<T: Element> MatLayout<T> {
     }
 }
 
-impl<'a> TensorView<'a> {
+/// The faer views of a [`TensorView`]: `use dlbridge::faer::FaerViewExt;` and call them on any
+/// view.
+///
+/// The bridge's entry points for the feature `faer`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait FaerViewExt<'a>: crate::sealed::Sealed {
     /// A 2-D tensor as a faer `MatRef` of any layout, without copying (feature `faer`).
     ///
     /// Checks what every typed access checks (see [`TensorView::elements`]): a host-readable
@@ -130,6 +135,7 @@ impl<'a> TensorView<'a> {
     /// Fails with [`Error::DimensionalityMismatch`] unless the tensor has two dimensions.
     ///
     /// ```
+    /// use dlbridge::faer::FaerViewExt;
     /// use dlbridge::Export;
     ///
     /// // A row-major 2x3 tensor, as NumPy or PyTorch sends one.
@@ -142,7 +148,21 @@ impl<'a> TensorView<'a> {
     /// assert_eq!(matrix * matrix.transpose(), faer::mat![[14.0, 32.0], [32.0, 77.0]]);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_faer_mat<T: Element>(&self) -> Result<MatRef<'a, T>> {
+    fn as_faer_mat<T: Element>(&self) -> Result<MatRef<'a, T>>;
+
+    /// A faer `MatMut` of a 2-D tensor borrowed from a producer (as typed kernel arguments
+    /// get it); refused, like [`FaerTensorExt::as_faer_mat_mut`], for read-only tensors,
+    /// overlapping layouts and everything [`FaerViewExt::as_faer_mat`] refuses.
+    ///
+    /// # Safety
+    ///
+    /// Nothing else may read or write the elements during `'a`, and the producer must allow
+    /// writes to them.
+    unsafe fn as_faer_mat_mut_unchecked<T: Element>(&self) -> Result<MatMut<'a, T>>;
+}
+
+impl<'a> FaerViewExt<'a> for TensorView<'a> {
+    fn as_faer_mat<T: Element>(&self) -> Result<MatRef<'a, T>> {
         let layout = MatLayout::<T>::new(self)?;
         // SAFETY: `first` is element (0, 0) of a validated layout on host-readable memory,
         // aligned and of the right data type (`elements` checked it, and every bool); every
@@ -162,15 +182,7 @@ impl<'a> TensorView<'a> {
         })
     }
 
-    /// A faer `MatMut` of a 2-D tensor borrowed from a producer (as typed kernel arguments
-    /// get it); refused, like [`ManagedTensor::as_faer_mat_mut`], for read-only tensors,
-    /// overlapping layouts and everything [`TensorView::as_faer_mat`] refuses.
-    ///
-    /// # Safety
-    ///
-    /// Nothing else may read or write the elements during `'a`, and the producer must allow
-    /// writes to them.
-    pub unsafe fn as_faer_mat_mut_unchecked<T: Element>(&self) -> Result<MatMut<'a, T>> {
+    unsafe fn as_faer_mat_mut_unchecked<T: Element>(&self) -> Result<MatMut<'a, T>> {
         self.check_writable()?;
         let layout = MatLayout::<T>::new(self)?;
         // SAFETY: as in `as_faer_mat`; the layout is writable and overlap-free (checked above:
@@ -188,15 +200,21 @@ impl<'a> TensorView<'a> {
     }
 }
 
-impl ManagedTensor {
+/// The faer bridge on a [`ManagedTensor`]: a mutable `MatMut` view, and an owned `Mat` exported
+/// without a copy (`FaerTensorExt::from_faer_mat`, with this trait in scope).
+///
+/// The bridge's entry points for the feature `faer`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait FaerTensorExt: crate::sealed::Sealed {
     /// A 2-D tensor as a faer `MatMut`, without copying (feature `faer`).
     ///
-    /// Checks everything [`TensorView::as_faer_mat`] checks, and refuses a read-only tensor
+    /// Checks everything [`FaerViewExt::as_faer_mat`] checks, and refuses a read-only tensor
     /// ([`Error::ReadOnly`]), a share another handle can still read ([`Error::SharedMemory`])
     /// and a layout in which two indices reach the same element
     /// ([`Error::OverlappingLayout`]), as [`ManagedTensor::elements_mut`] does.
     ///
     /// ```
+    /// use dlbridge::faer::FaerTensorExt;
     /// use dlbridge::Export;
     ///
     /// let mut tensor = Export::new(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).into_versioned()?;
@@ -205,12 +223,7 @@ impl ManagedTensor {
     /// assert_eq!(tensor.view().as_slice::<f32>()?, &[0.0, 2.0, 0.0, 4.0]);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_faer_mat_mut<T: Element>(&mut self) -> Result<MatMut<'_, T>> {
-        self.check_exclusive()?;
-        // SAFETY: `&mut self` gives the view exclusive access to the tensor's elements, which
-        // no other handle can reach (`check_exclusive`); writability is checked by the callee.
-        unsafe { self.view().as_faer_mat_mut_unchecked() }
-    }
+    fn as_faer_mat_mut<T: Element>(&mut self) -> Result<MatMut<'_, T>>;
 
     /// Exports an owned faer `Mat` as a versioned, writable managed tensor, without copying
     /// its elements (feature `faer`): shape `[nrows, ncols]`, strides `[1, col_stride]` (the
@@ -218,6 +231,7 @@ impl ManagedTensor {
     /// on whatever thread the consumer calls it.
     ///
     /// ```
+    /// use dlbridge::faer::FaerTensorExt;
     /// use dlbridge::ManagedTensor;
     ///
     /// let matrix = faer::Mat::<f64>::from_fn(3, 2, |i, j| (10 * i + j) as f64);
@@ -230,9 +244,21 @@ impl ManagedTensor {
     /// assert_eq!(view.elements::<f64>()?.get(&[2, 1]), Some(&21.0));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn from_faer_mat<T: Element>(mut matrix: Mat<T>) -> Result<Self> {
+    fn from_faer_mat<T: Element>(matrix: Mat<T>) -> Result<ManagedTensor>;
+}
+
+impl FaerTensorExt for ManagedTensor {
+    fn as_faer_mat_mut<T: Element>(&mut self) -> Result<MatMut<'_, T>> {
+        self.check_exclusive()?;
+        // SAFETY: `&mut self` gives the view exclusive access to the tensor's elements, which
+        // no other handle can reach (`check_exclusive`); writability is checked by the callee.
+        unsafe { self.view().as_faer_mat_mut_unchecked() }
+    }
+
+    fn from_faer_mat<T: Element>(mut matrix: Mat<T>) -> Result<ManagedTensor> {
         let (nrows, ncols) = (matrix.nrows(), matrix.ncols());
-        let strides = [matrix.row_stride(), matrix.col_stride()];
+        // faer's strides are `isize`, which `i64` holds on every target.
+        let strides = [matrix.row_stride() as i64, matrix.col_stride() as i64];
         let data = matrix.as_ptr_mut();
         let shape = [nrows, ncols];
         // SAFETY: `data` is element (0, 0) of the matrix's allocation, which the `Mat` owns

@@ -6,9 +6,10 @@ use ::faer::{Mat, mat};
 use half::{bf16, f16};
 use num_complex::Complex;
 
+use super::{FaerTensorExt, FaerViewExt};
 use crate::{DataType, Device, Error, Export, ManagedTensor};
 
-fn tensor<T: crate::Element>(data: Vec<T>, shape: &[usize], strides: &[isize]) -> ManagedTensor {
+fn tensor<T: crate::Element>(data: Vec<T>, shape: &[usize], strides: &[i64]) -> ManagedTensor {
     Export::new(data, shape)
         .strides(strides)
         .into_versioned()
@@ -21,7 +22,7 @@ fn tensor_from<T: crate::Element>(
     data: Vec<T>,
     first: usize,
     shape: &[usize],
-    strides: &[isize],
+    strides: &[i64],
 ) -> ManagedTensor {
     let owner = std::sync::Arc::<[T]>::from(data);
     let start = owner.as_ptr().cast_mut().wrapping_add(first);
@@ -82,14 +83,14 @@ fn sliced_and_broadcast_layouts_are_kept() {
 
 #[test]
 fn extent_one_axes_and_empty_tensors() {
-    let column = tensor(vec![1.0f64, 2.0, 3.0], &[3, 1], &[1, isize::MAX]);
+    let column = tensor(vec![1.0f64, 2.0, 3.0], &[3, 1], &[1, i64::MAX]);
     let matrix = column.view().as_faer_mat::<f64>().unwrap();
     assert_eq!((matrix.row_stride(), matrix.col_stride()), (1, 3));
     assert_eq!(
         matrix.col(0).try_as_col_major().map(|c| c.as_slice().len()),
         Some(3)
     );
-    let row = tensor(vec![1.0f64, 2.0, 3.0], &[1, 3], &[isize::MIN, 1]);
+    let row = tensor(vec![1.0f64, 2.0, 3.0], &[1, 3], &[i64::MIN, 1]);
     assert_eq!(
         row.view().as_faer_mat::<f64>().unwrap(),
         mat![[1.0, 2.0, 3.0]]

@@ -1,9 +1,9 @@
 //! Zero-copy conversion between managed tensors and `image` buffers (feature `image`).
 //!
-//! Export: [`ManagedTensor::from_image_buffer`] moves an `ImageBuffer<P, Vec<_>>` into a
+//! Export: [`ImageTensorExt::from_image_buffer`] moves an `ImageBuffer<P, Vec<_>>` into a
 //! managed tensor of shape `[height, width, channels]` without copying a pixel. Views:
-//! [`TensorView::as_image_buffer`] sees an `HxWxC` tensor (or an `HxW` one, for one-channel
-//! pixels) as an `ImageBuffer<P, &[_]>`, and [`ManagedTensor::as_image_buffer_mut`] as an
+//! [`ImageViewExt::as_image_buffer`] sees an `HxWxC` tensor (or an `HxW` one, for one-channel
+//! pixels) as an `ImageBuffer<P, &[_]>`, and [`ImageTensorExt::as_image_buffer_mut`] as an
 //! `ImageBuffer<P, &mut [_]>`.
 //!
 //! # How image and DLPack describe a layout
@@ -96,7 +96,12 @@ where
     })
 }
 
-impl<'a> TensorView<'a> {
+/// The image buffers over a [`TensorView`]: `use dlbridge::image::ImageViewExt;` and call it on any
+/// view.
+///
+/// The bridge's entry points for the feature `image`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait ImageViewExt<'a>: crate::sealed::Sealed {
     /// A C-contiguous `HxWxC` tensor (or `HxW`, for a one-channel pixel type) as an image
     /// buffer, without copying (feature `image`).
     ///
@@ -105,6 +110,7 @@ impl<'a> TensorView<'a> {
     /// `P::CHANNEL_COUNT` entries.
     ///
     /// ```
+    /// use dlbridge::image::ImageViewExt;
     /// use dlbridge::Export;
     /// use image::Rgb;
     ///
@@ -118,7 +124,14 @@ impl<'a> TensorView<'a> {
     /// assert_eq!(image.as_raw().as_ptr(), view.data_ptr() as *const u8); // no copy
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_image_buffer<P>(&self) -> Result<ImageBuffer<P, &'a [P::Subpixel]>>
+    fn as_image_buffer<P>(&self) -> Result<ImageBuffer<P, &'a [P::Subpixel]>>
+    where
+        P: Pixel,
+        P::Subpixel: Element;
+}
+
+impl<'a> ImageViewExt<'a> for TensorView<'a> {
+    fn as_image_buffer<P>(&self) -> Result<ImageBuffer<P, &'a [P::Subpixel]>>
     where
         P: Pixel,
         P::Subpixel: Element,
@@ -129,12 +142,18 @@ impl<'a> TensorView<'a> {
     }
 }
 
-impl ManagedTensor {
+/// The image bridge on a [`ManagedTensor`]: a mutable image buffer, and an `ImageBuffer` exported
+/// without a copy (`ImageTensorExt::from_image_buffer`, with this trait in scope).
+///
+/// The bridge's entry points for the feature `image`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait ImageTensorExt: crate::sealed::Sealed {
     /// A C-contiguous `HxWxC` (or `HxW`) tensor as a mutable image buffer, without copying
-    /// (feature `image`), with the checks of [`TensorView::as_image_buffer`] and of
+    /// (feature `image`), with the checks of [`ImageViewExt::as_image_buffer`] and of
     /// [`ManagedTensor::as_mut_slice`] (writable, not shared).
     ///
     /// ```
+    /// use dlbridge::image::ImageTensorExt;
     /// use dlbridge::Export;
     /// use image::Luma;
     ///
@@ -143,16 +162,10 @@ impl ManagedTensor {
     /// assert_eq!(tensor.view().as_slice::<u16>()?, &[0, 0, 0, 0, 0, 500]);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_image_buffer_mut<P>(&mut self) -> Result<ImageBuffer<P, &mut [P::Subpixel]>>
+    fn as_image_buffer_mut<P>(&mut self) -> Result<ImageBuffer<P, &mut [P::Subpixel]>>
     where
         P: Pixel,
-        P::Subpixel: Element,
-    {
-        let (width, height) = image_extents::<P>(&self.view())?;
-        let shape = self.view().shape().to_vec();
-        let subpixels = self.as_mut_slice::<P::Subpixel>()?;
-        image_buffer(width, height, subpixels, &shape)
-    }
+        P::Subpixel: Element;
 
     /// Exports an owned image buffer as a versioned, writable `HxWxC` managed tensor (`C`:
     /// the pixel type's channel count, 1 included), without copying its subpixels (feature
@@ -160,6 +173,7 @@ impl ManagedTensor {
     /// the consumer calls it.
     ///
     /// ```
+    /// use dlbridge::image::ImageTensorExt;
     /// use dlbridge::ManagedTensor;
     /// use image::{Rgba, RgbaImage};
     ///
@@ -170,7 +184,25 @@ impl ManagedTensor {
     /// assert_eq!(tensor.view().data_ptr() as *const u8, data); // no copy
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn from_image_buffer<P>(image: ImageBuffer<P, Vec<P::Subpixel>>) -> Result<Self>
+    fn from_image_buffer<P>(image: ImageBuffer<P, Vec<P::Subpixel>>) -> Result<ManagedTensor>
+    where
+        P: Pixel,
+        P::Subpixel: Element;
+}
+
+impl ImageTensorExt for ManagedTensor {
+    fn as_image_buffer_mut<P>(&mut self) -> Result<ImageBuffer<P, &mut [P::Subpixel]>>
+    where
+        P: Pixel,
+        P::Subpixel: Element,
+    {
+        let (width, height) = image_extents::<P>(&self.view())?;
+        let shape = self.view().shape().to_vec();
+        let subpixels = self.as_mut_slice::<P::Subpixel>()?;
+        image_buffer(width, height, subpixels, &shape)
+    }
+
+    fn from_image_buffer<P>(image: ImageBuffer<P, Vec<P::Subpixel>>) -> Result<ManagedTensor>
     where
         P: Pixel,
         P::Subpixel: Element,

@@ -3,6 +3,7 @@
 
 use ::image::{GrayImage, ImageBuffer, Luma, LumaA, Rgb, Rgb32FImage, Rgba};
 
+use super::{ImageTensorExt, ImageViewExt};
 use crate::{DataType, Device, Error, Export, ManagedTensor};
 
 #[test]

@@ -1,11 +1,11 @@
 //! Zero-copy conversion between managed tensors and `nalgebra` matrices (feature `nalgebra`).
 //!
-//! Views: [`TensorView::as_nalgebra_matrix`], [`TensorView::as_nalgebra_matrix_transposed`]
-//! and [`TensorView::as_nalgebra_vector`] see a 2-D or 1-D tensor's memory as nalgebra's
-//! `DMatrixView` or `DVectorView`; [`ManagedTensor::as_nalgebra_matrix_mut`] and its
-//! siblings are their mutable forms. Export: [`ManagedTensor::from_nalgebra_matrix`] and
-//! [`ManagedTensor::from_nalgebra_vector`] move a `DMatrix` or `DVector` into a managed tensor
-//! without copying an element.
+//! Views: [`NalgebraViewExt::as_nalgebra_matrix`],
+//! [`NalgebraViewExt::as_nalgebra_matrix_transposed`] and [`NalgebraViewExt::as_nalgebra_vector`]
+//! see a 2-D or 1-D tensor's memory as nalgebra's `DMatrixView` or `DVectorView`;
+//! [`NalgebraTensorExt::as_nalgebra_matrix_mut`] and its siblings are their mutable forms. Export:
+//! [`NalgebraTensorExt::from_nalgebra_matrix`] and [`NalgebraTensorExt::from_nalgebra_vector`] move
+//! a `DMatrix` or `DVector` into a managed tensor without copying an element.
 //!
 //! # How nalgebra and DLPack describe a layout
 //!
@@ -17,14 +17,14 @@
 //! outside the memory of a sliced tensor. So the views handed out here always have row
 //! stride 1 (nalgebra's own `DMatrixView<T>` type, whose row stride is the constant `U1`):
 //!
-//! - [`TensorView::as_nalgebra_matrix`] takes a tensor whose axis 0 has stride 1:
+//! - [`NalgebraViewExt::as_nalgebra_matrix`] takes a tensor whose axis 0 has stride 1:
 //!   column-major (NumPy's `order="F"`, a transposed PyTorch tensor), a slice of columns, or
 //!   columns broadcast with stride 0;
-//! - [`TensorView::as_nalgebra_matrix_transposed`] takes one whose axis 1 has stride 1: a
+//! - [`NalgebraViewExt::as_nalgebra_matrix_transposed`] takes one whose axis 1 has stride 1: a
 //!   row-major `m x n` tensor, NumPy's and PyTorch's default, is seen as the column-major
 //!   `n x m` matrix it is the transpose of. nalgebra's `tr_mul` and `tr_dot` then compute
 //!   with the tensor itself;
-//! - [`TensorView::as_nalgebra_vector`] takes a 1-D tensor of stride 1.
+//! - [`NalgebraViewExt::as_nalgebra_vector`] takes a 1-D tensor of stride 1.
 //!
 //! Anything else (a row stride above 1 or of 0, a negative column stride) is refused with
 //! [`Error::Unrepresentable`], whose message names the strides and the way out; read such
@@ -191,7 +191,12 @@ const MATRIX_VIEW: &str = "a nalgebra matrix view";
 const TRANSPOSED_VIEW: &str = "a nalgebra view of the transpose";
 const VECTOR_VIEW: &str = "a nalgebra vector view";
 
-impl<'a> TensorView<'a> {
+/// The nalgebra matrix and vector views of a [`TensorView`]: `use
+/// dlbridge::nalgebra::NalgebraViewExt;` and call them on any view.
+///
+/// The bridge's entry points for the feature `nalgebra`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait NalgebraViewExt<'a>: crate::sealed::Sealed {
     /// A 2-D tensor as a nalgebra matrix view, without copying (feature `nalgebra`): a
     /// column-major (Fortran-order) tensor, or any whose rows are adjacent in memory (row
     /// stride 1) and whose column stride is not negative.
@@ -202,10 +207,11 @@ impl<'a> TensorView<'a> {
     ///
     /// Fails with [`Error::DimensionalityMismatch`] unless the tensor has two dimensions, and
     /// with [`Error::Unrepresentable`] for a row stride other than 1 (a row-major tensor: see
-    /// [`TensorView::as_nalgebra_matrix_transposed`], and the module docs for why) or a
+    /// [`NalgebraViewExt::as_nalgebra_matrix_transposed`], and the module docs for why) or a
     /// negative column stride.
     ///
     /// ```
+    /// use dlbridge::nalgebra::NalgebraViewExt;
     /// use dlbridge::Export;
     /// use nalgebra::{DMatrix, DVector};
     ///
@@ -220,21 +226,19 @@ impl<'a> TensorView<'a> {
     /// assert_eq!(matrix * DVector::from_element(3, 1.0), DVector::from_vec(vec![6.0, 15.0]));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_nalgebra_matrix<T: Element>(&self) -> Result<DMatrixView<'a, T>> {
-        let layout = MatrixLayout::<T>::new(self, 2, Axes::AsIs, MATRIX_VIEW)?;
-        Ok(DMatrixView::from_data(layout.storage(Dyn(layout.ncols))))
-    }
+    fn as_nalgebra_matrix<T: Element>(&self) -> Result<DMatrixView<'a, T>>;
 
     /// The transpose of a 2-D tensor as a nalgebra matrix view, without copying (feature
     /// `nalgebra`): a row-major `m x n` tensor (NumPy's and PyTorch's default order) is the
     /// column-major `n x m` matrix nalgebra stores natively. Refused as
-    /// [`TensorView::as_nalgebra_matrix`] refuses, with the axes swapped: the tensor's
+    /// [`NalgebraViewExt::as_nalgebra_matrix`] refuses, with the axes swapped: the tensor's
     /// columns must be adjacent in memory (column stride 1).
     ///
     /// nalgebra's `tr_mul`, `ad_mul` and `transpose` (a copy) then give products with the
     /// tensor itself.
     ///
     /// ```
+    /// use dlbridge::nalgebra::NalgebraViewExt;
     /// use dlbridge::Export;
     /// use nalgebra::{DMatrix, DVector};
     ///
@@ -251,16 +255,14 @@ impl<'a> TensorView<'a> {
     /// assert!(matches!(refused, Err(dlbridge::Error::Unrepresentable { library: "nalgebra", .. })));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_nalgebra_matrix_transposed<T: Element>(&self) -> Result<DMatrixView<'a, T>> {
-        let layout = MatrixLayout::<T>::new(self, 2, Axes::Transposed, TRANSPOSED_VIEW)?;
-        Ok(DMatrixView::from_data(layout.storage(Dyn(layout.ncols))))
-    }
+    fn as_nalgebra_matrix_transposed<T: Element>(&self) -> Result<DMatrixView<'a, T>>;
 
     /// A 1-D tensor as a nalgebra column vector view, without copying (feature `nalgebra`):
     /// its elements must be adjacent (stride 1), for the reason the module docs give; the
-    /// other checks are those of [`TensorView::as_nalgebra_matrix`].
+    /// other checks are those of [`NalgebraViewExt::as_nalgebra_matrix`].
     ///
     /// ```
+    /// use dlbridge::nalgebra::NalgebraViewExt;
     /// use dlbridge::Export;
     /// use nalgebra::DVector;
     ///
@@ -270,60 +272,80 @@ impl<'a> TensorView<'a> {
     /// assert_eq!(vector.dot(&vector), 14);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_nalgebra_vector<T: Element>(&self) -> Result<DVectorView<'a, T>> {
-        let layout = MatrixLayout::<T>::new(self, 1, Axes::AsIs, VECTOR_VIEW)?;
-        Ok(DVectorView::from_data(layout.storage(U1)))
-    }
+    fn as_nalgebra_vector<T: Element>(&self) -> Result<DVectorView<'a, T>>;
 
     /// A mutable nalgebra matrix view of a 2-D tensor borrowed from a producer (as typed
-    /// kernel arguments get it); refused, like [`ManagedTensor::as_nalgebra_matrix_mut`], for
+    /// kernel arguments get it); refused, like [`NalgebraTensorExt::as_nalgebra_matrix_mut`], for
     /// read-only tensors, overlapping layouts and everything the shared view refuses.
     ///
     /// # Safety
     ///
     /// Nothing else may read or write the elements during `'a`, and the producer must allow
     /// writes to them.
-    pub unsafe fn as_nalgebra_matrix_mut_unchecked<T: Element>(
+    unsafe fn as_nalgebra_matrix_mut_unchecked<T: Element>(&self) -> Result<DMatrixViewMut<'a, T>>;
+
+    /// [`NalgebraViewExt::as_nalgebra_matrix_transposed`], mutable, for a descriptor borrowed from
+    /// a producer; refused as [`NalgebraViewExt::as_nalgebra_matrix_mut_unchecked`] refuses.
+    ///
+    /// # Safety
+    ///
+    /// As for [`NalgebraViewExt::as_nalgebra_matrix_mut_unchecked`].
+    unsafe fn as_nalgebra_matrix_transposed_mut_unchecked<T: Element>(
         &self,
-    ) -> Result<DMatrixViewMut<'a, T>> {
+    ) -> Result<DMatrixViewMut<'a, T>>;
+
+    /// A mutable nalgebra vector view of a 1-D tensor borrowed from a producer, refused as
+    /// [`NalgebraViewExt::as_nalgebra_matrix_mut_unchecked`] refuses.
+    ///
+    /// # Safety
+    ///
+    /// As for [`NalgebraViewExt::as_nalgebra_matrix_mut_unchecked`].
+    unsafe fn as_nalgebra_vector_mut_unchecked<T: Element>(&self) -> Result<DVectorViewMut<'a, T>>;
+}
+
+impl<'a> NalgebraViewExt<'a> for TensorView<'a> {
+    fn as_nalgebra_matrix<T: Element>(&self) -> Result<DMatrixView<'a, T>> {
+        let layout = MatrixLayout::<T>::new(self, 2, Axes::AsIs, MATRIX_VIEW)?;
+        Ok(DMatrixView::from_data(layout.storage(Dyn(layout.ncols))))
+    }
+
+    fn as_nalgebra_matrix_transposed<T: Element>(&self) -> Result<DMatrixView<'a, T>> {
+        let layout = MatrixLayout::<T>::new(self, 2, Axes::Transposed, TRANSPOSED_VIEW)?;
+        Ok(DMatrixView::from_data(layout.storage(Dyn(layout.ncols))))
+    }
+
+    fn as_nalgebra_vector<T: Element>(&self) -> Result<DVectorView<'a, T>> {
+        let layout = MatrixLayout::<T>::new(self, 1, Axes::AsIs, VECTOR_VIEW)?;
+        Ok(DVectorView::from_data(layout.storage(U1)))
+    }
+
+    unsafe fn as_nalgebra_matrix_mut_unchecked<T: Element>(&self) -> Result<DMatrixViewMut<'a, T>> {
         // SAFETY: forwarded.
         unsafe { self.matrix_mut(Axes::AsIs, MATRIX_VIEW) }
     }
 
-    /// [`TensorView::as_nalgebra_matrix_transposed`], mutable, for a descriptor borrowed from
-    /// a producer; refused as [`TensorView::as_nalgebra_matrix_mut_unchecked`] refuses.
-    ///
-    /// # Safety
-    ///
-    /// As for [`TensorView::as_nalgebra_matrix_mut_unchecked`].
-    pub unsafe fn as_nalgebra_matrix_transposed_mut_unchecked<T: Element>(
+    unsafe fn as_nalgebra_matrix_transposed_mut_unchecked<T: Element>(
         &self,
     ) -> Result<DMatrixViewMut<'a, T>> {
         // SAFETY: forwarded.
         unsafe { self.matrix_mut(Axes::Transposed, TRANSPOSED_VIEW) }
     }
 
-    /// A mutable nalgebra vector view of a 1-D tensor borrowed from a producer, refused as
-    /// [`TensorView::as_nalgebra_matrix_mut_unchecked`] refuses.
-    ///
-    /// # Safety
-    ///
-    /// As for [`TensorView::as_nalgebra_matrix_mut_unchecked`].
-    pub unsafe fn as_nalgebra_vector_mut_unchecked<T: Element>(
-        &self,
-    ) -> Result<DVectorViewMut<'a, T>> {
+    unsafe fn as_nalgebra_vector_mut_unchecked<T: Element>(&self) -> Result<DVectorViewMut<'a, T>> {
         self.check_writable()?;
         let layout = MatrixLayout::<T>::new(self, 1, Axes::AsIs, VECTOR_VIEW)?;
         // SAFETY: writable and overlap-free (checked above); exclusive by the caller's
         // guarantee.
         Ok(DVectorViewMut::from_data(unsafe { layout.storage_mut(U1) }))
     }
+}
 
+impl<'a> TensorView<'a> {
     /// The mutable matrix views, after the writability and overlap checks.
     ///
     /// # Safety
     ///
-    /// As for [`TensorView::as_nalgebra_matrix_mut_unchecked`].
+    /// As for [`NalgebraViewExt::as_nalgebra_matrix_mut_unchecked`].
     unsafe fn matrix_mut<T: Element>(
         &self,
         axes: Axes,
@@ -339,15 +361,22 @@ impl<'a> TensorView<'a> {
     }
 }
 
-impl ManagedTensor {
+/// The nalgebra bridge on a [`ManagedTensor`]: mutable matrix and vector views, and
+/// `DMatrix`/`DVector` exported without a copy (`NalgebraTensorExt::from_nalgebra_matrix`, with
+/// this trait in scope).
+///
+/// The bridge's entry points for the feature `nalgebra`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait NalgebraTensorExt: crate::sealed::Sealed {
     /// A 2-D tensor as a mutable nalgebra matrix view, without copying (feature `nalgebra`).
     ///
-    /// Checks everything [`TensorView::as_nalgebra_matrix`] checks, and refuses a read-only
+    /// Checks everything [`NalgebraViewExt::as_nalgebra_matrix`] checks, and refuses a read-only
     /// tensor ([`Error::ReadOnly`]), a share another handle can still read
     /// ([`Error::SharedMemory`]) and a layout in which two indices reach the same element
     /// ([`Error::OverlappingLayout`]), as [`ManagedTensor::elements_mut`] does.
     ///
     /// ```
+    /// use dlbridge::nalgebra::NalgebraTensorExt;
     /// use dlbridge::Export;
     ///
     /// // Column-major 2x2: [[1, 2], [3, 4]].
@@ -358,18 +387,14 @@ impl ManagedTensor {
     /// assert_eq!(tensor.view().as_slice_memory_order::<f32>()?, &[1.0, 0.0, 2.0, 0.0]);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_nalgebra_matrix_mut<T: Element>(&mut self) -> Result<DMatrixViewMut<'_, T>> {
-        self.check_exclusive()?;
-        // SAFETY: `&mut self` gives the view exclusive access to the tensor's elements, which
-        // no other handle can reach (`check_exclusive`); writability is checked by the callee.
-        unsafe { self.view().as_nalgebra_matrix_mut_unchecked() }
-    }
+    fn as_nalgebra_matrix_mut<T: Element>(&mut self) -> Result<DMatrixViewMut<'_, T>>;
 
     /// The transpose of a 2-D tensor as a mutable nalgebra matrix view, without copying
-    /// (feature `nalgebra`): [`TensorView::as_nalgebra_matrix_transposed`] with the checks of
-    /// [`ManagedTensor::as_nalgebra_matrix_mut`].
+    /// (feature `nalgebra`): [`NalgebraViewExt::as_nalgebra_matrix_transposed`] with the checks of
+    /// [`NalgebraTensorExt::as_nalgebra_matrix_mut`].
     ///
     /// ```
+    /// use dlbridge::nalgebra::NalgebraTensorExt;
     /// use dlbridge::Export;
     ///
     /// // Row-major 2x3: its transpose is nalgebra's column-major 3x2.
@@ -378,19 +403,14 @@ impl ManagedTensor {
     /// assert_eq!(tensor.view().as_slice::<u8>()?, &[0, 0, 0, 9, 9, 9]);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_nalgebra_matrix_transposed_mut<T: Element>(
-        &mut self,
-    ) -> Result<DMatrixViewMut<'_, T>> {
-        self.check_exclusive()?;
-        // SAFETY: as in `as_nalgebra_matrix_mut`.
-        unsafe { self.view().as_nalgebra_matrix_transposed_mut_unchecked() }
-    }
+    fn as_nalgebra_matrix_transposed_mut<T: Element>(&mut self) -> Result<DMatrixViewMut<'_, T>>;
 
     /// A 1-D tensor as a mutable nalgebra vector view, without copying (feature `nalgebra`),
-    /// with the checks of [`TensorView::as_nalgebra_vector`] and
-    /// [`ManagedTensor::as_nalgebra_matrix_mut`].
+    /// with the checks of [`NalgebraViewExt::as_nalgebra_vector`] and
+    /// [`NalgebraTensorExt::as_nalgebra_matrix_mut`].
     ///
     /// ```
+    /// use dlbridge::nalgebra::NalgebraTensorExt;
     /// use dlbridge::Export;
     ///
     /// let mut tensor = Export::new(vec![1.0f64, 2.0, 3.0], &[3]).into_versioned()?;
@@ -398,11 +418,7 @@ impl ManagedTensor {
     /// assert_eq!(tensor.view().as_slice::<f64>()?, &[2.0, 4.0, 6.0]);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_nalgebra_vector_mut<T: Element>(&mut self) -> Result<DVectorViewMut<'_, T>> {
-        self.check_exclusive()?;
-        // SAFETY: as in `as_nalgebra_matrix_mut`.
-        unsafe { self.view().as_nalgebra_vector_mut_unchecked() }
-    }
+    fn as_nalgebra_vector_mut<T: Element>(&mut self) -> Result<DVectorViewMut<'_, T>>;
 
     /// Exports an owned `DMatrix` as a versioned, writable managed tensor, without copying its
     /// elements (feature `nalgebra`): shape `[nrows, ncols]`, column-major strides
@@ -410,6 +426,7 @@ impl ManagedTensor {
     /// the consumer calls it.
     ///
     /// ```
+    /// use dlbridge::nalgebra::NalgebraTensorExt;
     /// use dlbridge::ManagedTensor;
     ///
     /// let matrix = nalgebra::DMatrix::from_row_slice(2, 3, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
@@ -420,29 +437,55 @@ impl ManagedTensor {
     /// assert_eq!(tensor.view().data_ptr() as *const f32, data); // no copy
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn from_nalgebra_matrix<T: Element>(matrix: DMatrix<T>) -> Result<Self> {
-        let (nrows, ncols) = matrix.shape();
-        let elements: Vec<T> = matrix.data.into();
-        // A column-major matrix's row stride is 1 and its column stride `nrows`, which fits
-        // `isize` because the `Vec` holds `nrows * ncols` elements (or `ncols` is 0 or 1, where
-        // the stride is never stepped along; it is clamped to keep the conversion exact).
-        let col_stride = isize::try_from(nrows).unwrap_or(isize::MAX);
-        Export::new(elements, &[nrows, ncols])
-            .strides(&[1, col_stride])
-            .into_versioned()
-    }
+    fn from_nalgebra_matrix<T: Element>(matrix: DMatrix<T>) -> Result<ManagedTensor>;
 
     /// Exports an owned `DVector` as a versioned, writable 1-D managed tensor, without copying
     /// its elements (feature `nalgebra`).
     ///
     /// ```
+    /// use dlbridge::nalgebra::NalgebraTensorExt;
     /// use dlbridge::ManagedTensor;
     ///
     /// let tensor = ManagedTensor::from_nalgebra_vector(nalgebra::DVector::from_vec(vec![1u8, 2, 3]))?;
     /// assert_eq!(tensor.view().as_slice::<u8>()?, &[1, 2, 3]);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn from_nalgebra_vector<T: Element>(vector: DVector<T>) -> Result<Self> {
+    fn from_nalgebra_vector<T: Element>(vector: DVector<T>) -> Result<ManagedTensor>;
+}
+
+impl NalgebraTensorExt for ManagedTensor {
+    fn as_nalgebra_matrix_mut<T: Element>(&mut self) -> Result<DMatrixViewMut<'_, T>> {
+        self.check_exclusive()?;
+        // SAFETY: `&mut self` gives the view exclusive access to the tensor's elements, which
+        // no other handle can reach (`check_exclusive`); writability is checked by the callee.
+        unsafe { self.view().as_nalgebra_matrix_mut_unchecked() }
+    }
+
+    fn as_nalgebra_matrix_transposed_mut<T: Element>(&mut self) -> Result<DMatrixViewMut<'_, T>> {
+        self.check_exclusive()?;
+        // SAFETY: as in `as_nalgebra_matrix_mut`.
+        unsafe { self.view().as_nalgebra_matrix_transposed_mut_unchecked() }
+    }
+
+    fn as_nalgebra_vector_mut<T: Element>(&mut self) -> Result<DVectorViewMut<'_, T>> {
+        self.check_exclusive()?;
+        // SAFETY: as in `as_nalgebra_matrix_mut`.
+        unsafe { self.view().as_nalgebra_vector_mut_unchecked() }
+    }
+
+    fn from_nalgebra_matrix<T: Element>(matrix: DMatrix<T>) -> Result<ManagedTensor> {
+        let (nrows, ncols) = matrix.shape();
+        let elements: Vec<T> = matrix.data.into();
+        // A column-major matrix's row stride is 1 and its column stride `nrows`, which fits
+        // `i64` because the `Vec` holds `nrows * ncols` elements (or `ncols` is 0 or 1, where
+        // the stride is never stepped along; it is clamped to keep the conversion exact).
+        let col_stride = i64::try_from(nrows).unwrap_or(i64::MAX);
+        Export::new(elements, &[nrows, ncols])
+            .strides(&[1, col_stride])
+            .into_versioned()
+    }
+
+    fn from_nalgebra_vector<T: Element>(vector: DVector<T>) -> Result<ManagedTensor> {
         let len = vector.len();
         let elements: Vec<T> = vector.data.into();
         Export::new(elements, &[len]).into_versioned()

@@ -6,9 +6,10 @@ use ::nalgebra::{DMatrix, DVector, RawStorage};
 use half::{bf16, f16};
 use num_complex::Complex;
 
+use super::{NalgebraTensorExt, NalgebraViewExt};
 use crate::{DataType, Error, Export, ManagedTensor};
 
-fn tensor<T: crate::Element>(data: Vec<T>, shape: &[usize], strides: &[isize]) -> ManagedTensor {
+fn tensor<T: crate::Element>(data: Vec<T>, shape: &[usize], strides: &[i64]) -> ManagedTensor {
     Export::new(data, shape)
         .strides(strides)
         .into_versioned()
@@ -109,7 +110,7 @@ fn column_slices_and_broadcast_columns_are_kept() {
 fn extent_one_axes_get_compact_strides_whatever_dlpack_says() {
     // A column of three with a huge stride on its single column, and a row with a negative
     // one on its single row: neither stride is ever stepped along.
-    let column = tensor(vec![1.0f32, 2.0, 3.0], &[3, 1], &[1, isize::MAX]);
+    let column = tensor(vec![1.0f32, 2.0, 3.0], &[3, 1], &[1, i64::MAX]);
     let view = column.view();
     let matrix = view.as_nalgebra_matrix::<f32>().unwrap();
     assert_eq!(matrix.strides(), (1, 3));
@@ -119,7 +120,7 @@ fn extent_one_axes_get_compact_strides_whatever_dlpack_says() {
     let matrix = row.view().as_nalgebra_matrix::<f32>().unwrap().into_owned();
     assert_eq!(matrix, DMatrix::from_row_slice(1, 3, &[1.0, 2.0, 3.0]));
     // A single element, any strides.
-    let single = tensor(vec![5i64], &[1, 1], &[i64::MIN as isize, 9]);
+    let single = tensor(vec![5i64], &[1, 1], &[i64::MIN, 9]);
     assert_eq!(
         single.view().as_nalgebra_matrix::<i64>().unwrap()[(0, 0)],
         5

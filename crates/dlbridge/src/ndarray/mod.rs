@@ -1,9 +1,9 @@
 //! Zero-copy conversion between managed tensors and `ndarray` arrays (feature `ndarray`).
 //!
-//! Views: [`TensorView::as_array`] and [`ManagedTensor::as_array_mut`] see a tensor's memory
+//! Views: [`NdarrayViewExt::as_array`] and [`NdarrayTensorExt::as_array_mut`] see a tensor's memory
 //! as an `ndarray` view, after the same checks as every typed access of this crate.
-//! Export: [`ManagedTensor::from_array`], [`ManagedTensor::from_array_legacy`],
-//! [`ManagedTensor::from_arc_array`] and [`ManagedTensor::from_array_view`] move an array (or
+//! Export: [`NdarrayTensorExt::from_array`], [`NdarrayTensorExt::from_array_legacy`],
+//! [`NdarrayTensorExt::from_arc_array`] and [`NdarrayTensorExt::from_array_view`] move an array (or
 //! the owner of a view's memory) into a managed tensor without copying an element.
 //!
 //! # How ndarray and DLPack describe a layout
@@ -227,7 +227,12 @@ impl Orientation {
     }
 }
 
-impl<'a> TensorView<'a> {
+/// The `ndarray` views of a [`TensorView`]: `use dlbridge::ndarray::NdarrayViewExt;` and call them
+/// on any view.
+///
+/// The bridge's entry points for the feature `ndarray`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait NdarrayViewExt<'a>: crate::sealed::Sealed {
     /// The tensor as an `ndarray` view of any layout, without copying (feature `ndarray`).
     ///
     /// Checks what every typed access checks (see [`TensorView::elements`]): the device is
@@ -241,6 +246,7 @@ impl<'a> TensorView<'a> {
     /// multiply past `isize::MAX`, which ndarray cannot represent.
     ///
     /// ```
+    /// use dlbridge::ndarray::NdarrayViewExt;
     /// use dlbridge::Export;
     /// use ndarray::array;
     ///
@@ -257,16 +263,15 @@ impl<'a> TensorView<'a> {
     /// assert!(matches!(view.as_array::<f32>(), Err(dlbridge::Error::DataTypeMismatch { .. })));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_array<T: Element>(&self) -> Result<ArrayViewD<'a, T>> {
-        self.as_array_dim::<T, IxDyn>()
-    }
+    fn as_array<T: Element>(&self) -> Result<ArrayViewD<'a, T>>;
 
-    /// [`TensorView::as_array`] with ndarray's dimension type chosen by the caller: a fixed
+    /// [`NdarrayViewExt::as_array`] with ndarray's dimension type chosen by the caller: a fixed
     /// `Ix2` view keeps its shape and strides on the stack (no allocation), which is what
     /// typed kernel arguments use. A fixed `D` of another number of dimensions than the
     /// tensor's is [`Error::DimensionalityMismatch`].
     ///
     /// ```
+    /// use dlbridge::ndarray::NdarrayViewExt;
     /// use dlbridge::Export;
     /// use ndarray::Ix2;
     ///
@@ -277,8 +282,36 @@ impl<'a> TensorView<'a> {
     /// assert!(matches!(refused, Err(dlbridge::Error::DimensionalityMismatch { expected: 3, actual: 2 })));
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
+    fn as_array_dim<T: Element, D: Dimension>(&self) -> Result<ArrayView<'a, T, D>>;
+
+    /// A mutable `ndarray` view of the elements, for a descriptor borrowed from a producer
+    /// (as typed kernel arguments get it). Refused, like [`NdarrayTensorExt::as_array_mut`], for
+    /// read-only tensors, overlapping layouts and everything typed access refuses.
+    ///
+    /// # Safety
+    ///
+    /// Nothing else may read or write the elements during `'a`, and the producer must allow
+    /// writes to them.
+    unsafe fn as_array_mut_unchecked<T: Element>(&self) -> Result<ArrayViewMutD<'a, T>>;
+
+    /// [`NdarrayViewExt::as_array_mut_unchecked`] with ndarray's dimension type chosen by the
+    /// caller, as [`NdarrayViewExt::as_array_dim`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`NdarrayViewExt::as_array_mut_unchecked`].
+    unsafe fn as_array_mut_unchecked_dim<T: Element, D: Dimension>(
+        &self,
+    ) -> Result<ArrayViewMut<'a, T, D>>;
+}
+
+impl<'a> NdarrayViewExt<'a> for TensorView<'a> {
+    fn as_array<T: Element>(&self) -> Result<ArrayViewD<'a, T>> {
+        self.as_array_dim::<T, IxDyn>()
+    }
+
     #[inline(always)]
-    pub fn as_array_dim<T: Element, D: Dimension>(&self) -> Result<ArrayView<'a, T, D>> {
+    fn as_array_dim<T: Element, D: Dimension>(&self) -> Result<ArrayView<'a, T, D>> {
         let elements = self.elements::<T>()?;
         let layout = NdLayout::<D>::new(self.shape(), self.strides())?;
         let lowest = layout.lowest(elements.as_ptr().cast_mut());
@@ -296,30 +329,14 @@ impl<'a> TensorView<'a> {
         // exclusive access to the tensor) for `'a`, per the view's own guarantee.
         Ok(unsafe { raw.deref_into_view() })
     }
-}
 
-impl<'a> TensorView<'a> {
-    /// A mutable `ndarray` view of the elements, for a descriptor borrowed from a producer
-    /// (as typed kernel arguments get it). Refused, like [`ManagedTensor::as_array_mut`], for
-    /// read-only tensors, overlapping layouts and everything typed access refuses.
-    ///
-    /// # Safety
-    ///
-    /// Nothing else may read or write the elements during `'a`, and the producer must allow
-    /// writes to them.
-    pub unsafe fn as_array_mut_unchecked<T: Element>(&self) -> Result<ArrayViewMutD<'a, T>> {
+    unsafe fn as_array_mut_unchecked<T: Element>(&self) -> Result<ArrayViewMutD<'a, T>> {
         // SAFETY: the caller's guarantee, passed on.
         unsafe { self.as_array_mut_unchecked_dim::<T, IxDyn>() }
     }
 
-    /// [`TensorView::as_array_mut_unchecked`] with ndarray's dimension type chosen by the
-    /// caller, as [`TensorView::as_array_dim`].
-    ///
-    /// # Safety
-    ///
-    /// As for [`TensorView::as_array_mut_unchecked`].
     #[inline(always)]
-    pub unsafe fn as_array_mut_unchecked_dim<T: Element, D: Dimension>(
+    unsafe fn as_array_mut_unchecked_dim<T: Element, D: Dimension>(
         &self,
     ) -> Result<ArrayViewMut<'a, T, D>> {
         self.check_writable()?;
@@ -327,7 +344,7 @@ impl<'a> TensorView<'a> {
         let layout = NdLayout::<D>::new(self.shape(), self.strides())?;
         let lowest = layout.lowest(first);
         let (stride_shape, orientation) = layout.into_parts();
-        // SAFETY: as in `TensorView::as_array_dim`; in addition the layout was checked
+        // SAFETY: as in `NdarrayViewExt::as_array_dim`; in addition the layout was checked
         // overlap-free (ndarray's own overlap test agrees: both sort the axes of extent above
         // 1 by absolute stride and require each stride to clear what the smaller ones reach).
         let mut raw = unsafe { RawArrayViewMut::from_shape_ptr(stride_shape, lowest) };
@@ -338,15 +355,21 @@ impl<'a> TensorView<'a> {
     }
 }
 
-impl ManagedTensor {
+/// The `ndarray` bridge on a [`ManagedTensor`]: a mutable array view, and arrays exported without a
+/// copy (`NdarrayTensorExt::from_array`, with this trait in scope).
+///
+/// The bridge's entry points for the feature `ndarray`; the trait is sealed (implemented for this
+/// crate's types only), so methods can be added to it without breaking anyone.
+pub trait NdarrayTensorExt: crate::sealed::Sealed {
     /// The tensor as a mutable `ndarray` view, without copying (feature `ndarray`).
     ///
-    /// Checks everything [`TensorView::as_array`] checks, and refuses a read-only tensor
+    /// Checks everything [`NdarrayViewExt::as_array`] checks, and refuses a read-only tensor
     /// ([`Error::ReadOnly`]), a share another handle can still read ([`Error::SharedMemory`])
     /// and a layout in which two indices reach the same element
     /// ([`Error::OverlappingLayout`]), as [`ManagedTensor::elements_mut`] does.
     ///
     /// ```
+    /// use dlbridge::ndarray::NdarrayTensorExt;
     /// use dlbridge::Export;
     /// use ndarray::Axis;
     ///
@@ -355,13 +378,7 @@ impl ManagedTensor {
     /// assert_eq!(tensor.view().as_slice::<i32>()?, &[0, 0, 0, 7, 7, 7]);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn as_array_mut<T: Element>(&mut self) -> Result<ArrayViewMutD<'_, T>> {
-        // Writability and overlaps are checked by `as_array_mut_unchecked` itself.
-        self.check_exclusive()?;
-        // SAFETY: `&mut self` gives the view exclusive access to the tensor's elements, which
-        // no other handle can reach (`check_exclusive`).
-        unsafe { self.view().as_array_mut_unchecked() }
-    }
+    fn as_array_mut<T: Element>(&mut self) -> Result<ArrayViewMutD<'_, T>>;
 
     /// Exports an owned `ndarray` array as a versioned, writable managed tensor, without
     /// copying its elements (feature `ndarray`).
@@ -372,6 +389,7 @@ impl ManagedTensor {
     /// single heap block and dropped by its deleter.
     ///
     /// ```
+    /// use dlbridge::ndarray::NdarrayTensorExt;
     /// use dlbridge::ManagedTensor;
     /// use ndarray::{array, s};
     ///
@@ -392,15 +410,11 @@ impl ManagedTensor {
     /// # drop(unsafe { ManagedTensor::from_raw(raw) }?);
     /// # Ok::<(), dlbridge::Error>(())
     /// ```
-    pub fn from_array<T: Element, D: Dimension>(array: Array<T, D>) -> Result<Self> {
-        export_owned(array, false)
-    }
+    fn from_array<T: Element, D: Dimension>(array: Array<T, D>) -> Result<ManagedTensor>;
 
-    /// As [`ManagedTensor::from_array`], but as a legacy `DLManagedTensor`, for consumers that
+    /// As [`NdarrayTensorExt::from_array`], but as a legacy `DLManagedTensor`, for consumers that
     /// predate DLPack 1.0.
-    pub fn from_array_legacy<T: Element, D: Dimension>(array: Array<T, D>) -> Result<Self> {
-        export_owned(array, true)
-    }
+    fn from_array_legacy<T: Element, D: Dimension>(array: Array<T, D>) -> Result<ManagedTensor>;
 
     /// Exports an `ArcArray` as a versioned managed tensor, without copying (feature
     /// `ndarray`).
@@ -412,35 +426,18 @@ impl ManagedTensor {
     ///
     /// A sliced, transposed or reversed `ArcArray` (`a.slice_move(s![.., ..;-1])`) exports that
     /// view of the data while keeping the whole buffer alive.
-    pub fn from_arc_array<T: Element, D: Dimension>(array: ArcArray<T, D>) -> Result<Self> {
-        let array = array.into_dyn();
-        let unique = array.is_unique();
-        if unique {
-            // `is_unique` reads the count without ordering; pair it with the release decrement
-            // of every clone already dropped, so their reads happen before the consumer's
-            // writes (what `Arc::get_mut` does).
-            fence(Ordering::Acquire);
-        }
-        // Not `as_mut_ptr`, which would unshare (copy) shared data.
-        let data = array.as_ptr().cast_mut();
-        let flags = Flags::NONE.with(Flags::READ_ONLY, !unique);
-        // SAFETY: `data` is the array's first element, and its layout stays valid while the
-        // array (its `Arc`) lives, wherever it is moved. When unique, no other handle exists
-        // or can be made (ndarray never hands out the `Arc`), so the consumer may write, and
-        // the pointer came from the array's own buffer allocation, which allows writes. When
-        // shared, the tensor is read-only and the other clones copy before writing.
-        unsafe { export_array(array, data, flags, false) }
-    }
+    fn from_arc_array<T: Element, D: Dimension>(array: ArcArray<T, D>) -> Result<ManagedTensor>;
 
     /// Exports the memory of an `ndarray` view, kept alive by `owner`, as a read-only
     /// versioned managed tensor, without copying (feature `ndarray`).
     ///
     /// The view's layout is exported as it is (negative strides included), and `owner` is
     /// moved into the tensor and dropped by its deleter, on whatever thread the consumer calls
-    /// it. For arrays this crate can own itself, prefer [`ManagedTensor::from_array`] or
-    /// [`ManagedTensor::from_arc_array`].
+    /// it. For arrays this crate can own itself, prefer [`NdarrayTensorExt::from_array`] or
+    /// [`NdarrayTensorExt::from_arc_array`].
     ///
     /// ```
+    /// use dlbridge::ndarray::NdarrayTensorExt;
     /// use dlbridge::{Flags, ManagedTensor};
     /// use ndarray::ArrayView;
     /// use std::sync::Arc;
@@ -465,10 +462,53 @@ impl ManagedTensor {
     ///   access to its memory when moved and may not own the viewed memory;
     /// - the elements must not be written by anyone (the tensor is read-only, and consumers
     ///   read it from any thread).
-    pub unsafe fn from_array_view<T: Element, D: Dimension, O: Send + 'static>(
+    unsafe fn from_array_view<T: Element, D: Dimension, O: Send + 'static>(
         view: ArrayView<'_, T, D>,
         owner: O,
-    ) -> Result<Self> {
+    ) -> Result<ManagedTensor>;
+}
+
+impl NdarrayTensorExt for ManagedTensor {
+    fn as_array_mut<T: Element>(&mut self) -> Result<ArrayViewMutD<'_, T>> {
+        // Writability and overlaps are checked by `as_array_mut_unchecked` itself.
+        self.check_exclusive()?;
+        // SAFETY: `&mut self` gives the view exclusive access to the tensor's elements, which
+        // no other handle can reach (`check_exclusive`).
+        unsafe { self.view().as_array_mut_unchecked() }
+    }
+
+    fn from_array<T: Element, D: Dimension>(array: Array<T, D>) -> Result<ManagedTensor> {
+        export_owned(array, false)
+    }
+
+    fn from_array_legacy<T: Element, D: Dimension>(array: Array<T, D>) -> Result<ManagedTensor> {
+        export_owned(array, true)
+    }
+
+    fn from_arc_array<T: Element, D: Dimension>(array: ArcArray<T, D>) -> Result<ManagedTensor> {
+        let array = array.into_dyn();
+        let unique = array.is_unique();
+        if unique {
+            // `is_unique` reads the count without ordering; pair it with the release decrement
+            // of every clone already dropped, so their reads happen before the consumer's
+            // writes (what `Arc::get_mut` does).
+            fence(Ordering::Acquire);
+        }
+        // Not `as_mut_ptr`, which would unshare (copy) shared data.
+        let data = array.as_ptr().cast_mut();
+        let flags = Flags::NONE.with(Flags::READ_ONLY, !unique);
+        // SAFETY: `data` is the array's first element, and its layout stays valid while the
+        // array (its `Arc`) lives, wherever it is moved. When unique, no other handle exists
+        // or can be made (ndarray never hands out the `Arc`), so the consumer may write, and
+        // the pointer came from the array's own buffer allocation, which allows writes. When
+        // shared, the tensor is read-only and the other clones copy before writing.
+        unsafe { export_array(array, data, flags, false) }
+    }
+
+    unsafe fn from_array_view<T: Element, D: Dimension, O: Send + 'static>(
+        view: ArrayView<'_, T, D>,
+        owner: O,
+    ) -> Result<ManagedTensor> {
         let descriptor = Descriptor {
             data: view.as_ptr().cast_mut().cast(),
             dtype: T::DTYPE,
