@@ -263,3 +263,15 @@ def test_an_object_without_from_dlpack_or_buffer_is_refused_by_type():
         kernels.zeros_like_framework(object(), "float32", [2])
     message = str(refused.value)
     assert "object" in message and "buffer protocol" in message
+
+
+def test_a_type_whose_module_is_not_a_string_is_refused_naming_it():
+    # The framework of a template is its type's top-level module, read once per type.
+    nameless = type("Nameless", (), {"__module__": 5})
+    with pytest.raises(TypeError) as refused:
+        kernels.zeros_like_framework(nameless(), "float32", [2])
+    message = str(refused.value)
+    assert "Nameless" in message and "__module__ is not a string" in message
+    # Asked again (the type's entry is cached now), the same answer.
+    with pytest.raises(TypeError, match="__module__ is not a string"):
+        kernels.zeros_like_framework(nameless(), "float32", [2])

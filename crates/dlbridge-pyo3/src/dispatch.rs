@@ -37,6 +37,11 @@ pub(crate) struct TypeInfo {
     pub(crate) numpy_array: bool,
     /// The rules of the type's framework (PyTorch, PaddlePaddle), if dlbridge has any.
     pub(crate) framework: Option<&'static FrameworkRules>,
+    /// The top-level module of the type's framework, from its `__module__` (`"torch"`,
+    /// `"numpy"`; `"jax"` for jaxlib's arrays, whose `from_dlpack` is JAX's), read once here
+    /// for every path that asks which framework an object belongs to (results returned like
+    /// it, its work stream); `None` for a type whose `__module__` is not a string.
+    pub(crate) module_root: Option<Box<str>>,
     /// How the writability of a descriptor borrowed from the table is known (a `DLTensor`
     /// has no flags).
     pub(crate) borrowed_writability: BorrowedWritability,
@@ -131,6 +136,7 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
         _ => None,
     };
     let numpy_array = is_numpy_ndarray(&kind)?;
+    let module_root = module_root_of(&kind)?;
     let borrowed_writability = if framework.is_some() {
         BorrowedWritability::AlwaysWritable
     } else if let Some(hook) = writability_hook(&kind)? {
@@ -146,6 +152,7 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
             exchange_table,
             numpy_array,
             framework,
+            module_root,
             borrowed_writability,
         }))
     };
@@ -169,6 +176,20 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
     }
     let map = overflow.get_or_insert_with(HashMap::new);
     Ok(*map.entry(address).or_insert_with(new_entry))
+}
+
+/// The top-level module of `kind`'s `__module__` ([`TypeInfo::module_root`]).
+fn module_root_of(kind: &Bound<'_, PyType>) -> PyResult<Option<Box<str>>> {
+    let module = kind.getattr(intern!(kind.py(), "__module__"))?;
+    let Ok(module) = module.extract::<String>() else {
+        return Ok(None);
+    };
+    let root = module.split('.').next().unwrap_or_default();
+    Ok(Some(match root {
+        // JAX arrays are defined in jaxlib; their `from_dlpack` is JAX's.
+        "jaxlib" => "jax".into(),
+        other => other.into(),
+    }))
 }
 
 /// Whether the exchange table found on `kind` answers as `kind`'s `__dlpack__` does: the class

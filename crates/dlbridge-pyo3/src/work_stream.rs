@@ -209,12 +209,7 @@ pub(crate) fn work_stream_of(
         ));
     }
     let py = object.py();
-    let module: String = object
-        .get_type()
-        .getattr(intern!(py, "__module__"))?
-        .extract()
-        .unwrap_or_default();
-    match module.split('.').next().unwrap_or_default() {
+    match info.module_root.as_deref().unwrap_or_default() {
         "torch" => {
             let stream = py
                 .import(intern!(py, "torch"))?

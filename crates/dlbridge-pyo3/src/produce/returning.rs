@@ -327,14 +327,12 @@ pub fn return_like<'py>(
             return Ok(unsafe { Bound::from_owned_ptr(py, out.cast()) });
         }
     }
-    let module_name: String = like
-        .get_type()
-        .getattr(intern!(py, "__module__"))?
-        .extract()?;
-    let root = match module_name.split('.').next().unwrap_or_default() {
-        // JAX arrays are defined in jaxlib; their `from_dlpack` is JAX's.
-        "jaxlib" => "jax",
-        other => other,
+    let Some(root) = info.module_root.as_deref() else {
+        return Err(PyTypeError::new_err(format!(
+            "cannot return a tensor like an object of type {}: its type's __module__ is not \
+             a string, so its framework is unknown",
+            type_name(like)
+        )));
     };
     let module = py.import(root)?;
     if root == "pyarrow" && like.is_instance(&module.getattr(intern!(py, "Array"))?)? {
