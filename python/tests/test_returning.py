@@ -271,7 +271,13 @@ def test_a_type_whose_module_is_not_a_string_is_refused_naming_it():
     with pytest.raises(TypeError) as refused:
         kernels.zeros_like_framework(nameless(), "float32", [2])
     message = str(refused.value)
-    assert "Nameless" in message and "__module__ is not a string" in message
+    assert "Nameless" in message and "no __module__ that is a string" in message
     # Asked again (the type's entry is cached now), the same answer.
-    with pytest.raises(TypeError, match="__module__ is not a string"):
+    with pytest.raises(TypeError, match="no __module__ that is a string"):
         kernels.zeros_like_framework(nameless(), "float32", [2])
+    # A class made where the globals have no __name__ has no __module__ at all.
+    scope: dict = {}
+    exec("Anonymous = type('Anonymous', (), {})", scope)
+    assert not hasattr(scope["Anonymous"], "__module__")
+    with pytest.raises(TypeError, match="no __module__ that is a string"):
+        kernels.zeros_like_framework(scope["Anonymous"](), "float32", [2])

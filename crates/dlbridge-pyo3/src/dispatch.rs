@@ -180,7 +180,11 @@ fn insert(kind: Bound<'_, PyType>, address: usize) -> PyResult<&'static TypeInfo
 
 /// The top-level module of `kind`'s `__module__` ([`TypeInfo::module_root`]).
 fn module_root_of(kind: &Bound<'_, PyType>) -> PyResult<Option<Box<str>>> {
-    let module = kind.getattr(intern!(kind.py(), "__module__"))?;
+    // A class made by `type()` where the caller's globals have no `__name__` has no
+    // `__module__` at all: its framework is unknown, as for a `__module__` that is no string.
+    let Some(module) = kind.getattr_opt(intern!(kind.py(), "__module__"))? else {
+        return Ok(None);
+    };
     let Ok(module) = module.extract::<String>() else {
         return Ok(None);
     };

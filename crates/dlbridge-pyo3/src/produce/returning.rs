@@ -329,8 +329,8 @@ pub fn return_like<'py>(
     }
     let Some(root) = info.module_root.as_deref() else {
         return Err(PyTypeError::new_err(format!(
-            "cannot return a tensor like an object of type {}: its type's __module__ is not \
-             a string, so its framework is unknown",
+            "cannot return a tensor like an object of type {}: its type has no \
+             __module__ that is a string, so its framework is unknown",
             type_name(like)
         )));
     };
