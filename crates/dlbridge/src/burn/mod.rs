@@ -250,8 +250,9 @@ pub trait BurnTensorExt: crate::sealed::Sealed {
     /// The tensor as burn `TensorData`, without copying (feature `burn`): the tensor becomes
     /// the owner of burn's bytes, and its deleter runs when burn drops them.
     ///
-    /// Needs a C-contiguous tensor on a host-readable device, with a data type burn has (the
-    /// module docs' table) and an aligned first element; `bool` elements must be 0 or 1.
+    /// Needs a C-contiguous tensor on a host-readable device, with a data type burn has
+    /// ([the module's table](crate::burn)) and an aligned first element; `bool` elements must
+    /// be 0 or 1.
     /// burn writes the tensor's memory in place only where the tensor is writable and
     /// exclusive; otherwise its first write copies (see the module docs).
     ///

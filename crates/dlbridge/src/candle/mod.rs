@@ -194,7 +194,7 @@ pub trait CandleTensorExt: crate::sealed::Sealed {
     /// the storage is held, so no in-place write of candle's can tear it.
     ///
     /// Fails with [`Error::Unrepresentable`] for a tensor that is not on the CPU or whose type
-    /// DLPack or this bridge cannot express (the module docs' table), and with
+    /// DLPack or this bridge cannot express ([the module's table](crate::candle)), and with
     /// [`Error::OutOfBounds`] for one whose layout reaches past its storage (candle's safe
     /// `Tensor::from_storage` takes any shape over any storage): the element offsets reached,
     /// counted from the start of the storage, and the storage's length in elements.
