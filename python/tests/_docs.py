@@ -193,3 +193,16 @@ def sh_lines(path: pathlib.Path) -> list[tuple[int, str]]:
         if info == "sh"
         for line in code.replace("\\\n", " ").splitlines()
     ]
+
+
+def check_sh_blocks(path: pathlib.Path) -> int:
+    """Checks every command line of a file's sh blocks (`check_sh_line`), naming the file and
+    the block of a line that fails; the number of lines checked."""
+    checked = 0
+    for number, line in sh_lines(path):
+        try:
+            check_sh_line(line)
+        except AssertionError as error:
+            raise AssertionError(f"{path.name}, the block at line {number}: {error}") from None
+        checked += 1
+    return checked

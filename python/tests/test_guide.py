@@ -9,7 +9,7 @@ checked for what it is, and every link of the guide reaches its target.
   the suite allows, and under CI a missing framework fails.
 - `rust` blocks are doc tests: each page that holds one is included by a crate's
   `src/guide_doctests.rs` (crates/dlbridge-pyo3/tests/readme_blocks.rs checks which).
-- `sh` blocks are commands, checked as the README's are (`_docs.check_sh_line`).
+- `sh` blocks are commands, checked as the README's are (`_docs.check_sh_blocks`).
 - `toml` blocks are manifests: they parse, and the dlbridge crates come from the repository.
 - `text` blocks are output, shown as printed.
 """
@@ -27,12 +27,11 @@ from _docs import (
     GUIDE,
     REPOSITORY,
     ROOT,
-    check_sh_line,
+    check_sh_blocks,
     guide_pages,
     imported_modules,
     markdown_blocks,
     python_blocks,
-    sh_lines,
 )
 from _frameworks import import_framework
 
@@ -124,14 +123,7 @@ def test_a_failing_block_fails(tmp_path):
 
 
 def test_every_sh_block_names_what_exists():
-    checked = 0
-    for path in guide_pages():
-        for number, line in sh_lines(path):
-            try:
-                check_sh_line(line)
-            except AssertionError as error:
-                raise AssertionError(f"{path.name}, the block at line {number}: {error}") from None
-            checked += 1
+    checked = sum(check_sh_blocks(path) for path in guide_pages())
     assert checked >= 20, f"only {checked} command lines found in the guide's sh blocks"
 
 

@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from _docs import README, ROOT, check_sh_line, markdown_blocks, python_blocks, sh_lines
+from _docs import README, ROOT, check_sh_blocks, check_sh_line, markdown_blocks, python_blocks
 from _frameworks import import_framework
 
 KINDS = {"python", "rust", "sh", "text"}
@@ -70,13 +70,7 @@ def test_the_python_block_runs(holding, tmp_path):
 
 
 def test_every_sh_block_names_what_exists():
-    checked = 0
-    for number, line in sh_lines(README):
-        try:
-            check_sh_line(line)
-        except AssertionError as error:
-            raise AssertionError(f"README.md, the block at line {number}: {error}") from None
-        checked += 1
+    checked = check_sh_blocks(README)
     assert checked >= 10, f"only {checked} command lines found in the README's sh blocks"
 
 

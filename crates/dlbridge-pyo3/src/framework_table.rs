@@ -393,7 +393,7 @@ pub(crate) fn for_exchange_table(info: &TypeInfo) -> &'static FrameworkHolding {
 /// table names (a subclass defined elsewhere).
 pub(crate) fn for_module(info: &TypeInfo, root: &str) -> &'static FrameworkHolding {
     match root {
-        "jax" | "jaxlib" => &JAX,
+        "jax" => &JAX,
         "cupy" => &CUPY,
         "mxnet" => &MXNET,
         "tensorflow" => &TENSORFLOW,

@@ -25,6 +25,7 @@ use crate::flags::Flags;
 use crate::managed::{ManagedTensor, RawManagedTensor};
 use crate::validate::Validated;
 use crate::version::Version;
+use crate::view::TensorView;
 
 /// The non-dimension fields of an export: what the block's `DLTensor` and flags are made of,
 /// besides the shape and strides.
@@ -35,6 +36,21 @@ pub(crate) struct Descriptor {
     pub device: Device,
     pub flags: Flags,
     pub legacy: bool,
+}
+
+impl Descriptor {
+    /// The descriptor of a new export over `view`'s elements as they are (its first element,
+    /// data type and device), with `flags`, versioned or `legacy`: a re-export of memory a
+    /// tensor already describes (a share, a new layout of it).
+    pub(crate) fn of_view(view: &TensorView<'_>, flags: Flags, legacy: bool) -> Self {
+        Descriptor {
+            data: view.data_ptr(),
+            dtype: view.dtype(),
+            device: view.device(),
+            flags,
+            legacy,
+        }
+    }
 }
 
 /// The single heap block of an export: the managed struct first (its address is the tensor's

@@ -367,13 +367,7 @@ fn relayout(mut tensor: ManagedTensor, shape: &[i64], strides: &[i64]) -> Result
             source_flags.is_subbyte_type_padded(),
         );
     let legacy = !tensor.is_versioned();
-    let descriptor = Descriptor {
-        data: view.data_ptr(),
-        dtype: view.dtype(),
-        device: view.device(),
-        flags,
-        legacy,
-    };
+    let descriptor = Descriptor::of_view(&view, flags, legacy);
     // The new descriptor as the export block will hold it (version, data, byte_offset 0),
     // validated as an import would be; `shape.len()` is at most MAX_NDIM (checked by every
     // caller), so it fits the `i32`.

@@ -216,13 +216,7 @@ unsafe fn export_view<O: Send + 'static>(
     if legacy {
         check_legacy_export(view.dtype(), flags)?;
     }
-    let descriptor = Descriptor {
-        data: view.data_ptr(),
-        dtype: view.dtype(),
-        device: view.device(),
-        flags,
-        legacy,
-    };
+    let descriptor = Descriptor::of_view(view, flags, legacy);
     // The same descriptor with explicit strides: the view's validation (V1 to V8) holds for it,
     // with the strides no longer missing (V3).
     let validated = Validated {
