@@ -1,5 +1,5 @@
 """Rust's tensor libraries and Python's frameworks through dlbridge: a burn tensor handed to
-PyTorch, a PyTorch tensor read by nalgebra, faer and candle, an Arrow fixed-shape tensor
+PyTorch, a PyTorch tensor read by burn, nalgebra, faer and candle, an Arrow fixed-shape tensor
 column handed to NumPy (zero-copy, read-only) and PyTorch (a copy: PyTorch would write
 Arrow's immutable memory). Each line says whether the memory crossed without a copy (the
 addresses compared) and checks the values against NumPy or PyTorch. Run by `make tour`.
@@ -23,6 +23,16 @@ print(f"burn Tensor<2> (Flex)    -> torch {tuple(tensor.shape)}: {crossing(share
 array, address = libs.burn_arange(np.empty(0), 3, 2)
 np.testing.assert_array_equal(array, np.arange(6, dtype=np.float32).reshape(3, 2))
 print(f"burn Tensor<2> (Flex)    -> numpy {array.shape}: {crossing(array.ctypes.data == address)}")
+
+# PyTorch -> burn: the argument's own memory becomes burn's TensorData (`to_burn_data`), a
+# tensor autograd tracks included (read as x.detach() reads it); a transposed one is compacted.
+x = torch.arange(12, dtype=torch.float32).reshape(3, 4).requires_grad_()
+sums, in_place = libs.burn_column_sums(x)
+torch.testing.assert_close(sums, x.detach().sum(0))
+print(f"torch (3, 4) grad        -> burn sum_dim(0): read {crossing(in_place)}")
+sums, in_place = libs.burn_column_sums(x.detach().T)
+torch.testing.assert_close(sums, x.detach().T.sum(0))
+print(f"torch (4, 3) transposed  -> burn sum_dim(0): read {crossing(in_place)} (compacted)")
 
 # PyTorch -> nalgebra: a row-major matrix is read as nalgebra's column-major transpose.
 x = torch.arange(12, dtype=torch.float64).reshape(3, 4)

@@ -134,3 +134,21 @@ def test_jax_arrays_reach_the_libraries_too():
         np.testing.assert_allclose(np.asarray(product), np.asarray(a) @ np.asarray(a).T)
     finally:
         jax.config.update("jax_enable_x64", x64)
+
+
+@pytest.mark.parametrize("layout", ["row-major", "transposed", "requires_grad", "numpy"])
+def test_burn_reads_any_argument_the_kernel_accepts(layout):
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    x = {
+        "row-major": base,
+        "transposed": base.T,
+        "requires_grad": base.clone().requires_grad_(),
+        "numpy": base.numpy()[:, 1:],
+    }[layout]
+    sums, in_place = libs.burn_column_sums(x)
+    # burn's TensorData is the argument's memory where it is C-contiguous; another layout is
+    # compacted (a copy) on the way.
+    assert in_place == (layout in ("row-major", "requires_grad"))
+    expected = np.asarray(x.detach() if layout == "requires_grad" else x).sum(axis=0)
+    np.testing.assert_allclose(np.asarray(sums), expected)
+    assert isinstance(sums, np.ndarray if layout == "numpy" else torch.Tensor)

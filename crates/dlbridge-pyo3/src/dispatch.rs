@@ -31,7 +31,7 @@ pub(crate) struct TypeInfo {
     /// The type's C exchange table (major version 1), if it publishes one that answers as its
     /// `__dlpack__` does: not for a subclass that overrides `__dlpack__` below the class that
     /// published the table (nor, for PyTorch, `__torch_function__`).
-    pub(crate) exchange_table: Option<ExchangeTable>,
+    pub(crate) exchange_table: Option<&'static DLPackExchangeAPI>,
     /// The type is exactly `numpy.ndarray`, whose objects are read directly
     /// ([`crate::host::numpy`]).
     pub(crate) numpy_array: bool,
@@ -47,24 +47,13 @@ pub(crate) struct TypeInfo {
     pub(crate) borrowed_writability: BorrowedWritability,
 }
 
-/// A type's C exchange table, as the per-type cache holds it: process-lifetime data the
-/// producer published ([`TypeInfo::exchange_table`]).
-#[derive(Clone, Copy)]
-pub(crate) struct ExchangeTable(&'static DLPackExchangeAPI);
-
-// SAFETY: the table is immutable, process-lifetime data of C function pointers (the standard
-// requires both), which any thread may read; its functions are called with the GIL held.
-unsafe impl Send for ExchangeTable {}
+// SAFETY: every field is immutable once the entry is published. The exchange table is the
+// only field that is not `Send + Sync` by itself: immutable, process-lifetime data of C
+// function pointers (the standard requires both), which any thread may read; its functions are
+// called with the GIL held (or the thread attached, free-threaded).
+unsafe impl Send for TypeInfo {}
 // SAFETY: as above.
-unsafe impl Sync for ExchangeTable {}
-
-impl ExchangeTable {
-    /// The table.
-    #[inline]
-    pub(crate) fn get(self) -> &'static DLPackExchangeAPI {
-        self.0
-    }
-}
+unsafe impl Sync for TypeInfo {}
 
 impl TypeInfo {
     /// The type, kept alive by this entry for the process.
@@ -257,7 +246,7 @@ fn is_numpy_ndarray(kind: &Bound<'_, PyType>) -> PyResult<bool> {
 /// taken: pure Python code can write any int there (`class X: __c_dlpack_exchange_api__ = 8`),
 /// and following it would read whatever lies at that address as a table of functions. A
 /// capsule of that name can only be made by C code.
-fn lookup_exchange_table(kind: &Bound<'_, PyType>) -> PyResult<Option<ExchangeTable>> {
+fn lookup_exchange_table(kind: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
     let py = kind.py();
     let mut capsule = None;
     for name in [
@@ -294,7 +283,7 @@ fn lookup_exchange_table(kind: &Bound<'_, PyType>) -> PyResult<Option<ExchangeTa
             if table.managed_tensor_from_py_object_no_sync.is_none() {
                 return Ok(None);
             }
-            return Ok(Some(ExchangeTable(table)));
+            return Ok(Some(table));
         }
         // SAFETY: as above; `prev_api` is in the stable header.
         header = unsafe { (*header).prev_api };

@@ -134,7 +134,7 @@ impl ExchangeApi {
     #[inline]
     pub(crate) fn of(info: &TypeInfo) -> Option<ExchangeApi> {
         info.exchange_table.map(|table| ExchangeApi {
-            table: table.get(),
+            table,
             kind: info.type_ptr(),
             framework: info.framework,
         })

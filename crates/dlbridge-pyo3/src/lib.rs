@@ -194,15 +194,16 @@
 //! With the features `nalgebra`, `faer`, `image`, `burn`, `candle` and `arrow` (each turns on
 //! the core crate's bridge of its name), a typed argument is the library's value in one line
 //! (`x.as_faer_mat()?`, `x.as_nalgebra_matrix_transposed()?`, `x.as_image_buffer::<Rgb<u8>>()?`,
-//! `x.to_candle_tensor()?`; the mutable forms on [`TensorArgMut`]), with the core's refusals
-//! as `TypeError`s. The methods belong to the extension traits of the modules `faer`,
-//! `nalgebra`, `image` and `candle` (`FaerArgExt`, `FaerArgMutExt`...), which the
-//! [`prelude`] brings into scope with the core crate's bridge traits. The library's values are
-//! [`IntoTensor`]: `DMatrix`, `DVector`, faer's `Mat`, `ImageBuffer`, burn's `TensorData`,
-//! candle's `Tensor` (a copy) and Arrow's primitive arrays go back with `return_like`. burn's
-//! and Arrow's values own their memory: they take an imported tensor ([`from_dlpack`], then
-//! the core's `into_compact` where the layout needs it, and `into_burn_data` or
-//! `into_arrow_array`).
+//! `x.to_candle_tensor()?`, `x.to_burn_data(py)?`; the mutable forms on [`TensorArgMut`]),
+//! with the core's refusals as `TypeError`s. The methods belong to the extension traits of the
+//! modules `faer`, `nalgebra`, `image`, `candle` and `burn` (`FaerArgExt`, `FaerArgMutExt`...),
+//! which the [`prelude`] brings into scope with the core crate's bridge traits. The library's
+//! values are [`IntoTensor`]: `DMatrix`, `DVector`, faer's `Mat`, `ImageBuffer`, burn's
+//! `TensorData`, candle's `Tensor` (a copy) and Arrow's primitive arrays go back with
+//! `return_like`. Values that own their memory (Arrow's arrays; burn's, which `to_burn_data`
+//! makes this way) take the argument's owned tensor, [`TensorArg::to_managed`], zero-copy and
+//! accepting what the argument accepted, then the core's `into_compact` where the layout
+//! needs it and `into_arrow_array`.
 //! `examples/tensor_libraries` in the repository does each of them on NumPy, PyTorch and JAX.
 //!
 //! ## Kernels on the device (CUDA, ROCm)
@@ -331,7 +332,7 @@ pub use args::borrow::explain_argument;
 pub use args::borrow::{ArgumentInspection, inspect_argument};
 pub use args::constraints::{
     AnyDevice, AnyLayout, CContiguous, Constraints, Contiguous, Cuda, DeviceConstraint,
-    Dimensionality, DimsBetween, FContiguous, HostMemory, Layout, LayoutWith, Rocm,
+    Dimensionality, DimsBetween, FContiguous, HostMemory, LayoutConstraint, LayoutWith, Rocm,
 };
 pub use args::device_arg::{CudaArg, CudaArgMut, DeviceTensorArg, DeviceTensorArgMut};
 pub use args::tensor_arg::{
@@ -354,6 +355,9 @@ pub use framework_table::{
     FRAMEWORK_HOLDINGS, FrameworkHolding, LayoutsTaken, UNKNOWN_FRAMEWORK, framework_holding,
 };
 pub use host::formats::buffer_format;
+#[cfg(feature = "burn")]
+#[cfg_attr(docsrs, doc(cfg(feature = "burn")))]
+pub use libraries::burn;
 #[cfg(feature = "candle")]
 #[cfg_attr(docsrs, doc(cfg(feature = "candle")))]
 pub use libraries::candle;

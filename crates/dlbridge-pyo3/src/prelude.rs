@@ -63,7 +63,7 @@
 pub use crate::args::borrow::explain_argument;
 pub use crate::args::constraints::{
     AnyDevice, AnyLayout, CContiguous, Constraints, Contiguous, Cuda, DeviceConstraint,
-    Dimensionality, DimsBetween, FContiguous, HostMemory, Layout, Rocm,
+    Dimensionality, DimsBetween, FContiguous, HostMemory, LayoutConstraint, Rocm,
 };
 pub use crate::args::device_arg::{CudaArg, CudaArgMut, DeviceTensorArg, DeviceTensorArgMut};
 pub use crate::args::tensor_arg::{
@@ -89,6 +89,8 @@ pub use ndarray::prelude::*;
 
 // The bridges' extension traits, so that their methods are there wherever the prelude is: on
 // typed arguments (this crate's) and on views and tensors (the core crate's).
+#[cfg(feature = "burn")]
+pub use crate::libraries::burn::BurnArgExt as _;
 #[cfg(feature = "candle")]
 pub use crate::libraries::candle::CandleArgExt as _;
 #[cfg(feature = "faer")]

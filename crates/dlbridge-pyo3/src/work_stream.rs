@@ -189,7 +189,7 @@ pub(crate) fn work_stream_of(
     }
     if let Some(current) = info
         .exchange_table
-        .and_then(|table| table.get().current_work_stream)
+        .and_then(|table| table.current_work_stream)
     {
         let mut out: *mut c_void = std::ptr::null_mut();
         // SAFETY: the table's contract: a device type and id, an out pointer, the GIL held.

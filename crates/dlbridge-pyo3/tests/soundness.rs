@@ -570,6 +570,48 @@ fn add_one(mut x: TensorArgMut<'_, u8>) {
 }
 
 #[test]
+fn an_owned_tensor_from_a_class_answering_anew_is_the_arguments_or_refused() {
+    // `TensorArg::to_managed` asks the class a second time (its owned export): a class that
+    // answers with the other tensor is refused, never taken for the argument's memory.
+    attach(|py| {
+        publish_dlpack::<Alternating>(py).unwrap();
+        let tensors = [
+            ClassTensor::new(Export::new(vec![1u8; 4], &[4]).into_versioned().unwrap()),
+            ClassTensor::new(Export::new(vec![2u8; 4], &[4]).into_versioned().unwrap()),
+        ];
+        let object = Bound::new(
+            py,
+            Alternating {
+                tensors,
+                calls: AtomicUsize::new(0),
+            },
+        )
+        .unwrap();
+        let x = object.extract::<TensorArg<'_, u8>>().unwrap();
+        assert_eq!(x.path(), ArgumentPath::ExchangeTable);
+        let refused = x.to_managed(py).unwrap_err();
+        assert!(refused.is_instance_of::<PyBufferError>(py), "{refused}");
+        assert!(
+            refused
+                .to_string()
+                .contains("answered with another tensor than the argument's"),
+            "{refused}"
+        );
+        // The next call answers with the argument's tensor again: taken, the same memory.
+        let owned = x.to_managed(py).unwrap();
+        assert_eq!(
+            owned.view().data_ptr().cast_const().cast::<u8>(),
+            x.view().as_ptr()
+        );
+        assert_eq!(
+            owned.view().as_slice::<u8>().unwrap(),
+            x.view().as_slice().unwrap()
+        );
+        assert!(!owned.is_exclusive(), "the class's memory is shared");
+    });
+}
+
+#[test]
 fn a_class_answering_with_two_tensors_never_has_its_read_only_one_written() {
     attach(|py| {
         publish_dlpack::<Alternating>(py).unwrap();

@@ -15,6 +15,8 @@ use ndarray::{Ix1, Ix2, Ix3, IxDyn};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+use crate::tensor::Tensor;
+
 /// The `_testing` submodule with every kernel below. Like its parent it runs without the GIL
 /// on free-threaded Python.
 pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
@@ -52,6 +54,8 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     testing.add_function(wrap_pyfunction!(byte_histogram, &testing)?)?;
     testing.add_function(wrap_pyfunction!(halves, &testing)?)?;
     testing.add_function(wrap_pyfunction!(matrix_sums, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(owned_f32, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(owned_f32_holding, &testing)?)?;
     Ok(testing)
 }
 
@@ -236,6 +240,38 @@ fn scale(
 #[pyfunction]
 fn add_one(mut x: TensorArgMut<'_, f64, Ix1>) {
     x.view_mut().mapv_inplace(|v| v + 1.0);
+}
+
+/// The argument's owned tensor (`TensorArg::to_managed`) as a `dlbridge.Tensor`, with the
+/// path the argument took and the address of its first element.
+#[pyfunction]
+fn owned_f32(py: Python<'_>, x: TensorArg<'_, f32, IxDyn>) -> PyResult<(Tensor, String, usize)> {
+    let owned = x.to_managed(py)?;
+    Ok((
+        Tensor::new(owned),
+        x.path().to_string(),
+        x.view().as_ptr() as usize,
+    ))
+}
+
+/// Holds the argument's owned tensor (`TensorArg::to_managed`), with its import's read claim,
+/// while `then()` runs after the argument itself is gone; returns what `then` returned and the
+/// owned tensor's elements, read after it.
+#[pyfunction]
+fn owned_f32_holding<'py>(
+    py: Python<'py>,
+    x: TensorArg<'_, f32, IxDyn>,
+    then: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyAny>, Vec<f32>)> {
+    let owned = x.to_managed(py)?;
+    drop(x);
+    let answer = then.call0()?;
+    let values = owned
+        .view()
+        .to_compact_copy()
+        .and_then(|copy| copy.view().as_slice::<f32>().map(<[f32]>::to_vec))
+        .map_err(to_py_err)?;
+    Ok((answer, values))
 }
 
 /// Sums a float32 tensor of any shape and layout.
@@ -426,7 +462,7 @@ fn device_argument_dict<'py>(
     device: dlbridge::Device,
     ptr: u64,
     shape: &[usize],
-    strides: &[isize],
+    strides: &[i64],
     stream: WorkStream,
     path: dlbridge_pyo3::ArgumentPath,
 ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {

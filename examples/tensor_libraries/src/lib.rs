@@ -1,5 +1,5 @@
 //! Rust's tensor libraries and Python's frameworks, through dlbridge: a burn tensor handed to
-//! PyTorch or NumPy, a PyTorch tensor read by nalgebra, faer and candle, an Arrow
+//! PyTorch or NumPy, a PyTorch tensor read by burn, nalgebra, faer and candle, an Arrow
 //! `arrow.fixed_shape_tensor` column handed to NumPy and PyTorch. Each function says whether
 //! the memory crossed without a copy by returning the addresses it saw, which `demo.py` (run
 //! by `make tour`) compares with the framework's own.
@@ -40,6 +40,24 @@ fn burn_arange<'py>(
     let data = tensor.into_data();
     let address = data.as_bytes().as_ptr() as usize;
     Ok((return_like(py, data, like)?, address))
+}
+
+/// The column sums of a float32 matrix computed by burn (Flex backend), as a tensor of `x`'s
+/// framework, and whether burn's `TensorData` was the argument's own memory (a C-contiguous
+/// matrix is handed over as it is; another layout is compacted first, a copy). Any tensor the
+/// argument accepts is taken: a PyTorch tensor that autograd tracks is read as `x.detach()`.
+#[pyfunction]
+fn burn_column_sums<'py>(
+    py: Python<'py>,
+    x: TensorArg2<'_, f32>,
+) -> KernelResult<(Bound<'py, PyAny>, bool)> {
+    let data = x.to_burn_data(py)?;
+    let in_place = data.as_bytes().as_ptr() == x.view().as_ptr().cast::<u8>();
+    let columns = x.view().ncols();
+    let sums: Tensor<1> = Tensor::<2>::from_data(data, &Device::flex())
+        .sum_dim(0)
+        .reshape([columns]);
+    Ok((x.return_like(py, sums.into_data())?, in_place))
 }
 
 /// `x @ v` computed by nalgebra over a row-major float64 matrix and a vector, both read in
@@ -112,6 +130,7 @@ fn arrow_fixed_shape_column<'py>(
 #[pymodule]
 fn dlbridge_tensor_libraries(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(burn_arange, module)?)?;
+    module.add_function(wrap_pyfunction!(burn_column_sums, module)?)?;
     module.add_function(wrap_pyfunction!(nalgebra_matvec, module)?)?;
     module.add_function(wrap_pyfunction!(faer_matmul, module)?)?;
     module.add_function(wrap_pyfunction!(candle_column_sums, module)?)?;

@@ -128,8 +128,9 @@ macro_rules! argument_accessors {
             }
 
             /// The strides, in elements (negative ones allowed unless a layout constraint
-            /// forbids them).
-            pub fn strides(&self) -> &[isize] {
+            /// forbids them): `i64`, as DLPack stores them and as the core's `TensorView`,
+            /// `Export::strides` and `ClassTensor` give and take them.
+            pub fn strides(&self) -> &[i64] {
                 self.tensor.strides()
             }
 

@@ -2,6 +2,8 @@
 //! ([`extract_with`]), each borrowing a descriptor for the call without copying, and the
 //! reference path, a full import, that every other path answers as.
 
+use std::sync::Arc;
+
 use dlbridge::{DataType, ManagedTensor, TensorView, Writability};
 use pyo3::prelude::*;
 
@@ -17,9 +19,10 @@ use crate::stream_argument::ConsumerStream;
 use crate::writability_hook;
 
 /// Where an argument's descriptor came from: borrowed from the producer through its exchange
-/// API table (no allocation), or imported and owned for the call. One pointer wide (the
-/// owned tensor is boxed on that path, which allocates anyway), so that arguments stay small
-/// to move on the borrowed path.
+/// API table (no allocation), or imported and owned for the call. One pointer wide beside its
+/// tag (the owned tensor is in an `Arc` on those paths, which allocate anyway), so that
+/// arguments stay small to move on the borrowed paths; the `Arc` lets the argument's owned
+/// tensor be shared beyond the call ([`TensorArg::to_managed`](crate::TensorArg::to_managed)).
 pub(crate) enum Source {
     /// A descriptor borrowed from the producer's exchange table.
     ExchangeTable,
@@ -27,36 +30,21 @@ pub(crate) enum Source {
     NumpyStruct,
     /// A buffer-protocol export.
     Buffer(#[allow(dead_code)] HeldBuffer),
-    /// An owned tensor: an export through the exchange table
-    /// (`managed_tensor_from_py_object_no_sync`), or a full import ([`crate::from_dlpack`], the
-    /// reference path).
-    Owned(Box<OwnedTensor>),
-}
-
-/// The tensor of [`Source::Owned`].
-pub(crate) struct OwnedTensor {
-    _tensor: ManagedTensor,
-    /// Exported through the exchange table (not imported with [`crate::from_dlpack`]).
-    through_table: bool,
+    /// An owned export through the exchange table (`managed_tensor_from_py_object_no_sync`).
+    ExchangeExport(Arc<ManagedTensor>),
+    /// A full import ([`crate::from_dlpack`]'s negotiation), the reference path.
+    Dlpack(Arc<ManagedTensor>),
 }
 
 impl Source {
-    /// An owned tensor.
-    fn owned(tensor: ManagedTensor, through_table: bool) -> Self {
-        Source::Owned(Box::new(OwnedTensor {
-            _tensor: tensor,
-            through_table,
-        }))
-    }
-
     /// The path this source stands for.
     pub(crate) fn path(&self) -> ArgumentPath {
         match self {
             Source::ExchangeTable => ArgumentPath::ExchangeTable,
             Source::NumpyStruct => ArgumentPath::NumpyStruct,
             Source::Buffer(_) => ArgumentPath::BufferProtocol,
-            Source::Owned(owned) if owned.through_table => ArgumentPath::ExchangeExport,
-            Source::Owned(_) => ArgumentPath::Dlpack,
+            Source::ExchangeExport(_) => ArgumentPath::ExchangeExport,
+            Source::Dlpack(_) => ArgumentPath::Dlpack,
         }
     }
 }
@@ -144,7 +132,7 @@ pub(crate) fn extract_with<R>(
         let view = tensor.view();
         make(&view, Access::new(view.writability(), ArgumentPath::Dlpack))?
     };
-    Ok((Source::owned(tensor, false), made))
+    Ok((Source::Dlpack(Arc::new(tensor)), made))
 }
 
 /// The stream a full import asks the producer's `__dlpack__` for, found for the object
@@ -211,7 +199,7 @@ fn extract_from_table<R>(
                 Access::new(view.writability(), ArgumentPath::ExchangeExport),
             )?
         };
-        return Ok(Some((Source::owned(tensor, true), made)));
+        return Ok(Some((Source::ExchangeExport(Arc::new(tensor)), made)));
     };
     // SAFETY: the producer filled the descriptor for an object the caller keeps alive and
     // unchanged for the call.

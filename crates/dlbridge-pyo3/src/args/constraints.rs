@@ -1,6 +1,6 @@
 //! What a typed argument requires of a tensor, declared in its type: the number of
 //! dimensions ([`Dimensionality`]: ndarray's `Ix1`..`Ix6`, `IxDyn`) and any constraints
-//! ([`Constraints`]): a layout ([`Layout`]: C- or F-contiguous), extents ([`shape!`](crate::shape)),
+//! ([`Constraints`]): a layout ([`LayoutConstraint`]: C- or F-contiguous), extents ([`shape!`](crate::shape)),
 //! or both, as a tuple in either order; and the check of a descriptor against them, whose
 //! message says what was expected and what was received.
 
@@ -56,7 +56,7 @@ impl Dimensionality for IxDyn {}
 /// // column-major matrices (a transposed C-contiguous one, say) and nothing else.
 /// type ColumnMajor<'a> = TensorArg<'a, f64, Ix2, FContiguous>;
 /// ```
-pub trait Layout: 'static {
+pub trait LayoutConstraint: 'static {
     /// How the layout is named in error messages ("C-contiguous"), empty for any layout.
     const NAME: &'static str;
     /// Whether `view` has this layout.
@@ -103,21 +103,21 @@ pub struct CContiguous;
 /// ```
 pub struct FContiguous;
 
-impl Layout for AnyLayout {
+impl LayoutConstraint for AnyLayout {
     const NAME: &'static str = "";
     fn accepts(_: &TensorView<'_>) -> bool {
         true
     }
 }
 
-impl Layout for CContiguous {
+impl LayoutConstraint for CContiguous {
     const NAME: &'static str = "C-contiguous ";
     fn accepts(view: &TensorView<'_>) -> bool {
         view.is_c_contiguous()
     }
 }
 
-impl Layout for FContiguous {
+impl LayoutConstraint for FContiguous {
     const NAME: &'static str = "F-contiguous ";
     fn accepts(view: &TensorView<'_>) -> bool {
         view.is_f_contiguous()
@@ -144,7 +144,7 @@ impl Layout for FContiguous {
             or `(CContiguous, MyShape)` with a shape), or call `try_as_slice`, which is \
             `None` for a tensor that is not contiguous"
 )]
-pub trait Contiguous: Layout {}
+pub trait Contiguous: LayoutConstraint {}
 
 impl Contiguous for CContiguous {}
 impl Contiguous for FContiguous {}
@@ -167,9 +167,9 @@ impl Contiguous for FContiguous {}
     label = "two different layouts in one argument's constraints",
     note = "give at most one of `CContiguous` and `FContiguous`"
 )]
-pub trait LayoutWith<Other: Layout>: Layout {
+pub trait LayoutWith<Other: LayoutConstraint>: LayoutConstraint {
     /// The layout both require.
-    type Both: Layout;
+    type Both: LayoutConstraint;
 }
 
 macro_rules! layouts_with {
@@ -221,7 +221,7 @@ layouts_with! {
 )]
 pub trait Constraints: 'static {
     /// The layout required ([`AnyLayout`] for none).
-    type Layout: Layout;
+    type Layout: LayoutConstraint;
     /// The required extents, one per dimension (`None` for a free one); `None` for no shape.
     const EXTENTS: Option<&'static [Option<usize>]>;
     /// The range of numbers of dimensions allowed, both ends included ([`DimsBetween`]);
@@ -594,7 +594,7 @@ pub(crate) fn expectation_at<T: Element, D: Dimension, C: Constraints>(
         "a {}{} {}tensor",
         if writable { "writable " } else { "" },
         T::DTYPE,
-        <C::Layout as Layout>::NAME
+        <C::Layout as LayoutConstraint>::NAME
     );
     if let Some(extents) = C::EXTENTS {
         let parts: Vec<String> = extents

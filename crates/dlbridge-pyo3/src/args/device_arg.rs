@@ -183,10 +183,11 @@ impl<D: Dimension> DeviceTensor<D> {
         }
     }
 
-    fn strides(&self) -> &[isize] {
+    fn strides(&self) -> &[i64] {
         let strides = self.strides.slice();
-        // SAFETY: `usize` and `isize` have one size and alignment; every bit pattern is valid.
-        unsafe { std::slice::from_raw_parts(strides.as_ptr().cast::<isize>(), strides.len()) }
+        // SAFETY: `usize` and `i64` have one size and alignment (the crate builds for 64-bit
+        // targets only, checked in `host`); every bit pattern is valid.
+        unsafe { std::slice::from_raw_parts(strides.as_ptr().cast::<i64>(), strides.len()) }
     }
 }
 

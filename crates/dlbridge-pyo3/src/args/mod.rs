@@ -52,3 +52,4 @@ pub(crate) mod constraints;
 pub(crate) mod accessors;
 pub(crate) mod tensor_arg;
 pub(crate) mod device_arg;
+pub(crate) mod owned;

@@ -74,8 +74,8 @@ use crate::framework::FrameworkRules;
 ///
 /// The argument is `Send` and `Sync`: the GIL may be released while the kernel runs (`py.detach`).
 pub struct TensorArg<'a, T: Element, D: Dimensionality = IxDyn, C: Constraints = ()> {
-    view: ArrayView<'a, T, D>,
-    held: Held,
+    pub(crate) view: ArrayView<'a, T, D>,
+    pub(crate) held: Held,
     _constraints: PhantomData<C>,
 }
 

@@ -12,14 +12,15 @@
 //! 3.11 does not export them): build for `abi3-py311` to read buffers there.
 
 use std::ffi::CStr;
+use std::ptr::NonNull;
 
 use dlbridge::ffi::DLTensor;
-use dlbridge::{Device, TensorView, Writability};
+use dlbridge::{Device, ManagedTensor, TensorView, Writability};
 use pyo3::prelude::*;
 
 use super::formats::dtype_of_buffer_format;
 use super::strides::{ElementStrides, HOST_MAX_NDIM};
-use crate::errors::argument_error;
+use crate::errors::{argument_error, to_py_err};
 
 /// The buffer protocol's C API: PyO3's declarations wherever the API has it.
 #[cfg(not(all(Py_LIMITED_API, not(Py_3_11))))]
@@ -137,30 +138,78 @@ fn refusal_without_buffer_api(object: &Bound<'_, PyAny>) -> Option<PyErr> {
 }
 
 /// A buffer-protocol export held for as long as a view of it is used, and released, with the
-/// GIL, when dropped. Boxed: some exporters point the buffer's fields at the buffer itself.
-pub(crate) struct HeldBuffer(Box<ffi::Py_buffer>);
+/// GIL, when dropped. On the heap, where it stays: some exporters point the buffer's fields at
+/// the buffer itself (CPython's `bytes` and `bytearray` point `shape` at `len`), and a view
+/// made from them stays in use while this value moves. Held by a raw pointer, not a `Box`, so
+/// that moving it asserts no exclusive access to the buffer those pointers reach.
+pub(crate) struct HeldBuffer(NonNull<ffi::Py_buffer>);
+
+impl HeldBuffer {
+    /// Holds a buffer filled by a successful `PyObject_GetBuffer`, to be released once, by
+    /// this value's drop.
+    fn new(buffer: Box<ffi::Py_buffer>) -> Self {
+        HeldBuffer(NonNull::from(Box::leak(buffer)))
+    }
+}
 
 impl Drop for HeldBuffer {
     fn drop(&mut self) {
         // Where the interpreter is finalizing or gone (a tensor dropped by a thread at exit),
         // nothing may be released any more: the export is left as it is (attaching panics).
         let _released = Python::try_attach(|_py| {
-            // SAFETY: filled by a successful `PyObject_GetBuffer`, released once, here, with
-            // the GIL held.
-            unsafe { ffi::PyBuffer_Release(&mut *self.0) }
+            // SAFETY: filled by a successful `PyObject_GetBuffer` (`new`'s contract), released
+            // once, here, with the GIL held.
+            unsafe { ffi::PyBuffer_Release(self.0.as_ptr()) }
         });
+        // SAFETY: the box leaked by `new`, freed once, here; nothing reads it after the drop.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
     }
 }
+
+// SAFETY: the export is plain data (pointers into memory its exporter keeps for it) that no
+// thread reads through this value; its only use is its release, in `drop`, which attaches to
+// the interpreter first, as releasing a buffer needs on any thread.
+unsafe impl Send for HeldBuffer {}
 
 /// Exports `object`'s buffer (with strides and format, read-only allowed) and runs `use_view`
 /// on it as a validated view, with whether it may be written; the buffer is returned with the
 /// result, to be held for as long as the result uses the memory. `None` when the object has
 /// no usable buffer (no buffer, a format or layout this path does not take): DLPack is tried
 /// next. A buffer that fails validation is a `TypeError` ([`argument_error`]).
+#[inline]
 pub(crate) fn with_buffer_view<R>(
     object: &Bound<'_, PyAny>,
     use_view: impl FnOnce(&TensorView<'_>, Writability) -> PyResult<R>,
 ) -> PyResult<Option<(HeldBuffer, R)>> {
+    export_buffer(object, |held, view, writability| {
+        Ok((held, use_view(view, writability)?))
+    })
+}
+
+/// `object`'s buffer as an owned tensor that holds the export (zero-copy, read-only where
+/// the buffer is), the same tensor that [`with_buffer_view`] shows; `None` where that gives
+/// none. The memory stays the object's: the tensor is marked shared.
+pub(crate) fn import_buffer(object: &Bound<'_, PyAny>) -> PyResult<Option<ManagedTensor>> {
+    export_buffer(object, |held, view, writability| {
+        // SAFETY: the export (`held`, moved into the tensor as its owner) keeps the buffer's
+        // memory alive and its layout unchanged (an exporter refuses to resize while
+        // exported) until it is released, and writable only where it was exported writable.
+        let mut tensor =
+            unsafe { ManagedTensor::export_view(view, held, !writability.allows_writes()) }
+                .map_err(to_py_err)?;
+        tensor.mark_shared();
+        Ok(tensor)
+    })
+}
+
+/// The export of [`with_buffer_view`] and [`import_buffer`]: `use_view` gets the held export
+/// (which the view's memory lives as long as: moving it does not move the boxed `Py_buffer`),
+/// the validated view, and whether it may be written.
+#[inline(always)]
+fn export_buffer<R>(
+    object: &Bound<'_, PyAny>,
+    use_view: impl FnOnce(HeldBuffer, &TensorView<'_>, Writability) -> PyResult<R>,
+) -> PyResult<Option<R>> {
     #[cfg(all(Py_LIMITED_API, not(Py_3_11)))]
     if !ffi::available(object.py()) {
         return match refusal_without_buffer_api(object) {
@@ -180,8 +229,11 @@ pub(crate) fn with_buffer_view<R>(
         drop(PyErr::take(object.py()));
         return Ok(None);
     }
-    let held = HeldBuffer(buffer);
-    let buffer = &*held.0;
+    let held = HeldBuffer::new(buffer);
+    // SAFETY: the filled buffer `held` keeps on the heap until it is dropped, after every use
+    // of this reference and of the view made from it (`held` is moved meanwhile, which leaves
+    // the buffer where it is).
+    let buffer: &ffi::Py_buffer = unsafe { held.0.as_ref() };
     let ndim = match usize::try_from(buffer.ndim) {
         Ok(ndim) if ndim <= HOST_MAX_NDIM => ndim,
         _ => return Ok(None),
@@ -225,6 +277,5 @@ pub(crate) fn with_buffer_view<R>(
     // SAFETY: the buffer's memory and shape stay valid while `held` lives, and the strides
     // while `room` does, which is past every use of the view (inside `use_view`).
     let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(argument_error)?;
-    let made = use_view(&view, writability)?;
-    Ok(Some((held, made)))
+    use_view(held, &view, writability).map(Some)
 }

@@ -7,8 +7,10 @@
 //! methods of the core's bridges (`as_nalgebra_matrix`, `as_faer_mat`, `as_image_buffer`,
 //! `to_candle_tensor`, ...), borrowing the argument for the call, with the core's checks and
 //! refusals (a `TypeError` naming the library and the layout). burn's `TensorData` and Arrow's
-//! arrays own their memory, so they take an imported tensor, which lives as long as they do:
-//! `from_dlpack(x.object(py), &ImportOptions::default())?.into_burn_data()?`.
+//! arrays own their memory, so they take the argument's owned tensor
+//! ([`TensorArg::to_managed`](crate::TensorArg::to_managed)), which lives as long as they do:
+//! `x.to_burn_data(py)?` (compacted where burn needs it), or
+//! `x.to_managed(py)?.into_arrow_array::<Float32Type>()?`.
 //!
 //! Out: [`IntoTensor`](crate::IntoTensor) is implemented for `DMatrix`, `DVector`, faer's
 //! `Mat`, `ImageBuffer`, burn's `TensorData`, candle's `Tensor` (a copy) and Arrow's primitive
@@ -57,7 +59,8 @@ mod core_view;
     feature = "nalgebra",
     feature = "faer",
     feature = "image",
-    feature = "candle"
+    feature = "candle",
+    feature = "burn"
 ))]
 mod sealed;
 #[cfg(feature = "candle")]
@@ -68,5 +71,7 @@ pub mod faer;
 pub mod image;
 #[cfg(feature = "nalgebra")]
 pub mod nalgebra;
-#[cfg(any(feature = "burn", feature = "arrow"))]
-mod owning;
+#[cfg(feature = "arrow")]
+mod arrow;
+#[cfg(feature = "burn")]
+pub mod burn;

@@ -307,7 +307,7 @@ pub fn return_like<'py>(
         result.into_tensor().map_err(to_py_err)?
     };
     if let Some(table) = info.exchange_table {
-        if let Some(wrap) = table.get().managed_tensor_to_py_object_no_sync {
+        if let Some(wrap) = table.managed_tensor_to_py_object_no_sync {
             // What the framework can hold: a copy of a read-only result for PyTorch and
             // PaddlePaddle, a compact one of a layout they refuse.
             let tensor = fit_for(py, tensor, framework_table::for_exchange_table(info))?;
