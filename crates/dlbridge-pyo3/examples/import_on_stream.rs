@@ -1,6 +1,6 @@
 //! A CUDA tensor imported from PyTorch on a stream of one's own (needs a GPU, and PyTorch with
 //! CUDA in the embedded interpreter).
-use dlbridge_pyo3::{ConsumerStream, ImportOptions, StreamHandle};
+use dlbridge_pyo3::{ImportOptions, streams::ConsumerStream, streams::StreamHandle};
 use pyo3::prelude::*;
 
 fn main() -> PyResult<()> {

@@ -42,7 +42,7 @@ const fn capsule_name<const N: usize>(bytes: &'static CapsuleName<N>) -> &'stati
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{into_capsule, DLTENSOR};
+/// use dlbridge_pyo3::{capsule::into_capsule, capsule::DLTENSOR};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -58,7 +58,7 @@ pub const DLTENSOR: &CStr = capsule_name(&DLTENSOR_NAME);
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{into_capsule, DLTENSOR_VERSIONED};
+/// use dlbridge_pyo3::{capsule::into_capsule, capsule::DLTENSOR_VERSIONED};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -74,7 +74,7 @@ pub const DLTENSOR_VERSIONED: &CStr = capsule_name(&DLTENSOR_VERSIONED_NAME);
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{from_capsule, into_capsule, USED_DLTENSOR};
+/// use dlbridge_pyo3::{capsule::from_capsule, capsule::into_capsule, capsule::USED_DLTENSOR};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -91,7 +91,7 @@ pub const USED_DLTENSOR: &CStr = c"used_dltensor";
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{from_capsule, into_capsule, USED_DLTENSOR_VERSIONED};
+/// use dlbridge_pyo3::{capsule::from_capsule, capsule::into_capsule, capsule::USED_DLTENSOR_VERSIONED};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -114,7 +114,7 @@ pub const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
 /// ```
 /// use dlbridge::ffi::DLPackExchangeAPIHeader;
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::DLPACK_EXCHANGE_API;
+/// use dlbridge_pyo3::capsule::DLPACK_EXCHANGE_API;
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
 /// # #[pyclass(frozen)]
@@ -164,7 +164,7 @@ pub const DLPACK_EXCHANGE_API: &CStr = c"dlpack_exchange_api";
 /// use std::sync::Arc;
 ///
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::into_capsule;
+/// use dlbridge_pyo3::capsule::into_capsule;
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -358,7 +358,7 @@ unsafe fn capsule_kind(name: *const std::ffi::c_char) -> Option<CapsuleKind> {
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{from_capsule, into_capsule};
+/// use dlbridge_pyo3::{capsule::from_capsule, capsule::into_capsule};
 /// use pyo3::exceptions::PyValueError;
 /// use pyo3::prelude::*;
 /// # Python::initialize();
@@ -395,16 +395,24 @@ pub(crate) fn take_from_capsule(
     pyo3::sync::critical_section::with_critical_section(object, || consume(capsule, claim))
 }
 
-/// Marks a tensor imported from Python shared ([`ManagedTensor::mark_shared`]), unless it is
-/// a copy the producer made for it (IS_COPIED): the producer's object, its other views and
+/// The postcondition of every import of a Python object's memory, whatever its source (a
+/// capsule, NumPy's struct, a buffer export, an exchange table's export): the tensor is marked
+/// shared ([`ManagedTensor::mark_shared`]), since the producer's object, its other views and
 /// other imports of it can still reach the memory, so Rust may read it but not take a
 /// `&mut [T]` of it (a kernel writes through a `TensorArgMut`, whose aliasing registry sees
 /// every argument). A tensor marked shared is one that the public imports claim
-/// ([`claim_import`]).
+/// ([`claim_import`]). Called where each source makes its tensor.
+#[inline(always)]
+pub(crate) fn mark_imported(tensor: &mut ManagedTensor) {
+    tensor.mark_shared();
+}
+
+/// [`mark_imported`], unless the tensor is a copy the producer made for this import
+/// (IS_COPIED, which only `__dlpack__(copy=True)` asks for): a capsule's tensor.
 #[inline(always)]
 fn shared_unless_copied(tensor: &mut ManagedTensor) {
     if !tensor.flags().is_copied() {
-        tensor.mark_shared();
+        mark_imported(tensor);
     }
 }
 

@@ -7,7 +7,7 @@
 //!
 //! Below both sides of the protocol in the crate's layers: typed arguments claim what they
 //! reach for as long as they live ([`Claim::new`]); [`crate::from_dlpack`] and
-//! [`crate::export_capsule`] claim the source of each copy they make for the copy's duration
+//! [`crate::produce::export_capsule`] claim the source of each copy they make for the copy's duration
 //! ([`Claim::for_copy`]), a read claim that is refused while a `TensorArgMut` writes the
 //! memory; [`compact_copy`] is such a copy for anyone's code (the `dlbridge` package's
 //! `Tensor.copy()` and pickling use it). The tensor of a tensor class is read by Rust code

@@ -14,7 +14,7 @@ use crate::errors::repr_of;
 ///
 /// ```
 /// use dlbridge::DeviceType;
-/// use dlbridge_pyo3::dlpack_device;
+/// use dlbridge_pyo3::device::dlpack_device;
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 /// # Python::initialize();
@@ -40,7 +40,7 @@ pub fn dlpack_device(object: &Bound<'_, PyAny>) -> PyResult<Device> {
 ///
 /// ```
 /// use dlbridge::DeviceType;
-/// use dlbridge_pyo3::device_from_tuple;
+/// use dlbridge_pyo3::device::device_from_tuple;
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::exceptions::PyTypeError;
 /// use pyo3::prelude::*;
@@ -81,7 +81,7 @@ pub fn device_from_tuple(result: &Bound<'_, PyAny>) -> PyResult<Device> {
 /// [`device_from_tuple`] does; a malformed one is a `ValueError` naming the argument.
 ///
 /// ```
-/// use dlbridge_pyo3::device_argument;
+/// use dlbridge_pyo3::device::device_argument;
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::exceptions::PyValueError;
 /// use pyo3::prelude::*;

@@ -1,6 +1,7 @@
 //! The C exchange API of DLPack 1.3 (`__dlpack_c_exchange_api__`), consumer side: importing or
-//! describing a tensor through a type's function table ([`ExchangeApi`], over the table
-//! [`crate::dispatch`] found once per type), without calling `__dlpack__`.
+//! describing a tensor through a type's function table ([`ExchangeApi`], over the table found
+//! once per type, [`exchange_api`]), without calling `__dlpack__`. The producer side, a table
+//! of one's own class: [`crate::produce::publish_exchange_api`].
 
 use std::ptr::NonNull;
 use std::sync::OnceLock;
@@ -12,6 +13,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+use crate::capsule::mark_imported;
 use crate::claims::claim_import;
 use crate::dispatch::{TypeInfo, type_info};
 use crate::errors::{to_py_err, type_name};
@@ -25,7 +27,7 @@ use crate::framework::FrameworkRules;
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{exchange_api_enabled, exchange_api_exports, NO_EXCHANGE_API_ENV};
+/// use dlbridge_pyo3::{exchange::exchange_api_enabled, produce::exchange_api_exports, exchange::NO_EXCHANGE_API_ENV};
 /// use pyo3::prelude::*;
 /// # #[pyclass(frozen)]
 /// # struct Image {
@@ -65,11 +67,11 @@ pub const NO_EXCHANGE_API_ENV: &str = "DLBRIDGE_NO_EXCHANGE_API";
 
 /// A producer's function table, valid for the life of the process (the standard requires it).
 ///
-/// Found per type with [`exchange_api`](crate::exchange_api); here on `Image`, the class of
+/// Found per type with [`exchange_api`]; here on `Image`, the class of
 /// [`TensorClass`](crate::TensorClass)'s example:
 ///
 /// ```
-/// use dlbridge_pyo3::exchange_api;
+/// use dlbridge_pyo3::exchange::exchange_api;
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 /// # #[pyclass(frozen)]
@@ -257,11 +259,11 @@ impl ExchangeApi {
         }
         // SAFETY: on success the producer handed over an owned tensor (or NULL, rejected).
         let mut imported = unsafe { ManagedTensor::from_raw_versioned(out) }.map_err(to_py_err);
-        // The object's memory: the object and its other views still reach it. (Marked in
-        // place: unwrapping and wrapping the result again would copy the tensor. A table's
-        // export is the object's own memory, never a copy, so its flags are not read.)
+        // The object's memory (marked in place: unwrapping and wrapping the result again would
+        // copy the tensor). A table's export is the object's own memory, never a copy, so its
+        // flags are not read.
         if let Ok(tensor) = &mut imported {
-            tensor.mark_shared();
+            mark_imported(tensor);
         }
         imported
     }
@@ -273,7 +275,7 @@ impl ExchangeApi {
 /// The variable is read on the first call; setting it later changes nothing:
 ///
 /// ```
-/// use dlbridge_pyo3::{exchange_api_enabled, NO_EXCHANGE_API_ENV};
+/// use dlbridge_pyo3::{exchange::exchange_api_enabled, exchange::NO_EXCHANGE_API_ENV};
 ///
 /// // SAFETY: (both calls) the example has one thread, so none reads the environment while it
 /// // changes.
@@ -296,7 +298,7 @@ pub fn exchange_api_enabled() -> bool {
 /// table once published:
 ///
 /// ```
-/// use dlbridge_pyo3::exchange_api;
+/// use dlbridge_pyo3::exchange::exchange_api;
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyByteArray;

@@ -13,10 +13,10 @@
 //! | `"dlpack"` | | `__dlpack__`, held for the call |
 //!
 //! Where the two reach a tensor the same way they say so with the same word (one table of
-//! names, [`path_name`]). An import also reports its negotiation ([`ImportStep`]) and who
-//! copied ([`Copier`]); both reports describe the tensor seen the same way (`dtype`, `device`,
-//! `shape`, `strides`, `read_only`). The consume side fills them in ([`crate::consume`],
-//! [`crate::args`]); nothing here reads a tensor.
+//! names). An import also reports its negotiation ([`ImportStep`]) and who copied
+//! ([`Copier`]); both reports describe the tensor seen the same way (`dtype`, `device`,
+//! `shape`, `strides`, `read_only`). The imports and typed arguments fill them in; nothing here
+//! reads a tensor.
 
 use dlbridge::{DataType, Device, Version};
 
@@ -44,7 +44,7 @@ mod path_name {
 /// [`ImportPath::ExchangeTable`] and [`ImportPath::NumpyStruct`] never go through a capsule.
 ///
 /// ```
-/// use dlbridge_pyo3::ImportPath;
+/// use dlbridge_pyo3::explain::ImportPath;
 ///
 /// assert_eq!(ImportPath::DlpackLegacy.name(), "dlpack-legacy");
 /// assert_eq!(ImportPath::ExchangeTable.to_string(), "exchange");
@@ -92,7 +92,7 @@ impl std::fmt::Display for ImportPath {
 /// path left for `__dlpack__`, a retry for an older producer, a device or a copy seen to here.
 ///
 /// ```
-/// use dlbridge_pyo3::ImportStep;
+/// use dlbridge_pyo3::explain::ImportStep;
 ///
 /// assert_eq!(ImportStep::MaxVersionRefused.name(), "max-version-refused");
 /// assert!(ImportStep::CopiedHere.to_string().contains("copy"));
@@ -264,7 +264,7 @@ pub struct ImportReport {
 /// None of them copies the elements: the argument is a view of the caller's memory.
 ///
 /// ```
-/// use dlbridge_pyo3::ArgumentPath;
+/// use dlbridge_pyo3::explain::ArgumentPath;
 ///
 /// assert_eq!(ArgumentPath::NumpyStruct.name(), "numpy");
 /// assert_eq!(ArgumentPath::Dlpack.to_string(), "dlpack");

@@ -305,6 +305,19 @@ impl LazyBits {
     }
 }
 
+/// What a tensor is reached for, which decides the rules of its framework that apply
+/// ([`FrameworkRules::admit`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Purpose {
+    /// An import (`from_dlpack`): what the framework's `__dlpack__` refuses is refused.
+    Import,
+    /// A read-only typed argument: a tensor autograd tracks is read as `detach()` reads it.
+    Read,
+    /// A writable typed argument: written only where the framework's in-place operations
+    /// would write.
+    Write,
+}
+
 impl FrameworkRules {
     /// The tensor class, as messages name it: `torch.Tensor`, `paddle.Tensor`.
     #[inline]
@@ -338,7 +351,7 @@ impl FrameworkRules {
     /// `from_dlpack`'s refusals (`BufferError`), in the order of `__dlpack__`'s: a tracked
     /// tensor, then a lazy view. `exported` is what the exchange table made of the object,
     /// when it was asked: its data type and layout spare the questions that cannot be yes.
-    pub(crate) fn refuse_export(
+    fn refuse_export(
         &self,
         object: &Bound<'_, PyAny>,
         exported: Option<&TensorView<'_>>,
@@ -365,7 +378,7 @@ impl FrameworkRules {
     /// one, a view made under no_grad or inference mode, an output of a multi-output view
     /// or custom Function; it records the operation for the other tracked tensors, which a
     /// Rust kernel cannot do, so these are refused too).
-    pub(crate) fn check_writable(&self, object: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn check_writable(&self, object: &Bound<'_, PyAny>) -> PyResult<()> {
         if let Some(inference) = &self.inference {
             if inference.written_outside_inference_mode(object)? {
                 return Err(PyTypeError::new_err(
@@ -386,6 +399,40 @@ impl FrameworkRules {
             )));
         }
         Ok(())
+    }
+
+    /// The framework's rules for `object` reached for `purpose`, applied once by every path:
+    /// after the source that described its tensor (`exported`), or, for `__dlpack__`, before
+    /// it is asked (`None`: every question is asked). Refused:
+    ///
+    /// - for an import, what the framework's `__dlpack__` refuses, in its order
+    ///   ([`FrameworkRules::refuse_export`], `BufferError`): a tracked tensor, a lazy view;
+    /// - for a writable argument, what its in-place operations refuse
+    ///   ([`FrameworkRules::check_writable`], `TypeError`), then a lazy view;
+    /// - for a read-only argument, a lazy view (a tracked tensor is read as `detach()` reads
+    ///   it).
+    ///
+    /// A lazy view (PyTorch's conjugation or negation bit) holds other values in memory than
+    /// the tensor's: every purpose refuses it, with the same `BufferError`.
+    #[inline]
+    pub(crate) fn admit(
+        &self,
+        object: &Bound<'_, PyAny>,
+        exported: Option<&TensorView<'_>>,
+        purpose: Purpose,
+    ) -> PyResult<()> {
+        match purpose {
+            Purpose::Import => return self.refuse_export(object, exported),
+            Purpose::Write => self.check_writable(object)?,
+            Purpose::Read => {}
+        }
+        match &self.lazy_bits {
+            Some(lazy_bits) => match lazy_bits.refusal(object, exported)? {
+                Some(refusal) => Err(refusal),
+                None => Ok(()),
+            },
+            None => Ok(()),
+        }
     }
 
     /// `object` outside autograd: `object.detach()` for a tracked tensor (the same memory),

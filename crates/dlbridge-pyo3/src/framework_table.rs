@@ -15,7 +15,7 @@ use crate::writability_hook::{shared_reason, writable_for_python};
 /// strides, in every rule (as DLPack and the frameworks read them).
 ///
 /// ```
-/// use dlbridge_pyo3::LayoutsTaken;
+/// use dlbridge_pyo3::framework_table::LayoutsTaken;
 /// // faer's 3x3 product: column-major with padded columns (column stride 8, not 3).
 /// let (shape, padded) = ([3, 3], [1, 8]);
 /// assert!(LayoutsTaken::AnyStrides.takes(&shape, &padded));
@@ -46,7 +46,7 @@ impl LayoutsTaken {
     /// it is.
     ///
     /// ```
-    /// use dlbridge_pyo3::LayoutsTaken;
+    /// use dlbridge_pyo3::framework_table::LayoutsTaken;
     /// assert!(LayoutsTaken::Compact.takes(&[2, 1, 3], &[1, 99, 2])); // extent 1: any stride
     /// assert!(LayoutsTaken::RowMajorCompact.takes(&[0, 3], &[7, 7])); // empty: always
     /// assert!(!LayoutsTaken::Compact.takes(&[2, 3], &[0, 1])); // a broadcast
@@ -97,7 +97,7 @@ impl LayoutsTaken {
     /// `"non-negative"`, `"compact"`, `"row-major compact"`.
     ///
     /// ```
-    /// assert_eq!(dlbridge_pyo3::LayoutsTaken::Compact.name(), "compact");
+    /// assert_eq!(dlbridge_pyo3::framework_table::LayoutsTaken::Compact.name(), "compact");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
@@ -113,7 +113,7 @@ impl LayoutsTaken {
 /// [`FRAMEWORK_HOLDINGS`] (whose documentation gives the rule that reads it).
 ///
 /// ```
-/// use dlbridge_pyo3::{LayoutsTaken, framework_holding};
+/// use dlbridge_pyo3::{framework_table::LayoutsTaken, framework_table::framework_holding};
 /// let torch = framework_holding("torch").unwrap();
 /// assert!(!torch.holds_read_only);
 /// assert_eq!(torch.layouts, LayoutsTaken::NonNegativeStrides);
@@ -141,7 +141,7 @@ impl FrameworkHolding {
     ///
     /// ```
     /// use dlbridge_pyo3::prelude::*;
-    /// use dlbridge_pyo3::framework_holding;
+    /// use dlbridge_pyo3::framework_table::framework_holding;
     /// let read_only = Export::new(vec![1.0f32, 2.0], &[2]).read_only(true).into_versioned()?;
     /// assert!(framework_holding("torch").unwrap().needs_copy(&read_only));
     /// assert!(!framework_holding("numpy").unwrap().needs_copy(&read_only));
@@ -292,7 +292,7 @@ pub(crate) const DLBRIDGE: FrameworkHolding = FrameworkHolding {
 /// `bytes`, `bytearray`, `array.array`, TensorFlow's `EagerTensor`) gets. Holds read-only
 /// memory, any strides.
 ///
-/// Evidence: the view is `readonly` where the tensor is ([`crate::get_buffer`]), and a write
+/// Evidence: the view is `readonly` where the tensor is ([`crate::produce::get_buffer`]), and a write
 /// into a read-only `memoryview` raises `TypeError`; PEP 3118 strides are any byte strides.
 pub(crate) const BUFFER: FrameworkHolding = FrameworkHolding {
     name: "buffer",
@@ -334,7 +334,7 @@ pub(crate) const BUFFER: FrameworkHolding = FrameworkHolding {
 /// anyway).
 ///
 /// ```
-/// use dlbridge_pyo3::FRAMEWORK_HOLDINGS;
+/// use dlbridge_pyo3::framework_table::FRAMEWORK_HOLDINGS;
 /// let holders: Vec<&str> = FRAMEWORK_HOLDINGS
 ///     .iter()
 ///     .filter(|holding| holding.holds_read_only)
@@ -350,7 +350,7 @@ pub const FRAMEWORK_HOLDINGS: &[FrameworkHolding] = &[
 /// is unknown), any strides (it refuses, with its own error, what it cannot take).
 ///
 /// ```
-/// use dlbridge_pyo3::UNKNOWN_FRAMEWORK;
+/// use dlbridge_pyo3::framework_table::UNKNOWN_FRAMEWORK;
 /// assert!(!UNKNOWN_FRAMEWORK.holds_read_only);
 /// ```
 pub const UNKNOWN_FRAMEWORK: FrameworkHolding = FrameworkHolding {
@@ -362,7 +362,7 @@ pub const UNKNOWN_FRAMEWORK: FrameworkHolding = FrameworkHolding {
 /// The entry of the framework `name` in [`FRAMEWORK_HOLDINGS`], if it has one.
 ///
 /// ```
-/// use dlbridge_pyo3::framework_holding;
+/// use dlbridge_pyo3::framework_table::framework_holding;
 /// assert_eq!(framework_holding("jax").unwrap().name, "jax");
 /// assert!(framework_holding("mlx").is_none());
 /// ```

@@ -183,7 +183,7 @@
 //! through their exchange table; any other framework through its module's `from_dlpack`; a
 //! pyarrow array's caller (feature `arrow`) gets a pyarrow array over the result, through the
 //! Arrow PyCapsule interface (`__arrow_c_array__`). The result owns the Rust buffer, which is
-//! freed when the framework frees its tensor. One table ([`FRAMEWORK_HOLDINGS`]) says what
+//! freed when the framework frees its tensor. One table ([`FRAMEWORK_HOLDINGS`](crate::framework_table::FRAMEWORK_HOLDINGS)) says what
 //! each framework's tensors can hold: a read-only result (an Arrow column) goes to NumPy and
 //! pyarrow zero-copy and read-only, but to PyTorch, PaddlePaddle, JAX and CuPy, which would
 //! write it or cannot be told it is read-only, as a writable copy; a layout the framework
@@ -212,14 +212,14 @@
 //! takes [`DeviceTensorArg`] / [`DeviceTensorArgMut`] ([`CudaArg`] / [`CudaArgMut`]), whose
 //! device constraint ([`Cuda`], [`Rocm`], [`AnyDevice`], [`HostMemory`]) is checked with the
 //! data type, dimensions and layout at extraction, and which give the device pointer and the
-//! [`WorkStream`] to launch on: the producer's current work stream (its exchange table's
+//! [`WorkStream`](crate::streams::WorkStream) to launch on: the producer's current work stream (its exchange table's
 //! `current_work_stream`, else PyTorch's or CuPy's current stream, else the legacy default
 //! stream). Enqueue there with the GIL released (`py.detach(|| launch(stream))`); nothing
 //! waits. `examples/cuda_saxpy` is a complete extension (a kernel compiled with NVRTC through
 //! cudarc, results returned on the device with `return_like`).
 //!
 //! Streams across imports and exports: [`from_dlpack`] asks the producer for the stream of
-//! [`ImportOptions::stream`] ([`ConsumerStream`]: by default the producer's current work
+//! [`ImportOptions::stream`] ([`ConsumerStream`](crate::streams::ConsumerStream): by default the producer's current work
 //! stream) and records it as the tensor's ready stream
 //! ([`ManagedTensor::ready_stream`](dlbridge::ManagedTensor::ready_stream)). With the feature
 //! `cuda`, `__dlpack__(stream=s)` on such a tensor makes `s` wait on an event recorded on the
@@ -256,7 +256,7 @@
 //! ([`TensorClass`]) holds its tensor as a [`ClassTensor`], whose elements its Rust code reads
 //! under such a read claim ([`ClassTensor::read`]): a kernel's `TensorArgMut` over the
 //! instance and the class's own read of it are never alive at once. A tensor imported into
-//! Rust ([`from_dlpack`], [`from_capsule`]) reads the memory for as long as it lives, so it
+//! Rust ([`from_dlpack`], [`from_capsule`](crate::capsule::from_capsule)) reads the memory for as long as it lives, so it
 //! holds a read claim until it is dropped or handed back to Python: a `TensorArgMut` over
 //! memory a live import reads is refused, and so is an import of memory a running kernel
 //! writes (both `ValueError`, naming the other). Memory is never written
@@ -270,18 +270,18 @@
 //! Built on the [`dlbridge`] core, for extension modules written with PyO3:
 //!
 //! - **consume** any Python object implementing `__dlpack__` / `__dlpack_device__`, or a raw
-//!   capsule, into the core's owning [`dlbridge::ManagedTensor`] ([`from_dlpack`], [`from_capsule`]),
+//!   capsule, into the core's owning [`dlbridge::ManagedTensor`] ([`from_dlpack`], [`from_capsule`](crate::capsule::from_capsule)),
 //!   negotiating with old and new producers as the array API and DLPack 1.3 describe;
-//! - **produce** capsules from any managed tensor ([`into_capsule`]), whose destructor frees
+//! - **produce** capsules from any managed tensor ([`into_capsule`](crate::capsule::into_capsule)), whose destructor frees
 //!   the tensor only when no consumer took it (decided by the capsule's name) and keeps an
-//!   exception in flight intact; export by the rules of `__dlpack__` ([`export_capsule`]);
+//!   exception in flight intact; export by the rules of `__dlpack__` ([`export_capsule`](crate::produce::export_capsule));
 //!   make a PyO3 class of one's own a complete producer with one call ([`publish_dlpack`]:
 //!   `__dlpack__`, `__dlpack_device__` and the C exchange API);
 //! - take the **fast path** of DLPack 1.3's C exchange API (`__dlpack_c_exchange_api__`, as
-//!   PyTorch and PaddlePaddle publish it) when a type offers one ([`exchange_api`]), and give
+//!   PyTorch and PaddlePaddle publish it) when a type offers one ([`exchange_api`](crate::exchange::exchange_api)), and give
 //!   on every path the answer of the producer's own `__dlpack__`, or a stricter one (PyTorch's
 //!   and PaddlePaddle's tensors that autograd tracks, PyTorch's lazy views);
-//! - classes published with [`publish_dlpack`] also carry a [`WritabilityHook`], so that
+//! - classes published with [`publish_dlpack`] also carry a [`WritabilityHook`](crate::writability_hook::WritabilityHook), so that
 //!   read-only instances are refused for writing on the borrowed path;
 //! - keep Python objects alive from tensors whose deleter may run on any thread
 //!   ([`PyObjectOwner`]).
@@ -304,24 +304,23 @@
 // then the consumer side (explain's report vocabulary, imports through the exchange table,
 // producers' work streams, consumption); on top, typed arguments, which read tensors as the
 // consumer does and return results as the producer does, and the Rust libraries' adapters.
-// module-layers: produce never imports explain, exchange, work_stream, consume, args, libraries.
+// module-layers: produce never imports explain, exchange, streams::work, consume, args, libraries.
 mod errors;
 mod owner;
 mod trampoline;
 mod claims;
-mod writability_hook;
-mod capsule;
-mod device;
-mod stream_argument;
-mod stream_order;
+pub mod writability_hook;
+pub mod capsule;
+pub mod device;
 mod host;
 mod framework;
 mod dispatch;
-mod framework_table;
-mod produce;
-mod explain;
-mod exchange;
-mod work_stream;
+pub mod streams;
+pub mod framework_table;
+pub mod produce;
+pub mod explain;
+pub mod exchange;
+mod sources;
 mod consume;
 mod args;
 mod libraries;
@@ -339,22 +338,10 @@ pub use args::tensor_arg::{
     ContiguousArg, ContiguousArgMut, TensorArg, TensorArg1, TensorArg2, TensorArg3, TensorArg4,
     TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
 };
-pub use capsule::{
-    DLPACK_EXCHANGE_API, DLTENSOR, DLTENSOR_VERSIONED, USED_DLTENSOR, USED_DLTENSOR_VERSIONED,
-    from_capsule, into_capsule,
-};
 pub use claims::compact_copy;
-pub use consume::from_dlpack_explained;
-pub use consume::{ImportOptions, from_dlpack, from_dlpack_unclaimed};
-pub use device::{device_argument, device_from_tuple, dlpack_device};
+pub use consume::{from_dlpack, from_dlpack_explained, from_dlpack_unclaimed};
 pub use dlbridge;
 pub use errors::{KernelError, KernelResult, to_py_err};
-pub use exchange::{ExchangeApi, NO_EXCHANGE_API_ENV, exchange_api, exchange_api_enabled};
-pub use explain::{ArgumentPath, ArgumentReport, Copier, ImportPath, ImportReport, ImportStep};
-pub use framework_table::{
-    FRAMEWORK_HOLDINGS, FrameworkHolding, LayoutsTaken, UNKNOWN_FRAMEWORK, framework_holding,
-};
-pub use host::formats::buffer_format;
 #[cfg(feature = "burn")]
 #[cfg_attr(docsrs, doc(cfg(feature = "burn")))]
 pub use libraries::burn;
@@ -372,18 +359,12 @@ pub use libraries::image;
 pub use libraries::nalgebra;
 pub use ndarray;
 pub use owner::PyObjectOwner;
-#[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
-pub use produce::buffer::{get_buffer, get_byte_buffer, release_buffer};
 pub use produce::class::TensorClass;
 pub use produce::class_tensor::{ClassTensor, ClassTensorRead};
-pub use produce::exchange_table::{exchange_api_exports, publish_exchange_api};
-pub use produce::methods::{ExportRequest, export_capsule, publish_dlpack_methods};
 pub use produce::publish_dlpack;
-pub use produce::returning::{IntoTensor, TensorProducer, return_like};
+pub use produce::returning::{IntoTensor, return_like};
 pub use pyo3;
-pub use stream_argument::{ConsumerStream, StreamHandle};
-pub use work_stream::{WorkStream, WorkStreamSource};
-pub use writability_hook::{WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE, WritabilityHook};
+pub use sources::dlpack::ImportOptions;
 
 /// The crate's README (its crates.io page), whose example is compiled as a doc test.
 #[cfg(doctest)]

@@ -70,7 +70,7 @@ pub use crate::args::tensor_arg::{
     ContiguousArg, ContiguousArgMut, TensorArg, TensorArg1, TensorArg2, TensorArg3, TensorArg4,
     TensorArgMut, TensorArgMut1, TensorArgMut2, TensorArgMut3, TensorArgMut4,
 };
-pub use crate::consume::{ImportOptions, from_dlpack, from_dlpack_explained};
+pub use crate::consume::{from_dlpack, from_dlpack_explained};
 pub use crate::errors::{KernelError, KernelResult, to_py_err};
 pub use crate::explain::ArgumentPath;
 pub use crate::explain::ImportPath;
@@ -80,7 +80,8 @@ pub use crate::produce::class_tensor::{ClassTensor, ClassTensorRead};
 pub use crate::produce::publish_dlpack;
 pub use crate::produce::returning::{IntoTensor, return_like};
 pub use crate::shape;
-pub use crate::work_stream::{WorkStream, WorkStreamSource};
+pub use crate::sources::dlpack::ImportOptions;
+pub use crate::streams::{WorkStream, WorkStreamSource};
 pub use dlbridge::half::{self, bf16, f16};
 pub use dlbridge::num_complex::{self, Complex, Complex32, Complex64};
 pub use dlbridge::{DataType, Device, Element, Export, ManagedTensor, TensorView, Writability};

@@ -1,10 +1,11 @@
 //! dlbridge's writability hook, and the one rule that every way a tensor leaves for Python
-//! follows to say whether it may be written ([`writability_for_python`]).
+//! follows to say whether it may be written (a tensor that other Rust handles read goes
+//! read-only).
 //!
 //! The hook is how a type published by dlbridge-pyo3 describes an instance's tensor in a
 //! borrowed `DLTensor` and says, in the same answer and without allocating, whether it may be
 //! written, which the exchange table's `dltensor_from_py_object_no_sync` cannot say.
-//! Published beside the exchange table of frozen classes ([`crate::publish_exchange_api`]);
+//! Published beside the exchange table of frozen classes ([`crate::produce::publish_exchange_api`]);
 //! read by writable typed arguments, which refuse read-only tensors on the borrowed path,
 //! saying why. Descriptor and writability come from one call of the class's
 //! [`TensorClass::tensor`](crate::TensorClass::tensor): a class is safe Rust, free to answer
@@ -34,7 +35,7 @@ use crate::errors::to_py_err;
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::WRITABILITY_ATTRIBUTE;
+/// use dlbridge_pyo3::writability_hook::WRITABILITY_ATTRIBUTE;
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyByteArray;
 /// # #[pyclass(frozen)]
@@ -69,7 +70,7 @@ pub const WRITABILITY_ATTRIBUTE: &str = "__dlbridge_writability__";
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
+/// use dlbridge_pyo3::{writability_hook::WRITABILITY_ATTRIBUTE, writability_hook::WRITABILITY_CAPSULE};
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
 /// # #[pyclass(frozen)]
@@ -119,7 +120,7 @@ pub const WRITABILITY_CAPSULE: &CStr = c"dlbridge_writability_v2";
 /// ```
 /// use dlbridge::ffi::DLTensor;
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
+/// use dlbridge_pyo3::{writability_hook::WritabilityHook, writability_hook::WRITABILITY_ATTRIBUTE, writability_hook::WRITABILITY_CAPSULE};
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
 /// # #[pyclass(frozen)]

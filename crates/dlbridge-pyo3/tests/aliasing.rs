@@ -73,7 +73,10 @@ fn interleaved_views_are_told_apart_from_overlapping_ones() {
         written.view_mut().fill(7);
         assert_eq!(read.view().len(), 8);
         // The arguments say how they were read: the buffer protocol, for a memoryview.
-        assert_eq!(read.path(), dlbridge_pyo3::ArgumentPath::BufferProtocol);
+        assert_eq!(
+            read.path(),
+            dlbridge_pyo3::explain::ArgumentPath::BufferProtocol
+        );
         assert_eq!(
             format!("{read:?}"),
             "TensorArg { dtype: uint8, shape: [8], strides: [2], path: buffer }"

@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlbridge::{Device, DeviceType, Export, ManagedTensor};
 use dlbridge_pyo3::{
-    Copier, ImportOptions, ImportPath, ImportStep, PyObjectOwner, dlpack_device, from_capsule,
-    from_dlpack, from_dlpack_explained, into_capsule,
+    ImportOptions, PyObjectOwner, capsule::from_capsule, capsule::into_capsule,
+    device::dlpack_device, explain::Copier, explain::ImportPath, explain::ImportStep, from_dlpack,
+    from_dlpack_explained,
 };
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;

@@ -13,7 +13,7 @@ use std::sync::Barrier;
 
 use dlbridge::{Export, ManagedTensor};
 use dlbridge_pyo3::prelude::*;
-use dlbridge_pyo3::{ArgumentPath, exchange_api};
+use dlbridge_pyo3::{exchange::exchange_api, explain::ArgumentPath};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyDict};
@@ -313,5 +313,5 @@ legacy = img.__dlpack__()
 
 /// `from_capsule`, as a typed helper of this file.
 fn from_capsule(capsule: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
-    dlbridge_pyo3::from_capsule(capsule)
+    dlbridge_pyo3::capsule::from_capsule(capsule)
 }

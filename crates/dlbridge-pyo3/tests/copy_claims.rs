@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use dlbridge::{DataType, Device, Export, ManagedTensor};
 use dlbridge_pyo3::{
-    ClassTensor, Copier, ImportOptions, PyObjectOwner, TensorArgMut, TensorClass, from_dlpack,
-    from_dlpack_explained, publish_dlpack,
+    ClassTensor, ImportOptions, PyObjectOwner, TensorArgMut, TensorClass, explain::Copier,
+    from_dlpack, from_dlpack_explained, publish_dlpack,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

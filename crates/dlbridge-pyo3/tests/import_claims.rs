@@ -13,8 +13,9 @@ use std::sync::Arc;
 use dlbridge::{DataType, Device, Export, ManagedTensor};
 use dlbridge_pyo3::prelude::*;
 use dlbridge_pyo3::{
-    DLTENSOR_VERSIONED, ImportOptions, PyObjectOwner, exchange_api, from_capsule, from_dlpack,
-    from_dlpack_explained, into_capsule, publish_dlpack,
+    ImportOptions, PyObjectOwner, capsule::DLTENSOR_VERSIONED, capsule::from_capsule,
+    capsule::into_capsule, exchange::exchange_api, from_dlpack, from_dlpack_explained,
+    publish_dlpack,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

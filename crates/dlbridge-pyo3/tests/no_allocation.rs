@@ -6,7 +6,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use dlbridge::{Export, ManagedTensor};
-use dlbridge_pyo3::{ClassTensor, TensorArg, TensorArgMut, TensorClass, publish_exchange_api};
+use dlbridge_pyo3::{
+    ClassTensor, TensorArg, TensorArgMut, TensorClass, produce::publish_exchange_api,
+};
 use ndarray::{Ix2, IxDyn};
 use pyo3::prelude::*;
 

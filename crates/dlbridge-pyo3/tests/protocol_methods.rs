@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use dlbridge::{Export, ManagedTensor};
 use dlbridge_pyo3::{
-    ClassTensor, ImportOptions, TensorClass, from_capsule, from_dlpack, publish_dlpack,
+    ClassTensor, ImportOptions, TensorClass, capsule::from_capsule, from_dlpack, publish_dlpack,
 };
 use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -244,15 +244,16 @@ fn panics_in_a_users_class_become_python_errors() {
 
         let hook = py
             .get_type::<Faulty>()
-            .getattr(dlbridge_pyo3::WRITABILITY_ATTRIBUTE)
+            .getattr(dlbridge_pyo3::writability_hook::WRITABILITY_ATTRIBUTE)
             .unwrap();
         let hook = hook
             .cast::<PyCapsule>()
             .unwrap()
-            .pointer_checked(Some(dlbridge_pyo3::WRITABILITY_CAPSULE))
+            .pointer_checked(Some(dlbridge_pyo3::writability_hook::WRITABILITY_CAPSULE))
             .unwrap();
         // SAFETY: the capsule of this name holds a `WritabilityHook`.
-        let hook: dlbridge_pyo3::WritabilityHook = unsafe { std::mem::transmute(hook.as_ptr()) };
+        let hook: dlbridge_pyo3::writability_hook::WritabilityHook =
+            unsafe { std::mem::transmute(hook.as_ptr()) };
         let mut code = 0u32;
         // SAFETY: a live object of the publishing type, a descriptor to fill and a slot for
         // the answer.

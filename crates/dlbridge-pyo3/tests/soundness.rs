@@ -16,9 +16,9 @@ use dlbridge::ffi::{
 };
 use dlbridge::{DataType, Device, Export, ManagedTensor, Version};
 use dlbridge_pyo3::{
-    ArgumentPath, ClassTensor, DLPACK_EXCHANGE_API, ImportOptions, TensorArg, TensorArgMut,
-    TensorClass, exchange_api, explain_argument, from_capsule, from_dlpack, inspect_argument,
-    into_capsule, publish_dlpack, return_like,
+    ClassTensor, ImportOptions, TensorArg, TensorArgMut, TensorClass, capsule::DLPACK_EXCHANGE_API,
+    capsule::from_capsule, capsule::into_capsule, exchange::exchange_api, explain::ArgumentPath,
+    explain_argument, from_dlpack, inspect_argument, publish_dlpack, return_like,
 };
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::ffi;
@@ -488,10 +488,10 @@ fn an_import_of_memory_other_handles_reach_gives_no_mutable_slice() {
         assert_eq!(read, &[1, 2]);
 
         // A copy the producer made is the importer's alone.
-        let copy = dlbridge_pyo3::export_capsule(
+        let copy = dlbridge_pyo3::produce::export_capsule(
             py,
             &original,
-            &dlbridge_pyo3::ExportRequest::default()
+            &dlbridge_pyo3::produce::ExportRequest::default()
                 .with_max_version(Some((1, 3)))
                 .with_copy(Some(true)),
         )
@@ -783,17 +783,21 @@ def from_dlpack(producer):
 
         // `export_capsule` of a share (the protocol's rules) says the same.
         let share = Arc::new(Arc::clone(&original).share_versioned().unwrap());
-        let versioned = dlbridge_pyo3::ExportRequest::default().with_max_version(Some((1, 3)));
-        let capsule = dlbridge_pyo3::export_capsule(py, &share, &versioned).unwrap();
+        let versioned =
+            dlbridge_pyo3::produce::ExportRequest::default().with_max_version(Some((1, 3)));
+        let capsule = dlbridge_pyo3::produce::export_capsule(py, &share, &versioned).unwrap();
         assert!(
             from_capsule(capsule.as_any())
                 .unwrap()
                 .view()
                 .is_read_only()
         );
-        let legacy =
-            dlbridge_pyo3::export_capsule(py, &share, &dlbridge_pyo3::ExportRequest::default())
-                .unwrap_err();
+        let legacy = dlbridge_pyo3::produce::export_capsule(
+            py,
+            &share,
+            &dlbridge_pyo3::produce::ExportRequest::default(),
+        )
+        .unwrap_err();
         assert!(legacy.is_instance_of::<PyBufferError>(py), "{legacy}");
 
         assert_eq!(read, &[1, 2, 3, 4]);

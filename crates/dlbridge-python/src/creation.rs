@@ -4,8 +4,8 @@
 
 use dlbridge::{DataType, Element, ManagedTensor};
 use dlbridge_pyo3::{
-    ConsumerStream, ImportOptions, device_argument, from_dlpack_unclaimed as import_unclaimed,
-    to_py_err,
+    ImportOptions, device::device_argument, from_dlpack_unclaimed as import_unclaimed,
+    streams::ConsumerStream, to_py_err,
 };
 use half::{bf16, f16};
 use num_complex::Complex;
@@ -37,21 +37,7 @@ pub(crate) fn from_dlpack(
     stream: Option<i64>,
     legacy_writable: bool,
 ) -> PyResult<Tensor> {
-    // What `import_options` does, written out: through it (inlined, its result moved out of a
-    // `PyResult`) the call took 14 instructions more.
-    let device = match device.filter(|d| !d.is_none()) {
-        Some(device) => Some(device_argument("device", device)?),
-        None => None,
-    };
-    let mut options = ImportOptions::default().with_device(device).with_copy(copy);
-    if let Some(stream) = stream {
-        // SAFETY: by the DLPack protocol (the array API standard's `from_dlpack(x, stream=...)`),
-        // the caller's stream integer is a live stream of the tensor's device that the caller
-        // owns and keeps alive as long as the imported tensor (or a share of it) can be
-        // exported; Python code can pass any int, which no library can check (as with
-        // PyTorch's own `__dlpack__(stream=...)`).
-        options = options.with_stream(unsafe { ConsumerStream::from_dlpack_value(stream) }?);
-    }
+    let options = import_options(device, copy, stream)?;
     // SAFETY: the tensor goes into the class's `ClassTensor` (`Tensor::new`) before anything
     // reads its elements (`vouch_legacy_writable` changes the flags only), and from there on
     // its reads are claimed one by one.

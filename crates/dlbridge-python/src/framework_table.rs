@@ -1,8 +1,8 @@
 //! `_framework_table()`: dlbridge-pyo3's table of what each framework's tensors can hold of a
-//! result ([`dlbridge_pyo3::FRAMEWORK_HOLDINGS`]), for `dlbridge.distributed`, which rebuilds
+//! result ([`dlbridge_pyo3::framework_table::FRAMEWORK_HOLDINGS`]), for `dlbridge.distributed`, which rebuilds
 //! tensors in the receiver's framework by the same rule as `return_like`.
 
-use dlbridge_pyo3::FRAMEWORK_HOLDINGS;
+use dlbridge_pyo3::framework_table::FRAMEWORK_HOLDINGS;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 

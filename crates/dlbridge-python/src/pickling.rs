@@ -101,7 +101,7 @@ impl TensorBytes {
 
     unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
         // SAFETY: CPython releases each buffer that `__getbuffer__` filled once, here.
-        unsafe { dlbridge_pyo3::release_buffer(view) }
+        unsafe { dlbridge_pyo3::produce::release_buffer(view) }
     }
 }
 

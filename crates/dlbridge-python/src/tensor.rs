@@ -7,7 +7,7 @@
 use std::ffi::c_int;
 
 use dlbridge::ManagedTensor;
-use dlbridge_pyo3::{ClassTensor, TensorClass, exchange_api_exports};
+use dlbridge_pyo3::{ClassTensor, TensorClass, produce::exchange_api_exports};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -193,6 +193,6 @@ impl Tensor {
 
     unsafe fn __releasebuffer__(&self, view: *mut ffi::Py_buffer) {
         // SAFETY: CPython releases each buffer that `__getbuffer__` filled once, here.
-        unsafe { dlbridge_pyo3::release_buffer(view) }
+        unsafe { dlbridge_pyo3::produce::release_buffer(view) }
     }
 }

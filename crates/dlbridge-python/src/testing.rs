@@ -8,8 +8,8 @@
 use dlbridge::{DataType, ManagedTensor};
 use dlbridge_pyo3::{
     AnyDevice, CContiguous, ContiguousArgMut, CudaArg, CudaArgMut, DeviceTensorArg, DimsBetween,
-    ImportOptions, Rocm, TensorArg, TensorArg1, TensorArgMut, TensorArgMut1, WorkStream,
-    from_dlpack as import, return_like, shape, to_py_err,
+    ImportOptions, Rocm, TensorArg, TensorArg1, TensorArgMut, TensorArgMut1, from_dlpack as import,
+    return_like, shape, streams::WorkStream, to_py_err,
 };
 use ndarray::{Ix1, Ix2, Ix3, IxDyn};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -464,7 +464,7 @@ fn device_argument_dict<'py>(
     shape: &[usize],
     strides: &[i64],
     stream: WorkStream,
-    path: dlbridge_pyo3::ArgumentPath,
+    path: dlbridge_pyo3::explain::ArgumentPath,
 ) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
     let dict = pyo3::types::PyDict::new(py);
     dict.set_item("device", (device.device_type.0, device.device_id))?;

@@ -33,7 +33,7 @@ macro_rules! argument_accessors {
             /// How the argument reached its tensor (which fast path, or a full DLPack import);
             /// `{:?}` on the argument shows it too.
             $(#[$path_doc])*
-            pub fn path(&self) -> $crate::ArgumentPath {
+            pub fn path(&self) -> $crate::explain::ArgumentPath {
                 self.held.source.path()
             }
 
@@ -117,8 +117,8 @@ macro_rules! argument_accessors {
                 self.tensor.device
             }
 
-            /// The stream the kernel must launch on (see [`WorkStream`](crate::WorkStream)).
-            pub fn stream(&self) -> $crate::WorkStream {
+            /// The stream the kernel must launch on (see [`WorkStream`](crate::streams::WorkStream)).
+            pub fn stream(&self) -> $crate::streams::WorkStream {
                 self.tensor.stream
             }
 

@@ -8,15 +8,17 @@ use dlbridge::{DataType, ManagedTensor, TensorView, Writability};
 use pyo3::prelude::*;
 
 use crate::claims::Claim;
-use crate::consume::{ImportOptions, import_for_argument};
-use crate::dispatch::{BorrowedWritability, TypeInfo, type_info};
-use crate::errors::{argument_error, to_py_err};
+use crate::consume::import_for_argument;
+use crate::dispatch::{TypeInfo, type_info};
+use crate::errors::to_py_err;
 use crate::exchange::{ExchangeApi, exchange_api_enabled};
 use crate::explain::{ArgumentPath, ArgumentReport};
+use crate::framework::Purpose;
 use crate::host::buffer::{HeldBuffer, with_buffer_view};
 use crate::host::numpy;
-use crate::stream_argument::ConsumerStream;
-use crate::writability_hook;
+use crate::sources::dlpack::ImportOptions;
+use crate::sources::table::{self, FromTable};
+use crate::streams::consumer::ConsumerStream;
 
 /// Where an argument's descriptor came from: borrowed from the producer through its exchange
 /// API table (no allocation), or imported and owned for the call. One pointer wide beside its
@@ -66,23 +68,23 @@ impl Access {
 }
 
 /// Borrows or imports the tensor behind `object`, and runs `make` on its validated view while
-/// the descriptor is alive, with whether it is read-only. In order:
+/// the descriptor is alive, with whether it is read-only: the typed arguments' order over the
+/// sources ([`crate::sources`]):
 ///
-/// 1. the producer's C exchange API (`dltensor_from_py_object_no_sync`, no allocation), when
-///    its type publishes one that answers as its `__dlpack__` does. A `DLTensor` cannot say
-///    READ_ONLY, so for a writable argument the writability comes from what is known of the
-///    type (PyTorch and PaddlePaddle have no read-only tensors; dlbridge's classes publish a
-///    writability hook), or else from an owned export (`managed_tensor_from_py_object_no_sync`),
-///    which has flags;
+/// 1. the producer's C exchange table, when its type publishes one that answers as its
+///    `__dlpack__` does ([`table::borrow`]: a borrowed descriptor, no allocation, or an owned
+///    export where a writable argument's writability would not be known otherwise);
 /// 2. NumPy's array struct, for exactly `numpy.ndarray`;
 /// 3. the buffer protocol (other host-memory exporters, no negotiation);
-/// 4. the reference: a full DLPack import ([`crate::from_dlpack`]) held for the call, of
-///    `x.detach()` for a tensor autograd tracks (a read-only argument reads it as `detach()`
-///    does; a writable one was checked before, [`crate::framework`]).
+/// 4. the reference: `__dlpack__`'s negotiation ([`negotiate`](crate::sources::dlpack::negotiate),
+///    as [`crate::from_dlpack`] imports) held for the call, of `x.detach()` for a tensor autograd
+///    tracks (a read-only argument reads it as `detach()` does).
 ///
-/// Whatever a fast path fails on (a tensor the table cannot describe, a lazy PyTorch view)
-/// goes to the reference, so that a refusal is the producer's own (`BufferError` from
-/// `__dlpack__`) on every path.
+/// Whatever source answers, the framework's rules for the argument's purpose are applied
+/// once, on the view it found, before `make` ([`FrameworkRules::admit`](crate::framework::FrameworkRules::admit)):
+/// a writable argument is refused where the framework's in-place operations refuse, and every
+/// argument refuses a lazy view as `__dlpack__` does. What a fast path declines goes to the
+/// reference, so that a refusal is the producer's own (`BufferError` from `__dlpack__`).
 #[inline(always)]
 pub(crate) fn extract_with<R>(
     object: &Bound<'_, PyAny>,
@@ -91,23 +93,42 @@ pub(crate) fn extract_with<R>(
     import_stream: Option<&ImportStream<'_>>,
     make: impl Fn(&TensorView<'_>, Access) -> PyResult<R>,
 ) -> PyResult<(Source, R)> {
-    if writable {
+    let purpose = if writable {
+        Purpose::Write
+    } else {
+        Purpose::Read
+    };
+    // The rules, once, on whatever view a source found.
+    let admitted = |view: &TensorView<'_>, access: Access| {
         if let Some(rules) = info.framework {
-            rules.check_writable(object)?;
+            rules.admit(object, Some(view), purpose)?;
         }
-    }
+        make(view, access)
+    };
     if let Some(api) = ExchangeApi::of(info) {
         // A type with a table takes no other fast path: its buffer export (if any) may name
         // its data type differently (dlbridge's own shows bfloat16 as uint16 bits); with the
         // table turned off it goes to the reference.
         if exchange_api_enabled() {
-            if let Some(made) = extract_from_table(api, info, object, writable, &make)? {
-                return Ok(made);
+            let use_view = |view: &TensorView<'_>, writability, exported: bool| {
+                let path = if exported {
+                    ArgumentPath::ExchangeExport
+                } else {
+                    ArgumentPath::ExchangeTable
+                };
+                admitted(view, Access::new(writability, path))
+            };
+            match table::borrow(api, info, object, writable, &use_view)? {
+                Some(FromTable::Borrowed(made)) => return Ok((Source::ExchangeTable, made)),
+                Some(FromTable::Exported(tensor, made)) => {
+                    return Ok((Source::ExchangeExport(Arc::new(tensor)), made));
+                }
+                None => {}
             }
         }
     } else if info.numpy_array {
         let make = |view: &TensorView<'_>, writability| {
-            make(view, Access::new(writability, ArgumentPath::NumpyStruct))
+            admitted(view, Access::new(writability, ArgumentPath::NumpyStruct))
         };
         // SAFETY: the type is exactly `numpy.ndarray`; the caller holds the array for the
         // call, and the view is used only inside `make`.
@@ -115,7 +136,7 @@ pub(crate) fn extract_with<R>(
             return Ok((Source::NumpyStruct, made));
         }
     } else if let Some((buffer, made)) = with_buffer_view(object, |view, writability| {
-        make(view, Access::new(writability, ArgumentPath::BufferProtocol))
+        admitted(view, Access::new(writability, ArgumentPath::BufferProtocol))
     })? {
         return Ok((Source::Buffer(buffer), made));
     }
@@ -130,7 +151,7 @@ pub(crate) fn extract_with<R>(
     let tensor = import_for_argument(&source, &ImportOptions::default().with_stream(stream))?;
     let made = {
         let view = tensor.view();
-        make(&view, Access::new(view.writability(), ArgumentPath::Dlpack))?
+        admitted(&view, Access::new(view.writability(), ArgumentPath::Dlpack))?
     };
     Ok((Source::Dlpack(Arc::new(tensor)), made))
 }
@@ -141,76 +162,6 @@ pub(crate) fn extract_with<R>(
 pub(crate) type ImportStream<'s> =
     dyn for<'py> Fn(&Bound<'py, PyAny>) -> PyResult<ConsumerStream> + 's;
 
-/// The exchange-table path of [`extract_with`]; `None` sends the argument to the reference
-/// path (a descriptor the table cannot give, a lazy PyTorch view).
-///
-/// Every question asked of the producer is answered once: a read-only argument takes the
-/// borrowed descriptor (`dltensor_from_py_object_no_sync`); a writable one takes it only where
-/// its writability comes in the same answer (dlbridge's classes: the writability hook, which
-/// describes the tensor and says whether it may be written from one call of the class's
-/// `tensor()`) or is known of the type (PyTorch and PaddlePaddle have no read-only tensors);
-/// else the owned export (`managed_tensor_from_py_object_no_sync`), whose flags are its own.
-/// A class is safe Rust, free to answer two calls with two tensors, so that a writability
-/// asked apart from the descriptor could be another tensor's.
-#[inline(always)]
-fn extract_from_table<R>(
-    api: ExchangeApi,
-    info: &TypeInfo,
-    object: &Bound<'_, PyAny>,
-    writable: bool,
-    make: &impl Fn(&TensorView<'_>, Access) -> PyResult<R>,
-) -> PyResult<Option<(Source, R)>> {
-    let described = match info.borrowed_writability {
-        // Reading does not ask.
-        _ if !writable => api
-            .describe(object)
-            .map(|described| described.map(|tensor| (tensor, Writability::Writable))),
-        BorrowedWritability::AlwaysWritable => api
-            .describe(object)
-            .map(|described| described.map(|tensor| (tensor, Writability::Writable))),
-        BorrowedWritability::Hook(hook) => {
-            // SAFETY: a hook of the writability capsule's name, found on `object`'s type (a
-            // capsule Python code copied onto another class is still such a hook, which
-            // checks the object's type itself: `describe`'s contract).
-            unsafe { writability_hook::describe(hook, object) }.map(Some)
-        }
-        // The writability of a borrowed descriptor would not be known.
-        BorrowedWritability::Unknown => Ok(None),
-    };
-    let described = match described {
-        Ok(described) => described,
-        // Refused by the fast path: the reference path gives the producer's own answer.
-        Err(_) => return Ok(None),
-    };
-    let Some((tensor, writability)) = described else {
-        // No borrowed descriptor (the table has no `dltensor_from_py_object_no_sync`, or the
-        // writability of one would not be known): an owned export, which has flags.
-        let Ok(tensor) = api.managed_tensor_unclaimed(object) else {
-            drop(PyErr::take(object.py()));
-            return Ok(None);
-        };
-        let made = {
-            let view = tensor.view();
-            if !api.is_faithful(object, Some(&view))? {
-                return Ok(None);
-            }
-            make(
-                &view,
-                Access::new(view.writability(), ArgumentPath::ExchangeExport),
-            )?
-        };
-        return Ok(Some((Source::ExchangeExport(Arc::new(tensor)), made)));
-    };
-    // SAFETY: the producer filled the descriptor for an object the caller keeps alive and
-    // unchanged for the call.
-    let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(argument_error)?;
-    if !api.is_faithful(object, Some(&view))? {
-        return Ok(None);
-    }
-    let access = Access::new(writability, ArgumentPath::ExchangeTable);
-    Ok(Some((Source::ExchangeTable, make(&view, access)?)))
-}
-
 /// Says how a typed argument would read `object` (`writable`: a `TensorArgMut`, whose
 /// refusals of tensors autograd tracks apply), whatever its data type and layout, without
 /// claiming the memory or copying anything: the path taken ([`ArgumentPath`]) and the tensor
@@ -218,7 +169,7 @@ fn extract_from_table<R>(
 /// refusal, a tracked tensor while grad mode is on).
 ///
 /// ```
-/// use dlbridge_pyo3::{explain_argument, ArgumentPath};
+/// use dlbridge_pyo3::{explain_argument, explain::ArgumentPath};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -243,19 +194,17 @@ fn inspect_with<E>(
     more: impl Fn(&TensorView<'_>) -> PyResult<E>,
 ) -> PyResult<(ArgumentReport, E)> {
     let info = type_info(object)?;
-    let (source, (mut report, extra)) =
-        extract_with(object, info, writable, None, |view, access| {
-            let report = ArgumentReport {
-                path: ArgumentPath::Dlpack,
-                dtype: view.dtype(),
-                device: view.device(),
-                shape: view.shape().to_vec(),
-                strides: view.strides().to_vec(),
-                read_only: !access.writability.allows_writes(),
-            };
-            Ok((report, more(view)?))
-        })?;
-    report.path = source.path();
+    let (_source, (report, extra)) = extract_with(object, info, writable, None, |view, access| {
+        let report = ArgumentReport {
+            path: access.path,
+            dtype: view.dtype(),
+            device: view.device(),
+            shape: view.shape().to_vec(),
+            strides: view.strides().to_vec(),
+            read_only: !access.writability.allows_writes(),
+        };
+        Ok((report, more(view)?))
+    })?;
     Ok((report, extra))
 }
 

@@ -18,8 +18,8 @@ use super::constraints::{
 use super::tensor_arg::{Held, WriteReport, extract_argument};
 use crate::device::dlpack_device;
 use crate::dispatch::type_info;
-use crate::stream_argument::{ConsumerStream, StreamHandle, has_streams};
-use crate::work_stream::{WorkStream, work_stream_of};
+use crate::streams::consumer::{ConsumerStream, StreamHandle, has_streams};
+use crate::streams::work::{WorkStream, work_stream_of};
 
 /// A read-only tensor argument in device memory: element type `T`, device constraint `P`
 /// ([`DeviceConstraint`]: [`Cuda`] by default, [`Rocm`](crate::Rocm),

@@ -20,6 +20,7 @@ use pyo3::prelude::*;
 
 use super::formats::dtype_of_buffer_format;
 use super::strides::{ElementStrides, HOST_MAX_NDIM};
+use crate::capsule::mark_imported;
 use crate::errors::{argument_error, to_py_err};
 
 /// The buffer protocol's C API: PyO3's declarations wherever the API has it.
@@ -197,7 +198,7 @@ pub(crate) fn import_buffer(object: &Bound<'_, PyAny>) -> PyResult<Option<Manage
         let mut tensor =
             unsafe { ManagedTensor::export_view(view, held, !writability.allows_writes()) }
                 .map_err(to_py_err)?;
-        tensor.mark_shared();
+        mark_imported(&mut tensor);
         Ok(tensor)
     })
 }

@@ -122,7 +122,7 @@ pub(crate) fn dtype_of_buffer_format(format: &[u8], itemsize: isize) -> Option<D
 ///
 /// ```
 /// use dlbridge::DataType;
-/// use dlbridge_pyo3::buffer_format;
+/// use dlbridge_pyo3::produce::buffer_format;
 ///
 /// assert_eq!(buffer_format(DataType::FLOAT32).as_deref(), Some("f"));
 /// assert_eq!(buffer_format(DataType::INT64).as_deref(), Some("q"));

@@ -28,6 +28,7 @@ use pyo3::types::PyCapsule;
 
 use super::formats::{dtype_of_numpy_type, numpy_type_of};
 use super::strides::{ElementStrides, HOST_MAX_NDIM};
+use crate::capsule::mark_imported;
 use crate::errors::to_py_err;
 use crate::owner::PyObjectOwner;
 use crate::writability_hook::writable_for_python;
@@ -170,39 +171,26 @@ pub(crate) unsafe fn with_array_view<R>(
 
 /// Imports a NumPy array as an owned tensor that keeps the array alive: zero-copy, as
 /// `__dlpack__` would export it (read-only arrays flagged READ_ONLY), without the protocol's
-/// calls. `None` for an array this path does not take. (Written out rather than through
-/// [`with_array_view`]: the export inside a closure was not inlined, which cost
-/// `from_dlpack` about 30 instructions per array. Always inlined: with two callers, the
-/// import of `from_dlpack` and of `from_dlpack_explained`, it was not, which cost
-/// `from_dlpack` 5 instructions per array.)
+/// calls: the view [`with_array_view`] shows, kept. `None` for an array this path does not
+/// take.
 ///
 /// # Safety
 ///
 /// `object`'s type must be exactly `numpy.ndarray` (see [`crate::dispatch`]).
 #[inline(always)]
 pub(crate) unsafe fn import(object: &Bound<'_, PyAny>) -> PyResult<Option<ManagedTensor>> {
-    let (mut room, mut no_extents) = (ElementStrides::new(), [0i64; 1]);
-    // SAFETY: the caller's guarantee on the type; the descriptor is used below, while `room`
-    // and `no_extents` live, with the GIL held.
-    let Some((tensor, writability)) = (unsafe { describe(object, &mut room, &mut no_extents) })
-    else {
-        return Ok(None);
+    let keep = |view: &TensorView<'_>, writability: Writability| {
+        let owner = PyObjectOwner::new(object.clone().unbind());
+        // SAFETY: the owner keeps the array, and so its data, alive (NumPy refuses to resize
+        // an array that other references hold); the view is the array's own, validated.
+        let mut tensor =
+            unsafe { ManagedTensor::export_view(view, owner, !writability.allows_writes()) }
+                .map_err(to_py_err)?;
+        mark_imported(&mut tensor);
+        Ok(tensor)
     };
-    // SAFETY: as above: the descriptor's memory is valid and unchanged for this block.
-    let view = unsafe { TensorView::from_dltensor(&tensor) }.map_err(to_py_err)?;
-    let owner = PyObjectOwner::new(object.clone().unbind());
-    // SAFETY: the owner keeps the array, and so its data, alive (NumPy refuses to resize an
-    // array that other references hold); the view is the array's own, validated.
-    let mut imported =
-        unsafe { ManagedTensor::export_view(&view, owner, !writability.allows_writes()) }
-            .map(Some)
-            .map_err(to_py_err);
-    // The array's memory is the array's: its other views, and Python code, still reach it.
-    // (Marked in place: unwrapping and wrapping the result again would copy the tensor.)
-    if let Ok(Some(tensor)) = &mut imported {
-        tensor.mark_shared();
-    }
-    imported
+    // SAFETY: the caller's guarantee on the type; the array is held by `object` for the call.
+    unsafe { with_array_view(object, keep) }
 }
 
 /// `PyArray_Descr *PyArray_DescrFromType(int)`.

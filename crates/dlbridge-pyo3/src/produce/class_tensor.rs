@@ -231,14 +231,14 @@ impl ClassTensor {
         compact_copy(py, &self.tensor.view(), what)
     }
 
-    /// Serves the tensor through the buffer protocol, as [`get_buffer`](crate::get_buffer)
+    /// Serves the tensor through the buffer protocol, as [`get_buffer`](crate::produce::get_buffer)
     /// does (for a class's `__getbuffer__`); the buffer goes to Python, as the class's other
     /// exports do.
     ///
     /// ```
     /// use std::ffi::c_int;
     /// use dlbridge_pyo3::prelude::*;
-    /// use dlbridge_pyo3::release_buffer;
+    /// use dlbridge_pyo3::produce::release_buffer;
     /// use pyo3::ffi;
     /// use pyo3::prelude::*;
     ///
@@ -276,7 +276,7 @@ impl ClassTensor {
     ///
     /// # Safety
     ///
-    /// As [`get_buffer`](crate::get_buffer): `view` is NULL or a valid `Py_buffer` to fill,
+    /// As [`get_buffer`](crate::produce::get_buffer): `view` is NULL or a valid `Py_buffer` to fill,
     /// and `owner` keeps this tensor alive (the instance whose `__getbuffer__` this is).
     #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
     pub unsafe fn get_buffer(
@@ -290,7 +290,7 @@ impl ClassTensor {
     }
 
     /// Serves the tensor's bytes through the buffer protocol, as
-    /// [`get_byte_buffer`](crate::get_byte_buffer) does (what pickling hands to
+    /// [`get_byte_buffer`](crate::produce::get_byte_buffer) does (what pickling hands to
     /// `pickle.PickleBuffer`); used as [`ClassTensor::get_buffer`] is.
     ///
     /// # Safety

@@ -32,7 +32,7 @@ use crate::writability_hook::{
 /// Here on `Image`, the class of [`TensorClass`](crate::TensorClass)'s example:
 ///
 /// ```
-/// use dlbridge_pyo3::exchange_api_exports;
+/// use dlbridge_pyo3::produce::exchange_api_exports;
 /// use dlbridge_pyo3::prelude::*;
 /// use pyo3::prelude::*;
 /// # #[pyclass(frozen)]
@@ -54,7 +54,7 @@ use crate::writability_hook::{
 /// #     Ok(Image::new_instance(py, tensor)?.into_bound(py))
 /// # }
 /// # // SAFETY: one thread, so none reads the environment while it changes.
-/// # unsafe { std::env::remove_var(dlbridge_pyo3::NO_EXCHANGE_API_ENV) };
+/// # unsafe { std::env::remove_var(dlbridge_pyo3::exchange::NO_EXCHANGE_API_ENV) };
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
 ///     publish_dlpack::<Image>(py)?;
@@ -105,7 +105,7 @@ static EXPORTS: AtomicU64 = AtomicU64::new(0);
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{exchange_api, publish_exchange_api, WRITABILITY_ATTRIBUTE};
+/// use dlbridge_pyo3::{exchange::exchange_api, produce::publish_exchange_api, writability_hook::WRITABILITY_ATTRIBUTE};
 /// use pyo3::prelude::*;
 /// # #[pyclass(frozen)]
 /// # struct Image {

@@ -23,8 +23,8 @@ use crate::capsule::wrap_in_capsule;
 use crate::claims::Claim;
 use crate::device::device_argument;
 use crate::errors::{repr_of, to_py_err};
-use crate::stream_argument::{ConsumerStream, has_streams, standard_default_stream};
-use crate::stream_order;
+use crate::streams::consumer::{ConsumerStream, has_streams, standard_default_stream};
+use crate::streams::order::{copy_to_host, order_for_consumer};
 use crate::trampoline;
 use crate::writability_hook::share_for_python;
 
@@ -34,7 +34,7 @@ use crate::writability_hook::share_for_python;
 /// use std::sync::Arc;
 ///
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{export_capsule, from_capsule, ExportRequest};
+/// use dlbridge_pyo3::{produce::export_capsule, capsule::from_capsule, produce::ExportRequest};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -120,7 +120,7 @@ impl<'a, 'py> ExportRequest<'a, 'py> {
 /// use std::sync::Arc;
 ///
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{export_capsule, from_capsule, ExportRequest, DLTENSOR};
+/// use dlbridge_pyo3::{produce::export_capsule, capsule::from_capsule, produce::ExportRequest, capsule::DLTENSOR};
 /// use pyo3::exceptions::PyValueError;
 /// use pyo3::prelude::*;
 /// # Python::initialize();
@@ -190,7 +190,7 @@ pub fn export_capsule<'py>(
         let copy = if device.is_host_readable() {
             view.to_compact_copy().map_err(to_py_err)?
         } else {
-            stream_order::copy_to_host(tensor)?
+            copy_to_host(tensor)?
         };
         if versioned {
             copy.into_raw()
@@ -200,7 +200,7 @@ pub fn export_capsule<'py>(
         }
     } else {
         if let Some(consumer) = consumer_stream {
-            stream_order::order_for_consumer(tensor, device, consumer)?;
+            order_for_consumer(tensor, device, consumer)?;
         }
         // Flagged READ_ONLY where other Rust handles read the memory (legacy refused).
         share_for_python(tensor, !versioned)?
@@ -252,7 +252,7 @@ fn consumer_stream(request: &ExportRequest<'_, '_>, device: Device) -> PyResult<
 }
 
 /// Publishes `__dlpack__` and `__dlpack_device__` on `T`'s type, exporting
-/// [`TensorClass::tensor`] with [`export_capsule`]. With [`crate::publish_exchange_api`]
+/// [`TensorClass::tensor`] with [`export_capsule`]. With [`crate::produce::publish_exchange_api`]
 /// (or both at once, [`crate::publish_dlpack`]) a class of one's own is a complete DLPack
 /// producer.
 ///
@@ -266,7 +266,7 @@ fn consumer_stream(request: &ExportRequest<'_, '_>, device: Device) -> PyResult<
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{exchange_api, publish_dlpack_methods};
+/// use dlbridge_pyo3::{exchange::exchange_api, produce::publish_dlpack_methods};
 /// use pyo3::prelude::*;
 /// use pyo3::types::IntoPyDict;
 /// # #[pyclass(frozen)]

@@ -1,29 +1,34 @@
-//! Production: making a PyO3 class of one's own a complete DLPack producer, and returning
-//! Rust-owned tensors to Python.
+//! Producing: a PyO3 class of one's own as a complete DLPack producer, and the protocol's
+//! producer side piece by piece, for a class that publishes its methods itself.
 //!
-//! - [`class_tensor`]: the tensor a class holds ([`ClassTensor`](crate::ClassTensor)), whose
-//!   elements Rust code reads under a read claim in the aliasing registry;
-//! - [`class`]: the [`TensorClass`] trait a class implements, and what the functions
-//!   published on it share; this module's [`publish_dlpack`] publishes everything at once;
-//! - [`methods`]: `__dlpack__` and `__dlpack_device__`, by the rules of [`export_capsule`];
-//! - [`exchange_table`]: DLPack 1.3's C exchange API and dlbridge's writability hook;
-//! - `pyarrow` (feature `arrow`): results handed to pyarrow through the Arrow PyCapsule
-//!   interface (`__arrow_c_array__`), as pyarrow arrays over the result's memory;
-//! - [`returning`]: results handed to the caller's framework ([`return_like`]);
-//! - `buffer`: the buffer protocol served over a tensor
-//!   ([`get_buffer`](crate::get_buffer)), for classes of one's own and for results returned
-//!   like buffer-protocol inputs.
+//! A kernel author needs only what the crate's root has: [`TensorClass`]
+//! with [`ClassTensor`](crate::ClassTensor), [`publish_dlpack`] (which publishes everything
+//! below at once), and [`return_like`] for results. Here are the parts:
 //!
-//! Every way out hands a tensor to Python writable or not by one rule,
-//! `writability_hook::writability_for_python`: a tensor that other Rust handles read goes to
-//! Python read-only (its shares and results are made so by `share_for_python` and
-//! `owned_for_python` there).
+//! - [`publish_dlpack_methods`]: `__dlpack__` and `__dlpack_device__` on the class, by the
+//!   rules of [`export_capsule`] (every keyword of the protocol: [`ExportRequest`]);
+//! - [`publish_exchange_api`]: DLPack 1.3's C exchange table on the class (with dlbridge's
+//!   writability hook, [`crate::writability_hook`]); [`exchange_api_exports`] counts its
+//!   exports;
+//! - [`get_buffer`], [`get_byte_buffer`], [`release_buffer`], [`buffer_format`]: the buffer
+//!   protocol served over a tensor, for a class's `__getbuffer__`;
+//! - [`TensorProducer`]: the one-shot producer `return_like` hands a framework whose only way
+//!   in is `from_dlpack`.
 //!
-//! The produce side never imports the consume side (`explain`, `exchange`, `work_stream`,
-//! [`crate::consume`], [`crate::args`], `libraries`): a producer's answers do not depend on how
-//! dlbridge reads other producers. `lib.rs` lists it before them and declares the rule, which
-//! `scripts/module-layers.py` checks; what both sides need (the `stream=` values, the type
-//! lookup with its exchange table, the capsules' names) lies beneath both.
+//! Every way out hands a tensor to Python writable or not by one rule: a tensor that other
+//! Rust handles read goes to Python read-only.
+
+// Inside: `class_tensor` (the tensor a class holds, read under a read claim in the aliasing
+// registry), `class` (the trait and what the published functions share), `methods`,
+// `exchange_table`, `pyarrow` (feature `arrow`: results to pyarrow through the Arrow
+// PyCapsule interface), `returning`, `buffer`. Every way out follows
+// `writability_hook::writability_for_python` (`share_for_python` and `owned_for_python`).
+//
+// The produce side never imports the consume side (`explain`, `exchange`, `streams::work`,
+// `consume`, `args`, `libraries`): a producer's answers do not depend on how dlbridge reads
+// other producers. `lib.rs` lists it before them and declares the rule, which
+// `scripts/module-layers.py` checks; what both sides need (the `stream=` values, the type
+// lookup with its exchange table, the capsules' names) lies beneath both.
 
 #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
 pub(crate) mod buffer;
@@ -38,16 +43,23 @@ pub(crate) mod returning;
 use pyo3::prelude::*;
 
 use self::class::TensorClass;
+
+#[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
+pub use self::buffer::{get_buffer, get_byte_buffer, release_buffer};
+pub use self::exchange_table::{exchange_api_exports, publish_exchange_api};
+pub use self::methods::{ExportRequest, export_capsule, publish_dlpack_methods};
+pub use self::returning::TensorProducer;
 #[cfg(doc)]
-use self::{methods::export_capsule, returning::return_like};
+use self::returning::return_like;
+pub use crate::host::formats::buffer_format;
 
 /// Makes `T` a complete DLPack producer: publishes `__dlpack__` and `__dlpack_device__`
-/// ([`publish_dlpack_methods`](crate::publish_dlpack_methods)) and the C exchange API
-/// ([`publish_exchange_api`](crate::publish_exchange_api)) on its type. Call it once, after
+/// ([`publish_dlpack_methods`]) and the C exchange API
+/// ([`publish_exchange_api`]) on its type. Call it once, after
 /// the class is added to its module.
 ///
 /// In the module's initialization (`Image`: the class of
-/// [`TensorClass`](crate::TensorClass)'s example):
+/// [`TensorClass`]'s example):
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;

@@ -42,7 +42,7 @@ use crate::writability_hook::{legacy_refusal, lent_read_only, owned_for_python};
 ///     let result = return_like(py, (vec![1.0f64, 2.0], [2]), &like)?;
 ///     let producer = result.getattr("producer")?;
 ///     assert_eq!(producer.get_type().name()?, "TensorProducer");
-///     let tensor = dlbridge_pyo3::from_capsule(&result.getattr("capsule")?)?;
+///     let tensor = dlbridge_pyo3::capsule::from_capsule(&result.getattr("capsule")?)?;
 ///     assert_eq!(tensor.view().as_slice::<f64>().map_err(to_py_err)?, &[1.0, 2.0]);
 ///     // One shot: the tensor is exported once.
 ///     let again = producer.call_method0("__dlpack__").unwrap_err();
@@ -251,12 +251,12 @@ impl<O: Send + 'static> IntoTensor for Export<'_, O> {
 ///   `TypeError` that names it;
 /// - for an object with no such module function but with the buffer protocol (`memoryview`,
 ///   `bytes`, `bytearray`, `array.array`), a `memoryview` over the result, in its shape and
-///   format ([`buffer_format`](crate::buffer_format)), which keeps the tensor alive (the full
+///   format ([`buffer_format`](crate::produce::buffer_format)), which keeps the tensor alive (the full
 ///   API, or the limited API of Python 3.11 and later);
 /// - anything else is a `TypeError`.
 ///
 /// Every way consults one table of what each framework's tensors can hold
-/// ([`FRAMEWORK_HOLDINGS`](crate::FRAMEWORK_HOLDINGS)):
+/// ([`FRAMEWORK_HOLDINGS`](crate::framework_table::FRAMEWORK_HOLDINGS)):
 ///
 /// - **Read-only results** (flagged read-only, such as an Arrow column or candle's unchecked
 ///   export; a legacy import of unknown writability; or a share of a tensor Rust still holds,
@@ -473,8 +473,8 @@ fn has_buffer_protocol(object: &Bound<'_, PyAny>) -> bool {
 
 /// A result returned like a buffer-protocol input (`memoryview`, `bytes`, `bytearray`,
 /// `array.array`, ...): a `memoryview` over the tensor's memory, zero-copy, in its shape and
-/// format ([`buffer_format`](crate::buffer_format)), writable unless the tensor is read-only
-/// or other Rust handles read it ([`get_buffer`](crate::get_buffer)'s rule).
+/// format ([`buffer_format`](crate::produce::buffer_format)), writable unless the tensor is read-only
+/// or other Rust handles read it ([`get_buffer`](crate::produce::get_buffer)'s rule).
 fn buffer_result<'py>(py: Python<'py>, tensor: ManagedTensor) -> PyResult<Bound<'py, PyAny>> {
     #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
     {
@@ -500,7 +500,7 @@ fn buffer_result<'py>(py: Python<'py>, tensor: ManagedTensor) -> PyResult<Bound<
 }
 
 /// The owner of a memoryview that [`return_like`] hands back for a buffer-protocol input:
-/// serves the tensor's memory ([`get_buffer`](crate::get_buffer)) and frees it with the last
+/// serves the tensor's memory ([`get_buffer`](crate::produce::get_buffer)) and frees it with the last
 /// view.
 #[cfg(any(Py_3_11, not(Py_LIMITED_API)))]
 #[pyclass(module = "dlbridge_pyo3", name = "TensorBuffer", frozen)]

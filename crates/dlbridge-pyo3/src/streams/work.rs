@@ -24,8 +24,8 @@ use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 
+use super::consumer::{StreamKind, has_streams, stream_kind};
 use crate::dispatch::TypeInfo;
-use crate::stream_argument::{StreamKind, has_streams, stream_kind};
 
 /// Where a [`WorkStream`] was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,7 +62,7 @@ impl WorkStreamSource {
 /// ([`DeviceTensorArg::stream`](crate::DeviceTensorArg::stream)).
 ///
 /// ```
-/// use dlbridge_pyo3::{WorkStream, WorkStreamSource};
+/// use dlbridge_pyo3::{streams::WorkStream, streams::WorkStreamSource};
 /// use dlbridge_pyo3::dlbridge::{Device, DeviceType};
 ///
 /// let cuda0 = Device::new(DeviceType::CUDA, 0);
@@ -129,7 +129,7 @@ impl WorkStream {
     /// agree on the stream, or the kernel would race one of them (`ValueError` naming both).
     ///
     /// ```
-    /// use dlbridge_pyo3::{WorkStream, WorkStreamSource};
+    /// use dlbridge_pyo3::{streams::WorkStream, streams::WorkStreamSource};
     /// use dlbridge_pyo3::dlbridge::{Device, DeviceType};
     /// # pyo3::Python::initialize();
     ///

@@ -2,7 +2,7 @@
 //! a device ([`ConsumerStream`], [`StreamHandle`]), which devices order their work by streams,
 //! and the standard's default stream of each. The producer side answers `__dlpack__(stream=...)`
 //! with it ([`crate::produce`]); the consumer side asks with it ([`crate::consume`], and
-//! [`crate::work_stream`] for the producer's current stream). Nothing here calls a driver.
+//! [`super::work`] for the producer's current stream). Nothing here calls a driver.
 
 use dlbridge::{Device, DeviceType};
 use pyo3::exceptions::PyValueError;
@@ -43,7 +43,7 @@ pub(crate) fn has_streams(device: Device) -> bool {
 /// values are the safe constants of [`StreamHandle`].
 ///
 /// ```
-/// use dlbridge_pyo3::{ConsumerStream, StreamHandle};
+/// use dlbridge_pyo3::{streams::ConsumerStream, streams::StreamHandle};
 /// use dlbridge_pyo3::dlbridge::{Device, DeviceType};
 /// # pyo3::Python::initialize();
 /// let cuda0 = Device::new(DeviceType::CUDA, 0);
@@ -62,11 +62,11 @@ pub(crate) fn has_streams(device: Device) -> bool {
 ///
 // The example is the program examples/import_on_stream.rs, included here as it is: `make
 // gpu-kit` builds it against the GPU machine's CPython and scripts/gpu-run.sh runs it there.
-#[doc = concat!("```no_run\n", include_str!("../examples/import_on_stream.rs"), "```")]
+#[doc = concat!("```no_run\n", include_str!("../../examples/import_on_stream.rs"), "```")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConsumerStream {
-    /// The producer's current work stream on the tensor's device ([`WorkStream`](crate::WorkStream): its
+    /// The producer's current work stream on the tensor's device ([`WorkStream`](crate::streams::WorkStream): its
     /// exchange table's `current_work_stream`, else PyTorch's or CuPy's current stream, else
     /// the legacy default stream). The producer then has nothing to synchronise (its current
     /// stream is the one asked for), a CUDA graph being captured on that stream stays intact,
@@ -153,7 +153,7 @@ impl ConsumerStream {
 /// constants.
 ///
 /// ```
-/// use dlbridge_pyo3::StreamHandle;
+/// use dlbridge_pyo3::streams::StreamHandle;
 /// assert_eq!(StreamHandle::CUDA_LEGACY_DEFAULT.get(), 1);
 /// assert_eq!(StreamHandle::CUDA_PER_THREAD_DEFAULT.get(), 2);
 /// assert_eq!(StreamHandle::ROCM_DEFAULT.get(), 0);
