@@ -31,10 +31,6 @@
 use std::ffi::{CStr, c_void};
 use std::io::Write;
 
-use arrow_array::types::{
-    Float16Type, Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type,
-    UInt16Type, UInt32Type, UInt64Type,
-};
 use arrow_array::{Array, BooleanArray};
 use arrow_data::ArrayData;
 use arrow_data::ffi::FFI_ArrowArray;
@@ -144,26 +140,10 @@ fn arrow_parts(
     into_arrow(tensor).map_err(to_py_err)
 }
 
-/// The size of an element of `dtype` where Arrow has a primitive type for it (the table of
-/// [`into_arrow`]).
+/// The size of an element of `dtype` where Arrow has a primitive type for it (the core's
+/// table, `dlbridge::arrow::arrow_type`).
 fn primitive_size(dtype: DataType) -> Option<usize> {
-    let known = [
-        DataType::INT8,
-        DataType::INT16,
-        DataType::INT32,
-        DataType::INT64,
-        DataType::UINT8,
-        DataType::UINT16,
-        DataType::UINT32,
-        DataType::UINT64,
-        DataType::FLOAT16,
-        DataType::FLOAT32,
-        DataType::FLOAT64,
-    ];
-    known
-        .contains(&dtype)
-        .then(|| dtype.size_in_bytes())
-        .flatten()
+    dlbridge::arrow::arrow_type(dtype).and(dtype.size_in_bytes())
 }
 
 /// The one place that calls the core's Arrow bridge: a compact, aligned host tensor of an
@@ -174,30 +154,7 @@ fn into_arrow(tensor: ManagedTensor) -> dlbridge::Result<(Field, ArrayData)> {
         let (field, array) = tensor.into_fixed_shape_tensor()?;
         return Ok((field, array.to_data()));
     }
-    let dtype = tensor.view().dtype();
-    macro_rules! primitive {
-        ($($dlpack:ident => $arrow:ty),* $(,)?) => {
-            $(if dtype == DataType::$dlpack {
-                tensor.into_arrow_array::<$arrow>()?.to_data()
-            } else)* {
-                // `primitive_size` let only the types above through; the core names the type.
-                tensor.into_arrow_array::<Float64Type>()?.to_data()
-            }
-        };
-    }
-    let data = primitive!(
-        INT8 => Int8Type,
-        INT16 => Int16Type,
-        INT32 => Int32Type,
-        INT64 => Int64Type,
-        UINT8 => UInt8Type,
-        UINT16 => UInt16Type,
-        UINT32 => UInt32Type,
-        UINT64 => UInt64Type,
-        FLOAT16 => Float16Type,
-        FLOAT32 => Float32Type,
-        FLOAT64 => Float64Type,
-    );
+    let data = tensor.into_arrow_array_of_its_type()?.to_data();
     Ok((Field::new("", data.data_type().clone(), false), data))
 }
 

@@ -6,7 +6,9 @@
 //! on whatever thread that happens.
 //!
 //! - [`ArrowTensorExt::into_arrow_buffer`]: the bytes of a C-contiguous tensor as a `Buffer`;
-//! - [`ArrowTensorExt::into_arrow_array`]: a 1-D tensor as a `PrimitiveArray<T>`;
+//! - [`ArrowTensorExt::into_arrow_array`]: a 1-D tensor as a `PrimitiveArray<T>`, or
+//!   [`ArrowTensorExt::into_arrow_array_of_its_type`] as an `ArrayRef` of its own type
+//!   ([`arrow_type`] says which);
 //! - [`ArrowTensorExt::into_fixed_shape_tensor`]: a tensor of two or more dimensions as a
 //!   `FixedSizeListArray` with a field carrying the canonical `arrow.fixed_shape_tensor`
 //!   extension type: one list per index of the first axis (the batch, or rows), each list one
@@ -170,6 +172,16 @@ macro_rules! conversions {
             None
         }
 
+        /// [`ArrowTensorExt::into_arrow_array`] of the primitive type of the tensor's own data
+        /// type.
+        fn array_of_its_type(tensor: ManagedTensor) -> Result<ArrayRef> {
+            let dtype = tensor.view().dtype();
+            $(if dtype == DataType::$dlpack {
+                return Ok(Arc::new(tensor.into_arrow_array::<$primitive>()?));
+            })*
+            Err(unrepresentable(ARRAY, no_arrow_type(dtype)))
+        }
+
         /// The DLPack type of an Arrow type, `None` where the table has none.
         fn dlpack_type_of(arrow: &ArrowType) -> Option<DataType> {
             match arrow {
@@ -219,6 +231,21 @@ macro_rules! conversions {
 }
 
 supported_types!(conversions);
+
+/// The Arrow data type a tensor of `dtype` becomes (the module's table), `None` where Arrow has
+/// no primitive type for it (bool, bfloat16, complex, the float8 types, sub-byte types,
+/// lanes > 1).
+///
+/// ```
+/// use arrow_schema::DataType as ArrowType;
+/// use dlbridge::DataType;
+///
+/// assert_eq!(dlbridge::arrow::arrow_type(DataType::FLOAT16), Some(ArrowType::Float16));
+/// assert_eq!(dlbridge::arrow::arrow_type(DataType::BOOL), None);
+/// ```
+pub fn arrow_type(dtype: DataType) -> Option<ArrowType> {
+    arrow_type_of(dtype)
+}
 
 /// Why a DLPack type has no Arrow type.
 fn no_arrow_type(dtype: DataType) -> String {
@@ -426,6 +453,31 @@ pub trait ArrowTensorExt: crate::sealed::Sealed {
     /// ```
     fn into_arrow_array<T: ArrowPrimitiveType>(self) -> Result<PrimitiveArray<T>>;
 
+    /// A 1-D tensor as an Arrow array of its own data type (`ArrayRef`), without copying
+    /// (feature `arrow`): [`ArrowTensorExt::into_arrow_array`] with the primitive type read
+    /// from the tensor's data type (the module's table), for code that does not know it when
+    /// it is compiled (a result handed to pyarrow, say). The same checks and errors; a data
+    /// type the table lacks is [`Error::Unrepresentable`] saying why.
+    ///
+    /// ```
+    /// use dlbridge::arrow::ArrowTensorExt;
+    /// use arrow_array::Array;
+    /// use arrow_schema::DataType as ArrowType;
+    /// use dlbridge::{Error, Export};
+    ///
+    /// let tensor = Export::new(vec![1u16, 2, 3], &[3]).into_versioned()?;
+    /// let first = tensor.view().data_ptr() as usize;
+    /// let array = tensor.into_arrow_array_of_its_type()?;
+    /// assert_eq!(array.data_type(), &ArrowType::UInt16);
+    /// assert_eq!(array.to_data().buffers()[0].as_ptr() as usize, first); // no copy
+    ///
+    /// let halves = Export::new(vec![half::bf16::ONE], &[1]).into_versioned()?;
+    /// let refused = halves.into_arrow_array_of_its_type().unwrap_err();
+    /// assert!(refused.to_string().contains("Arrow has no bfloat16 type"), "{refused}");
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    fn into_arrow_array_of_its_type(self) -> Result<ArrayRef>;
+
     /// A tensor of two or more dimensions as an Arrow `arrow.fixed_shape_tensor` column,
     /// without copying (feature `arrow`): the field, which carries the canonical extension
     /// type (`arrow_schema::extension::FixedShapeTensor`), and the
@@ -631,6 +683,10 @@ impl ArrowTensorExt for ManagedTensor {
         // empty tensor has a dangling `first` and no bytes.
         let buffer = unsafe { self.into_buffer_at(first, bytes) };
         primitive_array::<T>(buffer, len, ARRAY)
+    }
+
+    fn into_arrow_array_of_its_type(self) -> Result<ArrayRef> {
+        array_of_its_type(self)
     }
 
     fn into_fixed_shape_tensor(self) -> Result<(Field, FixedSizeListArray)> {

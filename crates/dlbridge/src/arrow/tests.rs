@@ -969,3 +969,86 @@ fn columns_and_arrays_hold_one_tensor_each() {
     }
     assert_eq!(drops(&counter), 1);
 }
+
+/// `into_arrow_array_of_its_type` of one supported type: the Arrow type of the table, the
+/// tensor's own memory, the values, and the deleter run once, with the array.
+fn array_of_its_type_case<T: Element + Copy + Debug + PartialEq>(
+    values: &[T],
+    expected: ArrowType,
+) {
+    let (tensor, drops_seen, first) = counted(values.to_vec(), &[values.len()], None);
+    assert_eq!(arrow_type(tensor.view().dtype()), Some(expected.clone()));
+    let array = tensor.into_arrow_array_of_its_type().unwrap();
+    assert_eq!(array.data_type(), &expected);
+    assert_eq!(array.len(), values.len());
+    let data = array.to_data();
+    let values_buffer = data.buffers()[0].as_ptr();
+    assert_eq!(values_buffer.cast::<T>(), first, "no copy");
+    // SAFETY: the values buffer is the tensor's `values.len()` elements of `T`, kept alive by
+    // `data` while this slice is read.
+    let read = unsafe { std::slice::from_raw_parts(values_buffer.cast::<T>(), values.len()) };
+    assert_eq!(read, values);
+    drop(data);
+    assert_eq!(drops(&drops_seen), 0);
+    drop(array);
+    assert_eq!(drops(&drops_seen), 1);
+}
+
+#[test]
+fn every_type_of_the_table_becomes_an_array_of_its_own_type() {
+    array_of_its_type_case(&[-1i8, 2], ArrowType::Int8);
+    array_of_its_type_case(&[-1i16, 2], ArrowType::Int16);
+    array_of_its_type_case(&[-1i32, 2], ArrowType::Int32);
+    array_of_its_type_case(&[-1i64, 2], ArrowType::Int64);
+    array_of_its_type_case(&[1u8, 2], ArrowType::UInt8);
+    array_of_its_type_case(&[1u16, 2], ArrowType::UInt16);
+    array_of_its_type_case(&[1u32, 2], ArrowType::UInt32);
+    array_of_its_type_case(&[1u64, 2], ArrowType::UInt64);
+    array_of_its_type_case(&[f16::ONE, f16::NEG_ONE], ArrowType::Float16);
+    array_of_its_type_case(&[1.5f32, -2.5], ArrowType::Float32);
+    array_of_its_type_case(&[1.5f64, -2.5], ArrowType::Float64);
+}
+
+#[test]
+fn an_array_of_its_type_refuses_what_the_typed_one_refuses() {
+    for (tensor, words) in [
+        (
+            Export::new(vec![true, false], &[2])
+                .into_versioned()
+                .unwrap(),
+            "one bit per value",
+        ),
+        (
+            Export::new(vec![bf16::ONE], &[1]).into_versioned().unwrap(),
+            "no bfloat16 type",
+        ),
+        (
+            Export::new(vec![Complex::new(1.0f32, 0.0)], &[1])
+                .into_versioned()
+                .unwrap(),
+            "complex",
+        ),
+    ] {
+        assert_eq!(arrow_type(tensor.view().dtype()), None);
+        let refused = given(tensor.into_arrow_array_of_its_type().unwrap_err());
+        assert!(refused.contains(words), "{refused}");
+    }
+    let matrix = Export::new(vec![1.0f32; 4], &[2, 2])
+        .into_versioned()
+        .unwrap();
+    assert!(matches!(
+        matrix.into_arrow_array_of_its_type(),
+        Err(Error::DimensionalityMismatch {
+            expected: 1,
+            actual: 2
+        })
+    ));
+    let strided = Export::new(vec![1.0f32; 4], &[2])
+        .strides(&[2])
+        .into_versioned()
+        .unwrap();
+    assert!(matches!(
+        strided.into_arrow_array_of_its_type(),
+        Err(Error::NotContiguous { .. })
+    ));
+}
