@@ -15,7 +15,6 @@ from _frameworks import import_framework
 from _kernels import kernels as K
 
 torch = import_framework("torch", "torch")
-jnp = import_framework("jax.numpy", "jax")
 
 
 class OnlyDlpack:
@@ -46,7 +45,6 @@ def sources():
         ("bytes buffer", memoryview(values.tobytes()).cast("f", (2, 3)), "buffer", False),
         ("torch", torch.arange(6, dtype=torch.float32).reshape(2, 3), "exchange", True),
         ("torch requires_grad", tracked, "exchange", True),
-        ("jax", jnp.arange(6, dtype=jnp.float32).reshape(2, 3), "buffer", False),
         ("__dlpack__ only", OnlyDlpack(values.copy()), "dlpack", True),
         ("__dlpack__ read-only", OnlyDlpack(read_only), "dlpack", False),
         ("dlbridge", dlbridge.from_dlpack(values.copy()), "exchange", True),
