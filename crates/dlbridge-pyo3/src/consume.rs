@@ -17,7 +17,6 @@ use crate::explain::{Copier, ImportPath, ImportReport, ImportStep};
 use crate::framework::Purpose;
 use crate::host::numpy;
 use crate::sources::dlpack::{ImportOptions, Recorder, Trace, Untraced, finish, negotiate};
-use crate::sources::table;
 use crate::streams::consumer::{ConsumerStream, has_streams};
 use crate::streams::work::work_stream_of;
 
@@ -139,7 +138,8 @@ pub fn from_dlpack(object: &Bound<'_, PyAny>, options: &ImportOptions) -> PyResu
 ///
 /// ```
 /// use dlbridge::Export;
-/// use dlbridge_pyo3::{ClassTensor, ImportOptions, from_dlpack_unclaimed, capsule::into_capsule, to_py_err};
+/// use dlbridge_pyo3::capsule::into_capsule;
+/// use dlbridge_pyo3::{ClassTensor, ImportOptions, from_dlpack_unclaimed, to_py_err};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -179,9 +179,9 @@ pub(crate) fn import_for_argument(
 ///
 /// ```
 /// use dlbridge::{Export, ManagedTensor};
-/// use dlbridge_pyo3::{
-///     from_dlpack_explained, capsule::into_capsule, to_py_err, explain::Copier, ImportOptions, explain::ImportPath,
-/// };
+/// use dlbridge_pyo3::capsule::into_capsule;
+/// use dlbridge_pyo3::explain::{Copier, ImportPath};
+/// use dlbridge_pyo3::{from_dlpack_explained, to_py_err, ImportOptions};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -288,7 +288,7 @@ fn import<T: Trace>(
         // Whatever it refuses goes to `__dlpack__`, the reference, whose answer and exception
         // are the producer's own (PyTorch's table raises RuntimeError with a C++ trace where
         // its `__dlpack__` raises BufferError).
-        if let Ok(mut tensor) = table::export(api, object) {
+        if let Ok(mut tensor) = api.managed_tensor_unclaimed(object) {
             if let Some(rules) = info.framework {
                 rules.admit(object, Some(&tensor.view()), Purpose::Import)?;
                 admitted = true;

@@ -348,10 +348,10 @@ impl FrameworkRules {
         truth(&call(py, &self.autograd.grad_enabled, &[])?)
     }
 
-    /// `from_dlpack`'s refusals (`BufferError`), in the order of `__dlpack__`'s: a tracked
-    /// tensor, then a lazy view. `exported` is what the exchange table made of the object,
-    /// when it was asked: its data type and layout spare the questions that cannot be yes.
-    fn refuse_export(
+    /// `from_dlpack`'s own refusal (`BufferError`), the first of `__dlpack__`'s: a tracked
+    /// tensor. `exported` is what the exchange table made of the object, when it was asked:
+    /// its data type spares the question where it cannot be yes.
+    fn refuse_tracked(
         &self,
         object: &Bound<'_, PyAny>,
         exported: Option<&TensorView<'_>>,
@@ -363,11 +363,6 @@ impl FrameworkRules {
                  too): pass x.detach()",
                 self.class_name, self.tracked_words, self.class_name
             )));
-        }
-        if let Some(lazy_bits) = &self.lazy_bits {
-            if let Some(refusal) = lazy_bits.refusal(object, exported)? {
-                return Err(refusal);
-            }
         }
         Ok(())
     }
@@ -403,17 +398,10 @@ impl FrameworkRules {
 
     /// The framework's rules for `object` reached for `purpose`, applied once by every path:
     /// after the source that described its tensor (`exported`), or, for `__dlpack__`, before
-    /// it is asked (`None`: every question is asked). Refused:
-    ///
-    /// - for an import, what the framework's `__dlpack__` refuses, in its order
-    ///   ([`FrameworkRules::refuse_export`], `BufferError`): a tracked tensor, a lazy view;
-    /// - for a writable argument, what its in-place operations refuse
-    ///   ([`FrameworkRules::check_writable`], `TypeError`), then a lazy view;
-    /// - for a read-only argument, a lazy view (a tracked tensor is read as `detach()` reads
-    ///   it).
-    ///
-    /// A lazy view (PyTorch's conjugation or negation bit) holds other values in memory than
-    /// the tensor's: every purpose refuses it, with the same `BufferError`.
+    /// it is asked (`None`: every question is asked). First the purpose's own rule
+    /// ([`FrameworkRules::admit_purpose`]), then a lazy view (PyTorch's conjugation or
+    /// negation bit), whose memory holds other values than the tensor's: every purpose refuses
+    /// it, with the same `BufferError`, as `__dlpack__` does.
     #[inline]
     pub(crate) fn admit(
         &self,
@@ -421,17 +409,36 @@ impl FrameworkRules {
         exported: Option<&TensorView<'_>>,
         purpose: Purpose,
     ) -> PyResult<()> {
-        match purpose {
-            Purpose::Import => return self.refuse_export(object, exported),
-            Purpose::Write => self.check_writable(object)?,
-            Purpose::Read => {}
-        }
+        self.admit_purpose(object, exported, purpose)?;
         match &self.lazy_bits {
             Some(lazy_bits) => match lazy_bits.refusal(object, exported)? {
                 Some(refusal) => Err(refusal),
                 None => Ok(()),
             },
             None => Ok(()),
+        }
+    }
+
+    /// The rule of `purpose` alone, without the lazy view's ([`FrameworkRules::admit`]):
+    ///
+    /// - for an import, a tracked tensor ([`FrameworkRules::refuse_tracked`], `BufferError`);
+    /// - for a writable argument, what the framework's in-place operations refuse
+    ///   ([`FrameworkRules::check_writable`], `TypeError`);
+    /// - for a read-only argument, nothing (a tracked tensor is read as `detach()` reads it).
+    ///
+    /// Asked alone before a typed argument's reference import, which applies the lazy view's
+    /// rule to what it imports (`x.detach()` keeps `x`'s bits).
+    #[inline]
+    pub(crate) fn admit_purpose(
+        &self,
+        object: &Bound<'_, PyAny>,
+        exported: Option<&TensorView<'_>>,
+        purpose: Purpose,
+    ) -> PyResult<()> {
+        match purpose {
+            Purpose::Import => self.refuse_tracked(object, exported),
+            Purpose::Write => self.check_writable(object),
+            Purpose::Read => Ok(()),
         }
     }
 

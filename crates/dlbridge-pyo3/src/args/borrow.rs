@@ -83,7 +83,8 @@ impl Access {
 /// Whatever source answers, the framework's rules for the argument's purpose are applied
 /// once, on the view it found, before `make` ([`FrameworkRules::admit`](crate::framework::FrameworkRules::admit)):
 /// a writable argument is refused where the framework's in-place operations refuse, and every
-/// argument refuses a lazy view as `__dlpack__` does. What a fast path declines goes to the
+/// argument refuses a lazy view as `__dlpack__` does (on the reference path, the import
+/// refuses it, and the purpose's own rule is asked before). What a fast path declines goes to the
 /// reference, so that a refusal is the producer's own (`BufferError` from `__dlpack__`).
 #[inline(always)]
 pub(crate) fn extract_with<R>(
@@ -140,8 +141,13 @@ pub(crate) fn extract_with<R>(
     })? {
         return Ok((Source::Buffer(buffer), made));
     }
+    // The reference import applies the lazy view's rule to what it imports (`x.detach()` keeps
+    // `x`'s bits): only the purpose's own rule is asked of `object`, before it, not twice.
     let source = match info.framework {
-        Some(rules) => rules.untracked(object)?,
+        Some(rules) => {
+            rules.admit_purpose(object, None, purpose)?;
+            rules.untracked(object)?
+        }
         None => object.clone(),
     };
     let stream = match import_stream {
@@ -151,7 +157,7 @@ pub(crate) fn extract_with<R>(
     let tensor = import_for_argument(&source, &ImportOptions::default().with_stream(stream))?;
     let made = {
         let view = tensor.view();
-        admitted(&view, Access::new(view.writability(), ArgumentPath::Dlpack))?
+        make(&view, Access::new(view.writability(), ArgumentPath::Dlpack))?
     };
     Ok((Source::Dlpack(Arc::new(tensor)), made))
 }

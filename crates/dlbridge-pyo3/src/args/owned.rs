@@ -19,7 +19,6 @@ use crate::dispatch::type_info;
 use crate::errors::{to_py_err, type_name};
 use crate::exchange::ExchangeApi;
 use crate::host::{buffer, numpy};
-use crate::sources::table;
 
 impl<'py, T: Element, D: Dimensionality, C: Constraints> TensorArg<'py, T, D, C> {
     /// The argument's tensor as an owned [`ManagedTensor`], zero-copy, which may outlive the
@@ -79,7 +78,7 @@ impl<'py, T: Element, D: Dimensionality, C: Constraints> TensorArg<'py, T, D, C>
                 let api = ExchangeApi::of(type_info(object)?).ok_or_else(|| {
                     another_answer(object, "its type no longer has an exchange table")
                 })?;
-                table::export(api, object)?
+                api.managed_tensor_unclaimed(object)?
             }
             // SAFETY: the argument read `object` as exactly `numpy.ndarray`; its type cannot
             // change (NumPy's arrays refuse `__class__` assignment).

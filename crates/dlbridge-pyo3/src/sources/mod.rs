@@ -6,7 +6,7 @@
 //!
 //! | source | borrowed, for a typed argument's call | owned |
 //! |---|---|---|
-//! | the type's C exchange table | [`table::borrow`] | [`table::export`] |
+//! | the type's C exchange table | [`table::borrow`] | `ExchangeApi::managed_tensor_unclaimed` |
 //! | NumPy's array struct | `host::numpy::with_array_view` | `host::numpy::import` |
 //! | the buffer protocol | `host::buffer::with_buffer_view` | `host::buffer::import_buffer` |
 //! | `__dlpack__` and its retries | | [`dlpack::negotiate`] |

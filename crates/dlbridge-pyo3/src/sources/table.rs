@@ -1,8 +1,9 @@
-//! The exchange-table source: a type's DLPack 1.3 C exchange table asked for an object's tensor,
-//! borrowed for a typed argument's call ([`borrow`]) or exported as an owned tensor ([`export`]),
-//! without calling `__dlpack__`. A table that declines gives `None`, so that the reference path
-//! (`__dlpack__`, [`super::dlpack`]) answers with the producer's own words (PyTorch's table
-//! raises RuntimeError with a C++ trace where its `__dlpack__` raises BufferError).
+//! The exchange-table source: a type's DLPack 1.3 C exchange table asked for an object's tensor
+//! without calling `__dlpack__`, borrowed for a typed argument's call ([`borrow`]); its owned
+//! export is [`ExchangeApi::managed_tensor_unclaimed`]. A table that declines gives `None`, so
+//! that the reference path (`__dlpack__`, [`super::dlpack`]) answers with the producer's own
+//! words (PyTorch's table raises RuntimeError with a C++ trace where its `__dlpack__` raises
+//! BufferError).
 
 use dlbridge::{ManagedTensor, TensorView, Writability};
 use pyo3::prelude::*;
@@ -65,7 +66,7 @@ pub(crate) fn borrow<R>(
     let Some((tensor, writability)) = described else {
         // No borrowed descriptor (the table has no `dltensor_from_py_object_no_sync`, or the
         // writability of one would not be known): an owned export, which has flags.
-        let Ok(tensor) = export(api, object) else {
+        let Ok(tensor) = api.managed_tensor_unclaimed(object) else {
             return Ok(None);
         };
         let made = {
@@ -82,13 +83,4 @@ pub(crate) fn borrow<R>(
         writability,
         false,
     )?)))
-}
-
-/// `object`'s tensor exported through its type's table as an owned tensor (marked shared: the
-/// object's memory), not yet claimed. An error is the table's: the orders drop it and ask the
-/// reference instead (whose answer is the producer's own), an argument's owned tensor
-/// (`TensorArg::to_managed`) raises it.
-#[inline(always)]
-pub(crate) fn export(api: ExchangeApi, object: &Bound<'_, PyAny>) -> PyResult<ManagedTensor> {
-    api.managed_tensor_unclaimed(object)
 }
