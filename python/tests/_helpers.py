@@ -245,6 +245,20 @@ def through_exchange_tables(producer_type, consumer_type):
     return pass_
 
 
+class DlpackOnly:
+    """A producer with the protocol's two methods over an array's, and nothing else (no buffer
+    protocol, no exchange table): what a user's own tensor type looks like to a consumer."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
 class HandsOver:
     """A producer whose `__dlpack__` hands over one capsule made beforehand (whatever the
     keywords), so that a consumer takes a tensor whose deleter a test has interposed."""

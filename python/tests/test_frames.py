@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import dlbridge
 import dlbridge.distributed as dd
 from _frameworks import import_framework
-from _helpers import IS_COPIED, np_address, row_major_strides
+from _helpers import IS_COPIED, DlpackOnly, np_address, row_major_strides
 from conftest import UNDER_ASAN
 from dlbridge.check import catalogue
 from dlbridge.check.abi import kDLCUDA, kDLROCM
@@ -225,17 +225,8 @@ def test_device_tensor_is_refused_naming_the_device(device):
         dd.serialize(t)
 
 
-class Grid:
+class Grid(DlpackOnly):
     """A user's tensor type: a DLPack producer dlbridge.distributed does not know."""
-
-    def __init__(self, array):
-        self.array = array
-
-    def __dlpack__(self, **kwargs):
-        return self.array.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self.array.__dlpack_device__()
 
 
 def test_user_type_round_trips_through_its_tensor_type():

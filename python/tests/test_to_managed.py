@@ -12,22 +12,10 @@ import pytest
 
 import dlbridge
 from _frameworks import import_framework
+from _helpers import DlpackOnly
 from _kernels import kernels as K
 
 torch = import_framework("torch", "torch")
-
-
-class OnlyDlpack:
-    """A producer with the protocol's two methods and nothing else (no buffer, no table)."""
-
-    def __init__(self, array):
-        self.array = array
-
-    def __dlpack__(self, **kwargs):
-        return self.array.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self.array.__dlpack_device__()
 
 
 def sources():
@@ -45,8 +33,8 @@ def sources():
         ("bytes buffer", memoryview(values.tobytes()).cast("f", (2, 3)), "buffer", False),
         ("torch", torch.arange(6, dtype=torch.float32).reshape(2, 3), "exchange", True),
         ("torch requires_grad", tracked, "exchange", True),
-        ("__dlpack__ only", OnlyDlpack(values.copy()), "dlpack", True),
-        ("__dlpack__ read-only", OnlyDlpack(read_only), "dlpack", False),
+        ("__dlpack__ only", DlpackOnly(values.copy()), "dlpack", True),
+        ("__dlpack__ read-only", DlpackOnly(read_only), "dlpack", False),
         ("dlbridge", dlbridge.from_dlpack(values.copy()), "exchange", True),
     ]
 

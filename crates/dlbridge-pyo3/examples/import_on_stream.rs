@@ -1,6 +1,9 @@
 //! A CUDA tensor imported from PyTorch on a stream of one's own (needs a GPU, and PyTorch with
 //! CUDA in the embedded interpreter).
-use dlbridge_pyo3::{ImportOptions, streams::ConsumerStream, streams::StreamHandle};
+use dlbridge_pyo3::{
+    ImportOptions,
+    streams::{ConsumerStream, StreamHandle},
+};
 use pyo3::prelude::*;
 
 fn main() -> PyResult<()> {

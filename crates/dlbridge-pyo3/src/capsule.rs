@@ -42,7 +42,7 @@ const fn capsule_name<const N: usize>(bytes: &'static CapsuleName<N>) -> &'stati
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{capsule::into_capsule, capsule::DLTENSOR};
+/// use dlbridge_pyo3::capsule::{into_capsule, DLTENSOR};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -58,7 +58,7 @@ pub const DLTENSOR: &CStr = capsule_name(&DLTENSOR_NAME);
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{capsule::into_capsule, capsule::DLTENSOR_VERSIONED};
+/// use dlbridge_pyo3::capsule::{into_capsule, DLTENSOR_VERSIONED};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -74,7 +74,7 @@ pub const DLTENSOR_VERSIONED: &CStr = capsule_name(&DLTENSOR_VERSIONED_NAME);
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{capsule::from_capsule, capsule::into_capsule, capsule::USED_DLTENSOR};
+/// use dlbridge_pyo3::capsule::{from_capsule, into_capsule, USED_DLTENSOR};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -91,7 +91,7 @@ pub const USED_DLTENSOR: &CStr = c"used_dltensor";
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{capsule::from_capsule, capsule::into_capsule, capsule::USED_DLTENSOR_VERSIONED};
+/// use dlbridge_pyo3::capsule::{from_capsule, into_capsule, USED_DLTENSOR_VERSIONED};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -358,7 +358,7 @@ unsafe fn capsule_kind(name: *const std::ffi::c_char) -> Option<CapsuleKind> {
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{capsule::from_capsule, capsule::into_capsule};
+/// use dlbridge_pyo3::capsule::{from_capsule, into_capsule};
 /// use pyo3::exceptions::PyValueError;
 /// use pyo3::prelude::*;
 /// # Python::initialize();

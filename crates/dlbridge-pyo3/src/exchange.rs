@@ -27,7 +27,8 @@ use crate::framework::FrameworkRules;
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{exchange::exchange_api_enabled, produce::exchange_api_exports, exchange::NO_EXCHANGE_API_ENV};
+/// use dlbridge_pyo3::exchange::{exchange_api_enabled, NO_EXCHANGE_API_ENV};
+/// use dlbridge_pyo3::produce::exchange_api_exports;
 /// use pyo3::prelude::*;
 /// # #[pyclass(frozen)]
 /// # struct Image {
@@ -275,7 +276,7 @@ impl ExchangeApi {
 /// The variable is read on the first call; setting it later changes nothing:
 ///
 /// ```
-/// use dlbridge_pyo3::{exchange::exchange_api_enabled, exchange::NO_EXCHANGE_API_ENV};
+/// use dlbridge_pyo3::exchange::{exchange_api_enabled, NO_EXCHANGE_API_ENV};
 ///
 /// // SAFETY: (both calls) the example has one thread, so none reads the environment while it
 /// // changes.

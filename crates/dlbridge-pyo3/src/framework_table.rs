@@ -113,7 +113,7 @@ impl LayoutsTaken {
 /// [`FRAMEWORK_HOLDINGS`] (whose documentation gives the rule that reads it).
 ///
 /// ```
-/// use dlbridge_pyo3::{framework_table::LayoutsTaken, framework_table::framework_holding};
+/// use dlbridge_pyo3::framework_table::{LayoutsTaken, framework_holding};
 /// let torch = framework_holding("torch").unwrap();
 /// assert!(!torch.holds_read_only);
 /// assert_eq!(torch.layouts, LayoutsTaken::NonNegativeStrides);

@@ -70,7 +70,7 @@ pub const WRITABILITY_ATTRIBUTE: &str = "__dlbridge_writability__";
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{writability_hook::WRITABILITY_ATTRIBUTE, writability_hook::WRITABILITY_CAPSULE};
+/// use dlbridge_pyo3::writability_hook::{WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
 /// # #[pyclass(frozen)]
@@ -120,7 +120,7 @@ pub const WRITABILITY_CAPSULE: &CStr = c"dlbridge_writability_v2";
 /// ```
 /// use dlbridge::ffi::DLTensor;
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{writability_hook::WritabilityHook, writability_hook::WRITABILITY_ATTRIBUTE, writability_hook::WRITABILITY_CAPSULE};
+/// use dlbridge_pyo3::writability_hook::{WritabilityHook, WRITABILITY_ATTRIBUTE, WRITABILITY_CAPSULE};
 /// use pyo3::prelude::*;
 /// use pyo3::types::PyCapsule;
 /// # #[pyclass(frozen)]

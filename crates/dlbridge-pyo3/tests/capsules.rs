@@ -5,9 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlbridge::{Device, DeviceType, Export, ManagedTensor};
 use dlbridge_pyo3::{
-    ImportOptions, PyObjectOwner, capsule::from_capsule, capsule::into_capsule,
-    device::dlpack_device, explain::Copier, explain::ImportPath, explain::ImportStep, from_dlpack,
-    from_dlpack_explained,
+    ImportOptions, PyObjectOwner,
+    capsule::{from_capsule, into_capsule},
+    device::dlpack_device,
+    explain::{Copier, ImportPath, ImportStep},
+    from_dlpack, from_dlpack_explained,
 };
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;

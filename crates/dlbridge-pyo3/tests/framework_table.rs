@@ -11,8 +11,9 @@ use std::sync::Arc;
 use dlbridge::ndarray::NdarrayTensorExt;
 use dlbridge::{Export, ManagedTensor, Writability};
 use dlbridge_pyo3::{
-    capsule::from_capsule, framework_table::FRAMEWORK_HOLDINGS, framework_table::LayoutsTaken,
-    framework_table::UNKNOWN_FRAMEWORK, framework_table::framework_holding, return_like,
+    capsule::from_capsule,
+    framework_table::{FRAMEWORK_HOLDINGS, LayoutsTaken, UNKNOWN_FRAMEWORK, framework_holding},
+    return_like,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyModule;

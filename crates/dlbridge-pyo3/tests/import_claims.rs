@@ -13,9 +13,10 @@ use std::sync::Arc;
 use dlbridge::{DataType, Device, Export, ManagedTensor};
 use dlbridge_pyo3::prelude::*;
 use dlbridge_pyo3::{
-    ImportOptions, PyObjectOwner, capsule::DLTENSOR_VERSIONED, capsule::from_capsule,
-    capsule::into_capsule, exchange::exchange_api, from_dlpack, from_dlpack_explained,
-    publish_dlpack,
+    ImportOptions, PyObjectOwner,
+    capsule::{DLTENSOR_VERSIONED, from_capsule, into_capsule},
+    exchange::exchange_api,
+    from_dlpack, from_dlpack_explained, publish_dlpack,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

@@ -6,7 +6,11 @@
 use std::sync::Arc;
 
 use dlbridge::{Error, Export, ManagedTensor};
-use dlbridge_pyo3::{ImportOptions, capsule::from_capsule, capsule::into_capsule, from_dlpack};
+use dlbridge_pyo3::{
+    ImportOptions,
+    capsule::{from_capsule, into_capsule},
+    from_dlpack,
+};
 use pyo3::prelude::*;
 
 #[test]

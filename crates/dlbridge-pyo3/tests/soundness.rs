@@ -16,8 +16,10 @@ use dlbridge::ffi::{
 };
 use dlbridge::{DataType, Device, Export, ManagedTensor, Version};
 use dlbridge_pyo3::{
-    ClassTensor, ImportOptions, TensorArg, TensorArgMut, TensorClass, capsule::DLPACK_EXCHANGE_API,
-    capsule::from_capsule, capsule::into_capsule, exchange::exchange_api, explain::ArgumentPath,
+    ClassTensor, ImportOptions, TensorArg, TensorArgMut, TensorClass,
+    capsule::{DLPACK_EXCHANGE_API, from_capsule, into_capsule},
+    exchange::exchange_api,
+    explain::ArgumentPath,
     explain_argument, from_dlpack, inspect_argument, publish_dlpack, return_like,
 };
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
@@ -543,6 +545,20 @@ struct Alternating {
     calls: AtomicUsize,
 }
 
+impl Alternating {
+    /// An instance answering with `tensors[0]` first, then `tensors[1]`, and so on.
+    fn between(py: Python<'_>, tensors: [ClassTensor; 2]) -> Bound<'_, Alternating> {
+        Bound::new(
+            py,
+            Alternating {
+                tensors,
+                calls: AtomicUsize::new(0),
+            },
+        )
+        .unwrap()
+    }
+}
+
 impl TensorClass for Alternating {
     fn tensor(&self) -> &ClassTensor {
         &self.tensors[self.calls.fetch_add(1, Ordering::SeqCst) % 2]
@@ -579,14 +595,7 @@ fn an_owned_tensor_from_a_class_answering_anew_is_the_arguments_or_refused() {
             ClassTensor::new(Export::new(vec![1u8; 4], &[4]).into_versioned().unwrap()),
             ClassTensor::new(Export::new(vec![2u8; 4], &[4]).into_versioned().unwrap()),
         ];
-        let object = Bound::new(
-            py,
-            Alternating {
-                tensors,
-                calls: AtomicUsize::new(0),
-            },
-        )
-        .unwrap();
+        let object = Alternating::between(py, tensors);
         let x = object.extract::<TensorArg<'_, u8>>().unwrap();
         assert_eq!(x.path(), ArgumentPath::ExchangeTable);
         let refused = x.to_managed(py).unwrap_err();
@@ -630,14 +639,7 @@ fn a_class_answering_with_two_tensors_never_has_its_read_only_one_written() {
             } else {
                 ([writable, read_only], 1)
             };
-            let object = Bound::new(
-                py,
-                Alternating {
-                    tensors,
-                    calls: AtomicUsize::new(0),
-                },
-            )
-            .unwrap();
+            let object = Alternating::between(py, tensors);
             let mut written = 0u8;
             for attempt in 0..6 {
                 // From Rust and from Python alike, each argument asks the class once.

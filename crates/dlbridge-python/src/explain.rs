@@ -4,8 +4,8 @@
 
 use dlbridge::{DataType, Device, ManagedTensor};
 use dlbridge_pyo3::{
-    explain::ArgumentReport, explain::ImportPath, explain::ImportReport, explain_argument,
-    from_dlpack_explained,
+    explain::{ArgumentReport, ImportPath, ImportReport},
+    explain_argument, from_dlpack_explained,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};

@@ -30,7 +30,7 @@ use crate::writability_hook::{shared_reason, writable_for_python};
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{produce::get_buffer, produce::release_buffer};
+/// use dlbridge_pyo3::produce::{get_buffer, release_buffer};
 /// use pyo3::ffi;
 /// use pyo3::prelude::*;
 /// use std::ffi::c_int;

@@ -105,7 +105,9 @@ static EXPORTS: AtomicU64 = AtomicU64::new(0);
 ///
 /// ```
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{exchange::exchange_api, produce::publish_exchange_api, writability_hook::WRITABILITY_ATTRIBUTE};
+/// use dlbridge_pyo3::exchange::exchange_api;
+/// use dlbridge_pyo3::produce::publish_exchange_api;
+/// use dlbridge_pyo3::writability_hook::WRITABILITY_ATTRIBUTE;
 /// use pyo3::prelude::*;
 /// # #[pyclass(frozen)]
 /// # struct Image {

@@ -34,7 +34,7 @@ use crate::writability_hook::share_for_python;
 /// use std::sync::Arc;
 ///
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{produce::export_capsule, capsule::from_capsule, produce::ExportRequest};
+/// use dlbridge_pyo3::{produce::{export_capsule, ExportRequest}, capsule::from_capsule};
 /// use pyo3::prelude::*;
 /// # Python::initialize();
 /// Python::attach(|py| -> PyResult<()> {
@@ -120,7 +120,8 @@ impl<'a, 'py> ExportRequest<'a, 'py> {
 /// use std::sync::Arc;
 ///
 /// use dlbridge_pyo3::prelude::*;
-/// use dlbridge_pyo3::{produce::export_capsule, capsule::from_capsule, produce::ExportRequest, capsule::DLTENSOR};
+/// use dlbridge_pyo3::capsule::{from_capsule, DLTENSOR};
+/// use dlbridge_pyo3::produce::{export_capsule, ExportRequest};
 /// use pyo3::exceptions::PyValueError;
 /// use pyo3::prelude::*;
 /// # Python::initialize();

@@ -43,7 +43,7 @@ pub(crate) fn has_streams(device: Device) -> bool {
 /// values are the safe constants of [`StreamHandle`].
 ///
 /// ```
-/// use dlbridge_pyo3::{streams::ConsumerStream, streams::StreamHandle};
+/// use dlbridge_pyo3::streams::{ConsumerStream, StreamHandle};
 /// use dlbridge_pyo3::dlbridge::{Device, DeviceType};
 /// # pyo3::Python::initialize();
 /// let cuda0 = Device::new(DeviceType::CUDA, 0);

@@ -62,7 +62,7 @@ impl WorkStreamSource {
 /// ([`DeviceTensorArg::stream`](crate::DeviceTensorArg::stream)).
 ///
 /// ```
-/// use dlbridge_pyo3::{streams::WorkStream, streams::WorkStreamSource};
+/// use dlbridge_pyo3::streams::{WorkStream, WorkStreamSource};
 /// use dlbridge_pyo3::dlbridge::{Device, DeviceType};
 ///
 /// let cuda0 = Device::new(DeviceType::CUDA, 0);
@@ -129,7 +129,7 @@ impl WorkStream {
     /// agree on the stream, or the kernel would race one of them (`ValueError` naming both).
     ///
     /// ```
-    /// use dlbridge_pyo3::{streams::WorkStream, streams::WorkStreamSource};
+    /// use dlbridge_pyo3::streams::{WorkStream, WorkStreamSource};
     /// use dlbridge_pyo3::dlbridge::{Device, DeviceType};
     /// # pyo3::Python::initialize();
     ///

@@ -4,7 +4,7 @@
 //~ error[E0133]: call to unsafe function
 //~ StreamHandle::new` is unsafe
 //~ ConsumerStream::from_dlpack_value` is unsafe
-use dlbridge_pyo3::{streams::ConsumerStream, streams::StreamHandle};
+use dlbridge_pyo3::streams::{ConsumerStream, StreamHandle};
 
 fn main() {
     let handle = ConsumerStream::Handle(StreamHandle::new(0x1234));
