@@ -194,6 +194,8 @@ def user_kernel_cases(torch_module):
     logits = rng.standard_normal((8, 8)).astype(np.float32)
     pixels = rng.integers(0, 256, (16, 16), dtype=np.uint8)
     image = rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    # The smallest image: the argument and the returned array's fixed cost decide.
+    small_image = rng.integers(0, 256, (4, 4, 3), dtype=np.uint8)
     x64 = rng.standard_normal((4, 4))
     out64 = np.empty((4, 4))
     x32 = rng.standard_normal(16).astype(np.float32)
@@ -219,6 +221,12 @@ def user_kernel_cases(torch_module):
         ),
         ("scale, float64 4x4 into `out`", (x64, 2.5, out64), None, "scale_into"),
         ("axpy in place, float32 16", (np.float32(0.5), x32, y32), None, "axpy"),
+        (
+            "to_gray, uint8 4x4x3, new uint8 4x4",
+            (small_image,),
+            np.rint(small_image.astype(np.float32) @ gray_weights).astype(np.uint8),
+            "to_gray",
+        ),
         (
             "to_gray, uint8 16x16x3, new uint8 16x16",
             (image,),

@@ -55,7 +55,7 @@ impl<'a> TensorView<'a> {
         }
         // Non-NULL by V6 and V8: a tensor with elements has non-NULL data, and on a
         // host-readable device `data + byte_offset` does not wrap, so it is a non-zero address.
-        NonNull::new(first).ok_or(Error::NullData {
+        NonNull::new(first).ok_or_else(|| Error::NullData {
             elements: self.num_elements(),
         })
     }
