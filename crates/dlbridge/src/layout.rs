@@ -59,7 +59,7 @@ pub(crate) fn compact_last_offset(shape: &[i64], elements: u64) -> Result<i64> {
     for (dim, &extent) in shape.iter().enumerate().rev() {
         product = product
             .checked_mul(extent)
-            .ok_or_else(|| Error::CompactStridesOverflow { dim, extent })?;
+            .ok_or(Error::CompactStridesOverflow { dim, extent })?;
     }
     // Unreachable: the extents multiply to `elements`, which is past `i64::MAX`.
     Err(Error::CompactStridesOverflow {

@@ -626,14 +626,13 @@ impl ArrowTensorExt for ManagedTensor {
         let len = elements
             .checked_mul(size as u64)
             .and_then(|bytes| usize::try_from(bytes).ok())
-            .ok_or_else(|| Error::ByteSizeOverflow { elements, dtype })?;
+            .ok_or(Error::ByteSizeOverflow { elements, dtype })?;
         let first = if len == 0 {
             NonNull::<Align64>::dangling().cast()
         } else {
             // Non-NULL by V6 and V8: a tensor with elements has non-NULL data, and on a
             // host-readable device `data + byte_offset` does not wrap.
-            NonNull::new(view.data_ptr().cast::<u8>())
-                .ok_or_else(|| Error::NullData { elements })?
+            NonNull::new(view.data_ptr().cast::<u8>()).ok_or(Error::NullData { elements })?
         };
         // SAFETY: a C-contiguous tensor's elements are the `len` bytes from its first element
         // (V5, V7, V8: one range of at most `isize::MAX` bytes), on a host-readable device
@@ -673,12 +672,12 @@ impl ArrowTensorExt for ManagedTensor {
         }
         // A supported type is a whole number of bytes; V8 bounds the span by `isize::MAX`.
         let len = usize::try_from(view.num_elements()).unwrap_or(usize::MAX);
-        let bytes =
-            len.checked_mul(size_of::<T::Native>())
-                .ok_or_else(|| Error::ByteSizeOverflow {
-                    elements: view.num_elements(),
-                    dtype,
-                })?;
+        let bytes = len
+            .checked_mul(size_of::<T::Native>())
+            .ok_or(Error::ByteSizeOverflow {
+                elements: view.num_elements(),
+                dtype,
+            })?;
         // SAFETY: a compact 1-D tensor's elements are the `bytes` bytes from its first
         // element (V5, V7, V8), on a host-readable device (`first_element` checked it); an
         // empty tensor has a dangling `first` and no bytes.

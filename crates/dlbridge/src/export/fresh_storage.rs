@@ -54,7 +54,7 @@ impl ManagedTensor {
             .try_fold(1u64, |count, (dim, &extent)| {
                 count
                     .checked_mul(extent as u64)
-                    .ok_or_else(|| Error::ElementCountOverflow {
+                    .ok_or(Error::ElementCountOverflow {
                         dim,
                         extent: i64::try_from(extent).unwrap_or(i64::MAX),
                     })
@@ -62,7 +62,7 @@ impl ManagedTensor {
         let bytes = dtype
             .storage_bytes(elements, false)
             .filter(|&bytes| bytes <= isize::MAX as u64 / 2)
-            .ok_or_else(|| Error::ByteSizeOverflow { elements, dtype })?;
+            .ok_or(Error::ByteSizeOverflow { elements, dtype })?;
         let mut storage = zeroed_storage(bytes as usize)?;
         let data = storage.as_mut_ptr().cast();
         // SAFETY: `storage` holds the compact bytes of the tensor and moves into it with its
