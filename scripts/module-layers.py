@@ -332,7 +332,7 @@ def check_python(package: Path) -> list[str]:
 PYTHON_FLOORS = {
     "dlbridge": (
         ("__init__",),  # the extension's names
-        ("distributed", "check"),
+        ("distributed", "check", "jax"),
         ("__main__",),  # the command line
     ),
     "dlbridge.check": (

@@ -62,6 +62,7 @@ trap 'rm -rf "$REPORTS"' EXIT
 RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_example_tensor_libraries.py test_to_managed.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_load.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py test_pickle.py test_frames.py test_device_args.py test_device_streams.py test_inplace_rules.py test_kernel_messages.py test_bench_chart.py test_timed_stages.py test_skips.py test_suite_rules.py test_readme.py test_guide.py"
       "check|test_check.py test_check_device.py test_check_dtype_rule.py test_check_frameworks.py test_check_reports.py test_check_html.py test_check_cli.py test_check_planted.py test_check_rules.py"
       "tvm-example|test_example_tvm_matmul.py"
+      "jax-jit|test_jax_jit.py"
       "cuda-example|test_example_cuda_saxpy.py")
 for file in "$TESTS"/interop/test_*.py; do
     [[ -e "$file" ]] || continue

@@ -325,6 +325,7 @@ mod consume;
 mod args;
 mod libraries;
 pub mod prelude;
+pub mod xla;
 
 pub use args::borrow::explain_argument;
 #[doc(hidden)]

@@ -5,6 +5,10 @@
 //! submodule out); every build for the tests turns it on (`make python-build`, the sanitizer
 //! run).
 
+use dlbridge::xla::{
+    self,
+    ffi::{XLA_FFI_CallFrame, XLA_FFI_Error},
+};
 use dlbridge::{DataType, ManagedTensor};
 use dlbridge_pyo3::{
     AnyDevice, CContiguous, ContiguousArgMut, CudaArg, CudaArgMut, DeviceTensorArg, DimsBetween,
@@ -56,6 +60,14 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     testing.add_function(wrap_pyfunction!(matrix_sums, &testing)?)?;
     testing.add_function(wrap_pyfunction!(owned_f32, &testing)?)?;
     testing.add_function(wrap_pyfunction!(owned_f32_holding, &testing)?)?;
+    dlbridge_pyo3::xla::publish_xla_handlers(
+        &testing,
+        &[
+            dlbridge_pyo3::xla::XlaHandler::cpu("add_f32", xla_add_f32),
+            dlbridge_pyo3::xla::XlaHandler::cpu("scale_f32", xla_scale_f32),
+            dlbridge_pyo3::xla::XlaHandler::cpu("panics", xla_panics),
+        ],
+    )?;
     Ok(testing)
 }
 
@@ -581,4 +593,53 @@ fn cuda_noop3(
         let _ = pointers;
         stream.handle()
     }))
+}
+
+/// XLA handler: `out = a + b` for float32 buffers of one shape (`dlbridge.jax` tests).
+unsafe extern "C" fn xla_add_f32(frame: *mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error {
+    // SAFETY: XLA calls a CPU handler with a live frame of host buffers.
+    unsafe { xla::handle(frame, dlbridge::Device::CPU, 0, add_f32_body) }
+}
+
+fn add_f32_body(call: &mut xla::Call<'_>) -> Result<(), xla::HandlerError> {
+    let (a, b) = (call.args[0], call.args[1]);
+    if a.shape() != b.shape() || a.shape() != call.results[0].view().shape() {
+        return Err(xla::HandlerError::invalid_argument(format!(
+            "add_f32: shapes {:?}, {:?} and the result's {:?} differ",
+            a.shape(),
+            b.shape(),
+            call.results[0].view().shape()
+        )));
+    }
+    let (a, b) = (a.as_slice::<f32>()?, b.as_slice::<f32>()?);
+    let out = call.results[0].as_mut_slice::<f32>()?;
+    for ((out, a), b) in out.iter_mut().zip(a).zip(b) {
+        *out = a + b;
+    }
+    Ok(())
+}
+
+/// XLA handler: `out = x * alpha` for a float32 buffer and a float32 attribute `alpha`.
+unsafe extern "C" fn xla_scale_f32(frame: *mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error {
+    // SAFETY: as above.
+    unsafe {
+        xla::handle(frame, dlbridge::Device::CPU, 0, |call| {
+            let alpha = call.scalar::<f32>("alpha")?;
+            let x = call.args[0].as_slice::<f32>()?;
+            for (out, x) in call.results[0].as_mut_slice::<f32>()?.iter_mut().zip(x) {
+                *out = x * alpha;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// XLA handler whose body panics: the panic must reach JAX as an error, not unwind into XLA.
+unsafe extern "C" fn xla_panics(frame: *mut XLA_FFI_CallFrame) -> *mut XLA_FFI_Error {
+    // SAFETY: as above.
+    unsafe {
+        xla::handle(frame, dlbridge::Device::CPU, 0, |_| {
+            panic!("the kernel panicked on purpose")
+        })
+    }
 }

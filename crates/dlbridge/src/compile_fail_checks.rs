@@ -811,3 +811,35 @@ pub(crate) struct CudaBorrows;
 /// ```
 #[cfg(feature = "faer")]
 pub(crate) struct SealedBridgeTraits;
+
+/// # An XLA result buffer is read or written, never both at once
+///
+/// A `Call`'s result buffer hands out a view only for as long as it is borrowed, so that a
+/// slice read from the view and the slice the handler writes never live at once (E0502):
+///
+/// ```compile_fail,E0502
+/// use dlbridge::xla::{Call, HandlerError};
+///
+/// fn body(call: &mut Call<'_>) -> Result<(), HandlerError> {
+///     let result = &mut call.results[0];
+///     let read = result.view().as_slice::<f32>()?;
+///     result.as_mut_slice::<f32>()?[0] = 1.0;
+///     assert_eq!(read[0], 1.0);
+///     Ok(())
+/// }
+/// ```
+///
+/// Twin: the same reads and writes, one after the other.
+///
+/// ```
+/// use dlbridge::xla::{Call, HandlerError};
+///
+/// fn body(call: &mut Call<'_>) -> Result<(), HandlerError> {
+///     let result = &mut call.results[0];
+///     let length = result.view().as_slice::<f32>()?.len();
+///     result.as_mut_slice::<f32>()?[0] = length as f32;
+///     Ok(())
+/// }
+/// # let _ = body;
+/// ```
+pub(crate) struct XlaResultBuffers;

@@ -247,6 +247,9 @@ mod validate;
 mod view;
 mod managed;
 mod elements;
+// XLA's FFI, through which JAX calls native code inside `jax.jit`: its C ABI, its data types,
+// and a handler's call read as views.
+pub mod xla;
 // The seal of the bridges' extension traits: only the crate's own types implement them.
 #[cfg(any(
     feature = "ndarray",

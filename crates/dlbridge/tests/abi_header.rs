@@ -49,18 +49,24 @@
 //! target; cross-compiled test runs are not supported. Miri cannot spawn processes, so every
 //! test here is ignored under Miri.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io;
 use std::mem::{align_of, offset_of, size_of};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use dlbridge::ffi;
 use dlbridge::{DataTypeCode, DeviceType};
 
-/// `name -> value`, one entry per checked item.
-type Table = BTreeMap<String, i128>;
+mod c_probe;
+use c_probe::{
+    ProbeError, Table, check_all_list, check_enumerator_coverage, compare, compile_and_run,
+    header_define, insert, parse_probe_output, run, rust_layout, scan_enumerators,
+};
+
+/// This test's name in its reports.
+const TEST: &str = "abi_header";
+/// The enumerators of `dlpack.h`.
+const ENUMERATOR_PREFIX: &str = "kDL";
 
 /// Environment variable naming an explicit `dlpack.h`.
 const HEADER_ENV: &str = "DLBRIDGE_DLPACK_HEADER";
@@ -76,41 +82,6 @@ const DATA_TYPE_CODE_ENUM: &str = "DLDataTypeCode";
 
 // ---------------------------------------------------------------------------------------------
 // The Rust side of the table.
-
-/// The size of the type of one field, given an accessor of that field.
-fn field_size<S, F>(_field: fn(&S) -> &F) -> usize {
-    size_of::<F>()
-}
-
-fn insert(table: &mut Table, name: String, value: impl TryInto<i128>) {
-    let value = value
-        .try_into()
-        .unwrap_or_else(|_| panic!("{name}: value does not fit in i128"));
-    assert!(
-        table.insert(name.clone(), value).is_none(),
-        "{name} inserted twice"
-    );
-}
-
-/// Adds `sizeof(T)`, `alignof(T)` and, for each listed field, `offsetof(T.field)` and
-/// `sizeof(T.field)`, with the same names the C probe prints.
-macro_rules! rust_layout {
-    ($table:expr, $ty:ident $({ $($field:ident),* $(,)? })?) => {{
-        let table: &mut Table = $table;
-        let ty = stringify!($ty);
-        insert(table, format!("sizeof({ty})"), size_of::<ffi::$ty>());
-        insert(table, format!("alignof({ty})"), align_of::<ffi::$ty>());
-        $($(
-            let field = stringify!($field);
-            insert(table, format!("offsetof({ty}.{field})"), offset_of!(ffi::$ty, $field));
-            insert(
-                table,
-                format!("sizeof({ty}.{field})"),
-                field_size(|value: &ffi::$ty| &value.$field),
-            );
-        )*)?
-    }};
-}
 
 /// `(name, constant)` pairs of `ffi`'s `kDL*` constants, the name spelled by the constant's own
 /// identifier, so that each is compared with the header's enumerator of that name.
@@ -197,19 +168,19 @@ fn rust_table() -> Table {
         insert(t, name.into(), code.0);
     }
 
-    rust_layout!(t, DLPackVersion { major, minor });
-    rust_layout!(t, DLDeviceType);
+    rust_layout!(t, ffi::DLPackVersion { major, minor });
+    rust_layout!(t, ffi::DLDeviceType);
     rust_layout!(
         t,
-        DLDevice {
+        ffi::DLDevice {
             device_type,
             device_id
         }
     );
-    rust_layout!(t, DLDataType { code, bits, lanes });
+    rust_layout!(t, ffi::DLDataType { code, bits, lanes });
     rust_layout!(
         t,
-        DLTensor {
+        ffi::DLTensor {
             data,
             device,
             ndim,
@@ -221,7 +192,7 @@ fn rust_table() -> Table {
     );
     rust_layout!(
         t,
-        DLManagedTensor {
+        ffi::DLManagedTensor {
             dl_tensor,
             manager_ctx,
             deleter
@@ -229,7 +200,7 @@ fn rust_table() -> Table {
     );
     rust_layout!(
         t,
-        DLManagedTensorVersioned {
+        ffi::DLManagedTensorVersioned {
             version,
             manager_ctx,
             deleter,
@@ -237,15 +208,15 @@ fn rust_table() -> Table {
             dl_tensor,
         }
     );
-    rust_layout!(t, DLPackManagedTensorAllocator);
-    rust_layout!(t, DLPackManagedTensorFromPyObjectNoSync);
-    rust_layout!(t, DLPackManagedTensorToPyObjectNoSync);
-    rust_layout!(t, DLPackDLTensorFromPyObjectNoSync);
-    rust_layout!(t, DLPackCurrentWorkStream);
-    rust_layout!(t, DLPackExchangeAPIHeader { version, prev_api });
+    rust_layout!(t, ffi::DLPackManagedTensorAllocator);
+    rust_layout!(t, ffi::DLPackManagedTensorFromPyObjectNoSync);
+    rust_layout!(t, ffi::DLPackManagedTensorToPyObjectNoSync);
+    rust_layout!(t, ffi::DLPackDLTensorFromPyObjectNoSync);
+    rust_layout!(t, ffi::DLPackCurrentWorkStream);
+    rust_layout!(t, ffi::DLPackExchangeAPIHeader { version, prev_api });
     rust_layout!(
         t,
-        DLPackExchangeAPI {
+        ffi::DLPackExchangeAPI {
             header,
             managed_tensor_allocator,
             managed_tensor_from_py_object_no_sync,
@@ -257,217 +228,12 @@ fn rust_table() -> Table {
     table
 }
 
-// ---------------------------------------------------------------------------------------------
-// Comparison.
-
-/// Every item that differs between the two tables, as `item: header=X rust=Y`, in item order.
-fn compare(header: &Table, rust: &Table) -> Vec<String> {
-    let names: BTreeSet<&String> = header.keys().chain(rust.keys()).collect();
-    let show = |value: Option<&i128>| value.map_or_else(|| "<missing>".to_owned(), i128::to_string);
-    names
-        .into_iter()
-        .filter_map(|name| {
-            let (h, r) = (header.get(name), rust.get(name));
-            (h != r).then(|| format!("{name}: header={} rust={}", show(h), show(r)))
-        })
-        .collect()
-}
-
-/// Parses the probe's output: one `NAME VALUE` line per item.
-fn parse_probe_output(text: &str) -> Result<Table, String> {
-    let mut table = Table::new();
-    for line in text.lines().filter(|line| !line.trim().is_empty()) {
-        let (name, value) = line
-            .trim()
-            .rsplit_once(' ')
-            .ok_or_else(|| format!("probe line without a value: {line:?}"))?;
-        let value: i128 = value
-            .parse()
-            .map_err(|err| format!("probe line with a bad value: {line:?}: {err}"))?;
-        if table.insert(name.to_owned(), value).is_some() {
-            return Err(format!("probe printed {name} twice"));
-        }
-    }
-    Ok(table)
-}
-
-// ---------------------------------------------------------------------------------------------
-// A small scanner of the header text.
-
-/// One enumerator found in the header text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Enumerator {
-    name: String,
-    /// The explicit value, when it is a plain number.
-    value: Option<i128>,
-    /// The typedef name of its enum (`} NAME;` after it), when found.
-    enum_name: Option<String>,
-}
-
-/// The text without `/* */` and `//` comments; each comment becomes a space.
-fn strip_comments(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("/*").into_iter().chain(rest.find("//")).min() {
-        out.push_str(&rest[..start]);
-        out.push(' ');
-        rest = if rest[start..].starts_with("/*") {
-            rest[start + 2..]
-                .find("*/")
-                .map_or("", |end| &rest[start + 2 + end + 2..])
-        } else {
-            rest[start..]
-                .find('\n')
-                .map_or("", |end| &rest[start + end..])
-        };
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Identifiers and numbers as one token each, any other non-space character as its own token.
-fn tokens(text: &str) -> Vec<&str> {
-    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let mut out = Vec::new();
-    let mut rest = text.trim_start();
-    while let Some(first) = rest.chars().next() {
-        let len = if is_word(first) {
-            rest.find(|c: char| !is_word(c)).unwrap_or(rest.len())
-        } else {
-            first.len_utf8()
-        };
-        out.push(&rest[..len]);
-        rest = rest[len..].trim_start();
-    }
-    out
-}
-
-/// A C integer literal (decimal or hexadecimal, with an optional `u`/`l` suffix).
-fn parse_c_integer(token: &str) -> Option<i128> {
-    let digits = token.trim_end_matches(['u', 'U', 'l', 'L']);
-    match digits
-        .strip_prefix("0x")
-        .or_else(|| digits.strip_prefix("0X"))
-    {
-        Some(hex) => i128::from_str_radix(hex, 16).ok(),
-        None => digits.parse().ok(),
-    }
-}
-
-/// Every enumerator named `kDL...` in the header, with its value when it is a plain number
-/// and the name of the enum it belongs to.
-///
-/// Comments and preprocessor lines are dropped first; an enumerator is a `kDL...` identifier
-/// followed by `=`, `,` or `}`, and belongs to the typedef name of the next `} NAME;`.
-fn scan_enumerators(header_text: &str) -> Vec<Enumerator> {
-    let code: String = strip_comments(header_text)
-        .lines()
-        .filter(|line| !line.trim_start().starts_with('#'))
-        .flat_map(|line| [line, "\n"])
-        .collect();
-    let toks = tokens(&code);
-    let mut found: Vec<Enumerator> = Vec::new();
-    let mut unassigned = 0;
-    for (i, &tok) in toks.iter().enumerate() {
-        let next = |k: usize| toks.get(i + k).copied().unwrap_or("");
-        if tok.starts_with("kDL") && matches!(next(1), "=" | "," | "}") {
-            let value = match (next(1), next(2)) {
-                ("=", "-") => parse_c_integer(next(3)).map(|v| -v),
-                ("=", number) => parse_c_integer(number),
-                _ => None,
-            };
-            found.push(Enumerator {
-                name: tok.to_owned(),
-                value,
-                enum_name: None,
-            });
-        } else if tok == "}" && next(2) == ";" && next(1).starts_with(char::is_alphabetic) {
-            for enumerator in &mut found[unassigned..] {
-                enumerator.enum_name = Some(next(1).to_owned());
-            }
-            unassigned = found.len();
-        }
-    }
-    found
-}
-
-/// The value of `#define NAME <integer>` in the header, if any.
-fn header_define(header_text: &str, name: &str) -> Option<i128> {
-    header_text.lines().find_map(|line| {
-        let mut words = line.split_whitespace();
-        (words.next() == Some("#define") && words.next() == Some(name))
-            .then(|| words.next().and_then(parse_c_integer))
-            .flatten()
-    })
-}
-
 /// `(major, minor)` as declared by the header.
 fn header_version(header_text: &str) -> Option<(i128, i128)> {
     Some((
         header_define(header_text, "DLPACK_MAJOR_VERSION")?,
         header_define(header_text, "DLPACK_MINOR_VERSION")?,
     ))
-}
-
-/// Problems with the enumerators found in the header text: each must have been printed by the
-/// probe (with the value the text gives) and must be known to the Rust side.
-fn check_enumerator_coverage(enums: &[Enumerator], header: &Table, rust: &Table) -> Vec<String> {
-    let mut problems = Vec::new();
-    for e in enums {
-        let declared = e.value.map_or_else(|| "?".to_owned(), |v| v.to_string());
-        match (header.get(&e.name), e.value) {
-            (None, _) => problems.push(format!(
-                "{}: declared in the header (= {declared}) but not printed by tests/abi_probe.c",
-                e.name
-            )),
-            (Some(&probed), Some(text)) if probed != text => problems.push(format!(
-                "{}: the header text says {text} but the compiled probe printed {probed}",
-                e.name
-            )),
-            _ => {}
-        }
-        if !rust.contains_key(&e.name) {
-            problems.push(format!(
-                "{}: declared in the header (= {declared}) but missing on the Rust side",
-                e.name
-            ));
-        }
-    }
-    problems
-}
-
-/// Problems with an `ALL` list: it must hold exactly the values of the enumerators that the
-/// header declares in `enum_name`.
-fn check_all_list(
-    enums: &[Enumerator],
-    header: &Table,
-    enum_name: &str,
-    all: &[i128],
-) -> Vec<String> {
-    let members: Vec<&Enumerator> = enums
-        .iter()
-        .filter(|e| e.enum_name.as_deref() == Some(enum_name))
-        .collect();
-    let mut problems = Vec::new();
-    if members.len() != all.len() {
-        problems.push(format!(
-            "{enum_name}: the header declares {} enumerators, the Rust ALL list has {}",
-            members.len(),
-            all.len()
-        ));
-    }
-    let header_values: BTreeSet<i128> = members
-        .iter()
-        .filter_map(|e| header.get(&e.name).copied().or(e.value))
-        .collect();
-    for value in all {
-        if !header_values.contains(value) {
-            problems.push(format!(
-                "{enum_name}: the Rust ALL list has {value}, which no enumerator of the header has"
-            ));
-        }
-    }
-    problems
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,19 +247,6 @@ struct Header {
     source: String,
     /// Its full text.
     text: String,
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
-}
-
-/// Reports that the check cannot run: a failure under CI, a visible skip otherwise.
-fn unavailable(reason: &str) {
-    assert!(
-        !in_ci(),
-        "abi_header: the ABI check could not run and CI is set, so this is a failure:\n{reason}"
-    );
-    eprintln!("abi_header: skipped: {reason}");
 }
 
 /// The cargo-provided scratch directory for this integration test.
@@ -528,26 +281,6 @@ fn read_versioned_header(path: &Path) -> Result<String, String> {
             "{} does not define DLPACK_MAJOR_VERSION and DLPACK_MINOR_VERSION",
             path.display()
         )),
-    }
-}
-
-/// Runs a command; `Err` describes a failure to start or a non-zero exit with its stderr.
-fn run(command: &mut Command) -> Result<Output, String> {
-    let shown = format!("{command:?}");
-    let output = command
-        .output()
-        .map_err(|err| format!("cannot run {shown}: {err}"))?;
-    if output.status.success() {
-        Ok(output)
-    } else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(6).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        Err(format!(
-            "{shown} failed ({}): {}",
-            output.status,
-            tail.join(" | ")
-        ))
     }
 }
 
@@ -699,56 +432,18 @@ fn find_header() -> Result<Header, String> {
 // ---------------------------------------------------------------------------------------------
 // Compiling and running the probe.
 
-/// Why the probe gave no table.
-enum ProbeError {
-    /// No C compiler: handled like a missing header.
-    NoCompiler(String),
-    /// Anything else: always a failure.
-    Failed(String),
-}
-
 /// Compiles `tests/abi_probe.c` against `header` and returns what it prints.
 fn run_probe(header: &Header) -> Result<Table, ProbeError> {
     let probe_source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/abi_probe.c");
     let work = tmp_dir().join(format!("abi-probe-{}", std::process::id()));
     let include = work.join("include");
-    let failed =
-        |what: &Path, err: io::Error| ProbeError::Failed(format!("{}: {err}", what.display()));
-
     // Stage exactly the text that was scanned as `<include>/dlpack/dlpack.h`, whatever the
     // original file is called.
     let staged = include.join("dlpack").join("dlpack.h");
     fs::create_dir_all(staged.parent().expect("has a parent"))
-        .map_err(|err| failed(&include, err))?;
-    fs::write(&staged, &header.text).map_err(|err| failed(&staged, err))?;
-
-    let binary = work.join(format!("abi_probe{}", std::env::consts::EXE_SUFFIX));
-    let mut compile = Command::new("cc");
-    compile
-        .args(["-std=c11", "-Wall", "-Wextra", "-o"])
-        .arg(&binary)
-        .arg("-I")
-        .arg(&include)
-        .arg(&probe_source);
-    let compiled = match compile.output() {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
-            return Err(ProbeError::NoCompiler(format!(
-                "no C compiler: `cc` not found ({err})"
-            )));
-        }
-        Err(err) => return Err(ProbeError::Failed(format!("cannot run cc: {err}"))),
-        Ok(output) => output,
-    };
-    if !compiled.status.success() {
-        return Err(ProbeError::Failed(format!(
-            "{compile:?} failed ({}); is the probe out of date with the header?\n{}",
-            compiled.status,
-            String::from_utf8_lossy(&compiled.stderr)
-        )));
-    }
-    let output = run(&mut Command::new(&binary)).map_err(ProbeError::Failed)?;
-    let _ = fs::remove_dir_all(&work);
-    parse_probe_output(&String::from_utf8_lossy(&output.stdout)).map_err(ProbeError::Failed)
+        .and_then(|()| fs::write(&staged, &header.text))
+        .map_err(|err| ProbeError::Failed(format!("{}: {err}", staged.display())))?;
+    compile_and_run(&probe_source, &include, &work)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -759,7 +454,7 @@ fn run_probe(header: &Header) -> Result<Table, ProbeError> {
 fn ffi_layout_matches_the_real_dlpack_header() {
     let header = match find_header() {
         Ok(header) => header,
-        Err(reason) => return unavailable(&reason),
+        Err(reason) => return c_probe::unavailable(TEST, &reason),
     };
     eprintln!(
         "abi_header: using {} at {}",
@@ -771,14 +466,19 @@ fn ffi_layout_matches_the_real_dlpack_header() {
     }
     let from_header = match run_probe(&header) {
         Ok(table) => table,
-        Err(ProbeError::NoCompiler(reason)) => return unavailable(&reason),
+        Err(ProbeError::NoCompiler(reason)) => return c_probe::unavailable(TEST, &reason),
         Err(ProbeError::Failed(reason)) => panic!("abi_header: the C probe failed: {reason}"),
     };
     let from_rust = rust_table();
 
-    let enums = scan_enumerators(&header.text);
+    let enums = scan_enumerators(&header.text, ENUMERATOR_PREFIX);
     let mut problems = compare(&from_header, &from_rust);
-    problems.extend(check_enumerator_coverage(&enums, &from_header, &from_rust));
+    problems.extend(check_enumerator_coverage(
+        &enums,
+        &from_header,
+        &from_rust,
+        "tests/abi_probe.c",
+    ));
     let device_types: Vec<i128> = DeviceType::ALL.iter().map(|d| d.0.into()).collect();
     problems.extend(check_all_list(
         &enums,
@@ -866,7 +566,7 @@ fn new_enumerators_in_a_header_are_reported() {
                 } DLDeviceType;\n\
                 typedef struct { int x; } Other;\n";
     assert_eq!(header_version(text), Some((1, 9)));
-    let enums = scan_enumerators(text);
+    let enums = scan_enumerators(text, ENUMERATOR_PREFIX);
     let device = Some(DEVICE_TYPE_ENUM.to_owned());
     let scanned: Vec<_> = enums
         .iter()
@@ -883,7 +583,7 @@ fn new_enumerators_in_a_header_are_reported() {
     );
 
     let probed = Table::from([("kDLCPU".to_owned(), 1), ("kDLNewDevice".to_owned(), 32)]);
-    let problems = check_enumerator_coverage(&enums, &probed, &rust_table());
+    let problems = check_enumerator_coverage(&enums, &probed, &rust_table(), "tests/abi_probe.c");
     for name in ["kDLNewDevice", "kDLNegative", "kDLImplicit"] {
         assert!(
             problems

@@ -13,22 +13,9 @@
  * The test builds the same table from `dlbridge::ffi` and reports every item that differs.
  * The header itself is never part of this repository.
  */
-#include <stddef.h>
-#include <stdio.h>
-
 #include <dlpack/dlpack.h>
 
-#define PROBE_TYPE(T)                                                  \
-  printf("sizeof(%s) %zu\n", #T, sizeof(T));                           \
-  printf("alignof(%s) %zu\n", #T, (size_t)_Alignof(T))
-
-#define PROBE_FIELD(T, field)                                          \
-  printf("offsetof(%s.%s) %zu\n", #T, #field, offsetof(T, field));     \
-  printf("sizeof(%s.%s) %zu\n", #T, #field, sizeof(((T *)0)->field))
-
-#define PROBE_ENUMERATOR(name) printf("%s %lld\n", #name, (long long)(name))
-
-#define PROBE_MACRO(name) printf("%s %llu\n", #name, (unsigned long long)(name))
+#include "c_probe/probe.h"
 
 int main(void) {
   PROBE_MACRO(DLPACK_MAJOR_VERSION);
