@@ -51,6 +51,22 @@ const HEADER: &str = "xla/ffi/api/c_api.h";
 /// The enumerators of `c_api.h`.
 const ENUMERATOR_PREFIX: &str = "XLA_FFI_";
 
+/// Adds each enumerator's value (a newtype's integer) under its name in `c_api.h`.
+macro_rules! enumerators {
+    ($table:expr, $($name:ident),* $(,)?) => {{
+        let table: &mut Table = $table;
+        $(insert(table, stringify!($name).into(), ffi::$name.0);)*
+    }};
+}
+
+/// Adds each struct's `<name>_STRUCT_SIZE`, as the header computes it (`STRUCT_SIZE` here).
+macro_rules! struct_sizes {
+    ($table:expr, $($ty:ident),* $(,)?) => {{
+        let table: &mut Table = $table;
+        $(insert(table, concat!(stringify!($ty), "_STRUCT_SIZE").into(), ffi::$ty::STRUCT_SIZE);)*
+    }};
+}
+
 /// Everything the C probe prints, computed from `dlbridge::xla::ffi`.
 fn rust_table() -> Table {
     let mut table = Table::new();
@@ -84,279 +100,85 @@ fn rust_table() -> Table {
         field_size(|value: &ffi::XLA_FFI_Extension_Base| &value.type_),
     );
     rust_layout!(t, ffi::XLA_FFI_Extension_Type);
-    insert(
-        t,
-        "XLA_FFI_Extension_Metadata".into(),
-        ffi::XLA_FFI_Extension_Metadata.0,
-    );
+    enumerators!(t, XLA_FFI_Extension_Metadata);
     rust_layout!(t, ffi::XLA_FFI_Error_Code);
-    insert(
+    enumerators!(
         t,
-        "XLA_FFI_Error_Code_OK".into(),
-        ffi::XLA_FFI_Error_Code_OK.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_CANCELLED".into(),
-        ffi::XLA_FFI_Error_Code_CANCELLED.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_UNKNOWN".into(),
-        ffi::XLA_FFI_Error_Code_UNKNOWN.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_INVALID_ARGUMENT".into(),
-        ffi::XLA_FFI_Error_Code_INVALID_ARGUMENT.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_DEADLINE_EXCEEDED".into(),
-        ffi::XLA_FFI_Error_Code_DEADLINE_EXCEEDED.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_NOT_FOUND".into(),
-        ffi::XLA_FFI_Error_Code_NOT_FOUND.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_ALREADY_EXISTS".into(),
-        ffi::XLA_FFI_Error_Code_ALREADY_EXISTS.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_PERMISSION_DENIED".into(),
-        ffi::XLA_FFI_Error_Code_PERMISSION_DENIED.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_RESOURCE_EXHAUSTED".into(),
-        ffi::XLA_FFI_Error_Code_RESOURCE_EXHAUSTED.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_FAILED_PRECONDITION".into(),
-        ffi::XLA_FFI_Error_Code_FAILED_PRECONDITION.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_ABORTED".into(),
-        ffi::XLA_FFI_Error_Code_ABORTED.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_OUT_OF_RANGE".into(),
-        ffi::XLA_FFI_Error_Code_OUT_OF_RANGE.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_UNIMPLEMENTED".into(),
-        ffi::XLA_FFI_Error_Code_UNIMPLEMENTED.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_INTERNAL".into(),
-        ffi::XLA_FFI_Error_Code_INTERNAL.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_UNAVAILABLE".into(),
-        ffi::XLA_FFI_Error_Code_UNAVAILABLE.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_DATA_LOSS".into(),
-        ffi::XLA_FFI_Error_Code_DATA_LOSS.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Code_UNAUTHENTICATED".into(),
-        ffi::XLA_FFI_Error_Code_UNAUTHENTICATED.0,
+        XLA_FFI_Error_Code_OK,
+        XLA_FFI_Error_Code_CANCELLED,
+        XLA_FFI_Error_Code_UNKNOWN,
+        XLA_FFI_Error_Code_INVALID_ARGUMENT,
+        XLA_FFI_Error_Code_DEADLINE_EXCEEDED,
+        XLA_FFI_Error_Code_NOT_FOUND,
+        XLA_FFI_Error_Code_ALREADY_EXISTS,
+        XLA_FFI_Error_Code_PERMISSION_DENIED,
+        XLA_FFI_Error_Code_RESOURCE_EXHAUSTED,
+        XLA_FFI_Error_Code_FAILED_PRECONDITION,
+        XLA_FFI_Error_Code_ABORTED,
+        XLA_FFI_Error_Code_OUT_OF_RANGE,
+        XLA_FFI_Error_Code_UNIMPLEMENTED,
+        XLA_FFI_Error_Code_INTERNAL,
+        XLA_FFI_Error_Code_UNAVAILABLE,
+        XLA_FFI_Error_Code_DATA_LOSS,
+        XLA_FFI_Error_Code_UNAUTHENTICATED
     );
     rust_layout!(t, ffi::XLA_FFI_DataType);
-    insert(
-        t,
-        "XLA_FFI_DataType_INVALID".into(),
-        ffi::XLA_FFI_DataType_INVALID.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_PRED".into(),
-        ffi::XLA_FFI_DataType_PRED.0,
-    );
+    enumerators!(t, XLA_FFI_DataType_INVALID, XLA_FFI_DataType_PRED);
     insert(t, "XLA_FFI_DataType_S1".into(), ffi::XLA_FFI_DataType_S1.0);
     insert(t, "XLA_FFI_DataType_S2".into(), ffi::XLA_FFI_DataType_S2.0);
     insert(t, "XLA_FFI_DataType_S4".into(), ffi::XLA_FFI_DataType_S4.0);
     insert(t, "XLA_FFI_DataType_S8".into(), ffi::XLA_FFI_DataType_S8.0);
-    insert(
+    enumerators!(
         t,
-        "XLA_FFI_DataType_S16".into(),
-        ffi::XLA_FFI_DataType_S16.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_S32".into(),
-        ffi::XLA_FFI_DataType_S32.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_S64".into(),
-        ffi::XLA_FFI_DataType_S64.0,
+        XLA_FFI_DataType_S16,
+        XLA_FFI_DataType_S32,
+        XLA_FFI_DataType_S64
     );
     insert(t, "XLA_FFI_DataType_U1".into(), ffi::XLA_FFI_DataType_U1.0);
     insert(t, "XLA_FFI_DataType_U2".into(), ffi::XLA_FFI_DataType_U2.0);
     insert(t, "XLA_FFI_DataType_U4".into(), ffi::XLA_FFI_DataType_U4.0);
     insert(t, "XLA_FFI_DataType_U8".into(), ffi::XLA_FFI_DataType_U8.0);
-    insert(
+    enumerators!(
         t,
-        "XLA_FFI_DataType_U16".into(),
-        ffi::XLA_FFI_DataType_U16.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_U32".into(),
-        ffi::XLA_FFI_DataType_U32.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_U64".into(),
-        ffi::XLA_FFI_DataType_U64.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F16".into(),
-        ffi::XLA_FFI_DataType_F16.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F32".into(),
-        ffi::XLA_FFI_DataType_F32.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F64".into(),
-        ffi::XLA_FFI_DataType_F64.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_BF16".into(),
-        ffi::XLA_FFI_DataType_BF16.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_C64".into(),
-        ffi::XLA_FFI_DataType_C64.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_C128".into(),
-        ffi::XLA_FFI_DataType_C128.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_TOKEN".into(),
-        ffi::XLA_FFI_DataType_TOKEN.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F8E5M2".into(),
-        ffi::XLA_FFI_DataType_F8E5M2.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F8E3M4".into(),
-        ffi::XLA_FFI_DataType_F8E3M4.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F8E4M3".into(),
-        ffi::XLA_FFI_DataType_F8E4M3.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F8E4M3FN".into(),
-        ffi::XLA_FFI_DataType_F8E4M3FN.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F8E4M3B11FNUZ".into(),
-        ffi::XLA_FFI_DataType_F8E4M3B11FNUZ.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F8E5M2FNUZ".into(),
-        ffi::XLA_FFI_DataType_F8E5M2FNUZ.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F8E4M3FNUZ".into(),
-        ffi::XLA_FFI_DataType_F8E4M3FNUZ.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F4E2M1FN".into(),
-        ffi::XLA_FFI_DataType_F4E2M1FN.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_DataType_F8E8M0FNU".into(),
-        ffi::XLA_FFI_DataType_F8E8M0FNU.0,
+        XLA_FFI_DataType_U16,
+        XLA_FFI_DataType_U32,
+        XLA_FFI_DataType_U64,
+        XLA_FFI_DataType_F16,
+        XLA_FFI_DataType_F32,
+        XLA_FFI_DataType_F64,
+        XLA_FFI_DataType_BF16,
+        XLA_FFI_DataType_C64,
+        XLA_FFI_DataType_C128,
+        XLA_FFI_DataType_TOKEN,
+        XLA_FFI_DataType_F8E5M2,
+        XLA_FFI_DataType_F8E3M4,
+        XLA_FFI_DataType_F8E4M3,
+        XLA_FFI_DataType_F8E4M3FN,
+        XLA_FFI_DataType_F8E4M3B11FNUZ,
+        XLA_FFI_DataType_F8E5M2FNUZ,
+        XLA_FFI_DataType_F8E4M3FNUZ,
+        XLA_FFI_DataType_F4E2M1FN,
+        XLA_FFI_DataType_F8E8M0FNU
     );
     rust_layout!(t, ffi::XLA_FFI_ArgType);
-    insert(
-        t,
-        "XLA_FFI_ArgType_BUFFER".into(),
-        ffi::XLA_FFI_ArgType_BUFFER.0,
-    );
+    enumerators!(t, XLA_FFI_ArgType_BUFFER);
     rust_layout!(t, ffi::XLA_FFI_RetType);
-    insert(
-        t,
-        "XLA_FFI_RetType_BUFFER".into(),
-        ffi::XLA_FFI_RetType_BUFFER.0,
-    );
+    enumerators!(t, XLA_FFI_RetType_BUFFER);
     rust_layout!(t, ffi::XLA_FFI_AttrType);
-    insert(
+    enumerators!(
         t,
-        "XLA_FFI_AttrType_ARRAY".into(),
-        ffi::XLA_FFI_AttrType_ARRAY.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_AttrType_DICTIONARY".into(),
-        ffi::XLA_FFI_AttrType_DICTIONARY.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_AttrType_SCALAR".into(),
-        ffi::XLA_FFI_AttrType_SCALAR.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_AttrType_STRING".into(),
-        ffi::XLA_FFI_AttrType_STRING.0,
+        XLA_FFI_AttrType_ARRAY,
+        XLA_FFI_AttrType_DICTIONARY,
+        XLA_FFI_AttrType_SCALAR,
+        XLA_FFI_AttrType_STRING
     );
     rust_layout!(t, ffi::XLA_FFI_ExecutionStage);
-    insert(
+    enumerators!(
         t,
-        "XLA_FFI_ExecutionStage_INSTANTIATE".into(),
-        ffi::XLA_FFI_ExecutionStage_INSTANTIATE.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_ExecutionStage_PREPARE".into(),
-        ffi::XLA_FFI_ExecutionStage_PREPARE.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_ExecutionStage_INITIALIZE".into(),
-        ffi::XLA_FFI_ExecutionStage_INITIALIZE.0,
-    );
-    insert(
-        t,
-        "XLA_FFI_ExecutionStage_EXECUTE".into(),
-        ffi::XLA_FFI_ExecutionStage_EXECUTE.0,
+        XLA_FFI_ExecutionStage_INSTANTIATE,
+        XLA_FFI_ExecutionStage_PREPARE,
+        XLA_FFI_ExecutionStage_INITIALIZE,
+        XLA_FFI_ExecutionStage_EXECUTE
     );
     rust_layout!(t, ffi::XLA_FFI_Extension_Base { struct_size, next });
     rust_layout!(
@@ -659,150 +481,37 @@ fn rust_table() -> Table {
             XLA_FFI_DeviceOrdinal_Get
         }
     );
-    insert(
+    struct_sizes!(
         t,
-        "XLA_FFI_Extension_Base_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Extension_Base::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Api_Version_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Api_Version::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Create_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Error_Create_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_GetMessage_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Error_GetMessage_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Error_Destroy_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Error_Destroy_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Buffer_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Buffer::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_TypeInfo_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_TypeInfo::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Future_Create_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Future_Create_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Future_SetAvailable_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Future_SetAvailable_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Future_SetError_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Future_SetError_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Rets_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Rets::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Attrs_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Attrs::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_CallFrame_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_CallFrame::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Handler_Register_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Handler_Register_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Type_Register_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Type_Register_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_ExecutionContext_Get_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_ExecutionContext_Get_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_State_Set_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_State_Set_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_State_Get_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_State_Get_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Stream_Get_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Stream_Get_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_DeviceMemory_Allocate_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_DeviceMemory_Allocate_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_DeviceMemory_Free_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_DeviceMemory_Free_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_ThreadPool_Schedule_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_ThreadPool_Schedule_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_ThreadPool_NumThreads_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_ThreadPool_NumThreads_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_RunId_Get_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_RunId_Get_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_DeviceOrdinal_Get_Args::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Metadata_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Metadata::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Metadata_Extension_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Metadata_Extension::STRUCT_SIZE,
-    );
-    insert(
-        t,
-        "XLA_FFI_Api_STRUCT_SIZE".into(),
-        ffi::XLA_FFI_Api::STRUCT_SIZE,
+        XLA_FFI_Extension_Base,
+        XLA_FFI_Api_Version,
+        XLA_FFI_Error_Create_Args,
+        XLA_FFI_Error_GetMessage_Args,
+        XLA_FFI_Error_Destroy_Args,
+        XLA_FFI_Buffer,
+        XLA_FFI_TypeInfo,
+        XLA_FFI_Future_Create_Args,
+        XLA_FFI_Future_SetAvailable_Args,
+        XLA_FFI_Future_SetError_Args,
+        XLA_FFI_Args,
+        XLA_FFI_Rets,
+        XLA_FFI_Attrs,
+        XLA_FFI_CallFrame,
+        XLA_FFI_Handler_Register_Args,
+        XLA_FFI_Type_Register_Args,
+        XLA_FFI_ExecutionContext_Get_Args,
+        XLA_FFI_State_Set_Args,
+        XLA_FFI_State_Get_Args,
+        XLA_FFI_Stream_Get_Args,
+        XLA_FFI_DeviceMemory_Allocate_Args,
+        XLA_FFI_DeviceMemory_Free_Args,
+        XLA_FFI_ThreadPool_Schedule_Args,
+        XLA_FFI_ThreadPool_NumThreads_Args,
+        XLA_FFI_RunId_Get_Args,
+        XLA_FFI_DeviceOrdinal_Get_Args,
+        XLA_FFI_Metadata,
+        XLA_FFI_Metadata_Extension,
+        XLA_FFI_Api
     );
     table
 }
