@@ -535,11 +535,12 @@ impl Described {
         }?;
         // Checked and filled first; the descriptors then point into the finished list, one
         // pointer derived from it for all, so that no later write moves or reborrows it.
-        let all: Vec<&(String, &XLA_FFI_Buffer)> = args.iter().chain(&results).collect();
-        let mut strides = vec![0i64; all.iter().map(|(_, buffer)| buffer.rank as usize).sum()];
-        let mut dtypes = Vec::with_capacity(all.len());
+        let all = || args.iter().chain(&results);
+        let mut strides = vec![0i64; all().map(|buffer| buffer.rank as usize).sum()];
+        let mut dtypes = Vec::with_capacity(args.len() + results.len());
         let mut at = 0;
-        for (what, buffer) in &all {
+        for (index, buffer) in all().enumerate() {
+            let what = || buffer_name(index, args.len());
             let rank = buffer.rank as usize;
             let dims: &[i64] = if rank == 0 {
                 &[]
@@ -549,13 +550,15 @@ impl Described {
             };
             if let Some(dim) = dims.iter().position(|&extent| extent < 0) {
                 return Err(HandlerError::invalid_argument(format!(
-                    "{what}: extent {} of dimension {dim} is negative",
+                    "{}: extent {} of dimension {dim} is negative",
+                    what(),
                     dims[dim]
                 )));
             }
             let Some(dtype) = data_type(buffer.dtype) else {
                 return Err(HandlerError::invalid_argument(format!(
-                    "{what}: XLA's data type {} ({}) has no DLPack data type here",
+                    "{}: XLA's data type {} ({}) has no DLPack data type here",
+                    what(),
                     buffer.dtype.name().unwrap_or("unknown"),
                     buffer.dtype.0
                 )));
@@ -565,9 +568,9 @@ impl Described {
             at += rank;
         }
         let base = strides.as_mut_ptr();
-        let mut tensors = Vec::with_capacity(all.len());
+        let mut tensors = Vec::with_capacity(dtypes.len());
         let mut at = 0;
-        for ((_, buffer), dtype) in all.iter().zip(dtypes) {
+        for (buffer, dtype) in all().zip(dtypes) {
             let rank = buffer.rank as usize;
             tensors.push(DLTensor {
                 data: buffer.data,
@@ -603,13 +606,15 @@ impl Described {
                 Flags::NONE
             };
             let version = Version::CURRENT;
-            let what = self.name(index);
             // SAFETY: a descriptor of a buffer XLA keeps alive and unchanged (but for the
             // results this call writes) for the call; its shape is XLA's and its strides are
             // ours, both alive as long as `self`.
             let validated =
                 unsafe { validate_descriptor(tensor, Some(version), flags, tensor.device) }
-                    .map_err(|error| HandlerError::invalid_argument(format!("{what}: {error}")))?;
+                    .map_err(|error| {
+                        let what = buffer_name(index, self.args);
+                        HandlerError::invalid_argument(format!("{what}: {error}"))
+                    })?;
             // SAFETY: `validated` is this descriptor's validation with the same arguments.
             views.push(unsafe {
                 TensorView::from_validated(
@@ -636,8 +641,8 @@ impl Described {
                 return Err(HandlerError::invalid_argument(format!(
                     "{} shares memory with {}: dlbridge's handlers write results that no other \
                      buffer reaches (register the call without input_output_aliases)",
-                    self.name(result),
-                    self.name(other)
+                    buffer_name(result, self.args),
+                    buffer_name(other, self.args)
                 )));
             }
         }
@@ -651,14 +656,15 @@ impl Described {
             frame,
         })
     }
+}
 
-    /// "argument 1", "result 0": the buffer at `index` in the reports.
-    fn name(&self, index: usize) -> String {
-        if index < self.args {
-            format!("argument {index}")
-        } else {
-            format!("result {}", index - self.args)
-        }
+/// "argument 1", "result 0": the buffer at `index` of the arguments (`args` of them) and then
+/// the results, in the reports; made only for a refusal.
+fn buffer_name(index: usize, args: usize) -> String {
+    if index < args {
+        format!("argument {index}")
+    } else {
+        format!("result {}", index - args)
     }
 }
 
@@ -685,7 +691,7 @@ unsafe fn buffers<'a>(
     items: *mut *mut c_void,
     what: &str,
     buffer_type: i32,
-) -> Result<Vec<(String, &'a XLA_FFI_Buffer)>, HandlerError> {
+) -> Result<Vec<&'a XLA_FFI_Buffer>, HandlerError> {
     let count = usize::try_from(size)
         .map_err(|_| HandlerError::invalid_argument(format!("XLA passed {size} {what}s")))?;
     if count == 0 {
@@ -698,29 +704,28 @@ unsafe fn buffers<'a>(
     }
     let mut found = Vec::with_capacity(count);
     for index in 0..count {
-        let name = format!("{what} {index}");
         // SAFETY: `size` types and items (the contract).
         let (kind, item) = unsafe { (*types.add(index), *items.add(index)) };
         if kind != buffer_type || item.is_null() {
             return Err(HandlerError::invalid_argument(format!(
-                "{name}: not a buffer (type {kind}); dlbridge's handlers take buffers only"
+                "{what} {index}: not a buffer (type {kind}); dlbridge's handlers take buffers only"
             )));
         }
         // SAFETY: a live buffer (the contract).
         let buffer = unsafe { &*item.cast::<XLA_FFI_Buffer>() };
         if !(0..=i64::from(MAX_NDIM)).contains(&buffer.rank) {
             return Err(HandlerError::invalid_argument(format!(
-                "{name}: rank {} is not in 0..={MAX_NDIM}",
+                "{what} {index}: rank {} is not in 0..={MAX_NDIM}",
                 buffer.rank
             )));
         }
         if buffer.rank > 0 && buffer.dims.is_null() {
             return Err(HandlerError::invalid_argument(format!(
-                "{name}: rank {} without its extents",
+                "{what} {index}: rank {} without its extents",
                 buffer.rank
             )));
         }
-        found.push((name, buffer));
+        found.push(buffer);
     }
     Ok(found)
 }
