@@ -16,6 +16,16 @@ use crate::version::Version;
 /// `ndim` from making validation walk gigabytes of "shape".
 pub const MAX_NDIM: i32 = 1024;
 
+/// Drops the payload of a panic caught at an `extern "C"` boundary (an export's deleter, an XLA
+/// handler). The payload's own `Drop` could panic again, there, inside `extern "C"`: contained
+/// too; only the payload of such a second panic is forgotten (leaked).
+pub(crate) fn drop_panic_payload(payload: Box<dyn std::any::Any + Send>) {
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload)));
+    if let Err(nested) = dropped {
+        std::mem::forget(nested);
+    }
+}
+
 /// Everything that can go wrong when importing, viewing or exporting a tensor.
 ///
 /// Each message names the offending field and its value, e.g.

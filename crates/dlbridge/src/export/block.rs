@@ -240,11 +240,7 @@ unsafe extern "C" fn delete_block<M, O>(managed: *mut M) {
         unsafe { dealloc(block.cast(), layout) };
     }
     if let Err(payload) = dropped {
-        // Dropping the payload could panic again (its own `Drop`), here, inside `extern "C"`:
-        // contained too; only the payload of such a second panic is forgotten (leaked).
-        if let Err(nested) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-            std::mem::forget(nested);
-        }
+        crate::error::drop_panic_payload(payload);
         // Not `eprintln!`, which panics when stderr is gone: nothing may unwind into C here.
         let _ = writeln!(
             std::io::stderr(),

@@ -16,7 +16,7 @@ use super::ffi::{
 };
 use crate::device::Device;
 use crate::element::Element;
-use crate::error::{Error, MAX_NDIM};
+use crate::error::{Error, MAX_NDIM, drop_panic_payload};
 use crate::ffi::DLTensor;
 use crate::flags::Flags;
 use crate::layout;
@@ -410,11 +410,7 @@ pub unsafe fn handle(
         Ok(Err(error)) => to_xla_error(api, &error),
         Err(panic) => {
             let message = format!("the handler panicked: {}", panic_message(&*panic));
-            // Dropping the payload could panic again (its own `Drop`), inside `extern "C"`:
-            // contained too; only the payload of such a second panic is forgotten (leaked).
-            if let Err(nested) = catch_unwind(AssertUnwindSafe(move || drop(panic))) {
-                std::mem::forget(nested);
-            }
+            drop_panic_payload(panic);
             to_xla_error(
                 api,
                 &HandlerError::new(XLA_FFI_Error_Code::INTERNAL, message),
