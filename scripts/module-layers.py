@@ -332,7 +332,8 @@ def check_python(package: Path) -> list[str]:
 PYTHON_FLOORS = {
     "dlbridge": (
         ("__init__",),  # the extension's names
-        ("distributed", "check", "jax"),
+        ("_kernel_signatures",),  # what dlbridge.jax and dlbridge.torch read of a kernel
+        ("distributed", "check", "jax", "torch"),
         ("__main__",),  # the command line
     ),
     "dlbridge.check": (

@@ -63,6 +63,7 @@ RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_
       "check|test_check.py test_check_device.py test_check_dtype_rule.py test_check_frameworks.py test_check_reports.py test_check_html.py test_check_cli.py test_check_planted.py test_check_rules.py"
       "tvm-example|test_example_tvm_matmul.py"
       "jax-jit|test_jax_jit.py"
+      "torch-compile|test_torch_compile.py"
       "cuda-example|test_example_cuda_saxpy.py")
 for file in "$TESTS"/interop/test_*.py; do
     [[ -e "$file" ]] || continue

@@ -20,6 +20,11 @@ A handler refuses what its kernel cannot take (a data type, a shape) with XLA's 
 by JAX as `XlaRuntimeError` with dlbridge's message; a kernel that panics is an error too,
 never a crash.
 
+A kernel declared with `dlbridge_pyo3::kernel!` needs less: `kernel(module, name)` is a JAX
+function of it, which checks the tensors' data types and numbers of dimensions and derives the
+results' shapes from the kernel's rules at trace time, and returns the results (a mutated
+argument's new value among them, in the kernel's order).
+
 `vmap`: `call(..., vmap_method=...)` is `jax.ffi.ffi_call`'s. An elementwise kernel takes
 `"broadcast_all"` (the batch is one more leading dimension of every buffer); a kernel that
 assumes a rank takes `"sequential"` (one call per batch element).
@@ -34,8 +39,12 @@ from typing import Any
 
 import jax
 import jax.ffi
+import jax.numpy as jnp
+import numpy as np
 
-__all__ = ["call", "register", "registered_targets"]
+from . import _kernel_signatures
+
+__all__ = ["call", "kernel", "register", "registered_targets"]
 
 _HANDLERS_ATTRIBUTE = "__dlbridge_xla_handlers__"
 _lock = threading.Lock()
@@ -49,13 +58,12 @@ def register(module: ModuleType, *, prefix: str | None = None) -> dict[str, str]
     each platform it was built for, under `<prefix>.<kernel name>` (`prefix`: the module's
     `__name__` by default). Returns `{kernel name: target}`; registering again is a no-op.
     `TypeError` for a module that publishes no handlers."""
-    handlers = getattr(module, _HANDLERS_ATTRIBUTE, None)
-    if not isinstance(handlers, dict):
-        raise TypeError(
-            f"{getattr(module, '__name__', module)!r} publishes no XLA handlers (no "
-            f"{_HANDLERS_ATTRIBUTE}); its Rust code publishes them with "
-            "dlbridge_pyo3::xla::publish_xla_handlers"
-        )
+    handlers = _kernel_signatures.published_dict(
+        module,
+        _HANDLERS_ATTRIBUTE,
+        "XLA handlers",
+        "publishes them with dlbridge_pyo3::xla::publish_xla_handlers",
+    )
     prefix = module.__name__ if prefix is None else prefix
     targets = {}
     with _lock:
@@ -104,3 +112,62 @@ def _result_shapes(result: Any) -> Any:
             f"shape and a dtype, got {type(result).__name__}"
         )
     return jax.ShapeDtypeStruct(tuple(shape), dtype)
+
+
+def kernel(
+    module: ModuleType,
+    name: str,
+    *,
+    vmap_method: str = "sequential",
+    prefix: str | None = None,
+) -> Any:
+    """A JAX function of the kernel `name` that `module` declares (`dlbridge_pyo3::kernel!`),
+    for `jax.jit` code and eager calls: `f(*tensors, *attributes, **attributes)`, the tensors
+    being the kernel's inputs and mutated arguments in order. It returns the results and the
+    mutated arguments' new values, in the kernel's order (one array, or a tuple of several).
+
+    At trace time a tensor of a data type or number of dimensions the kernel does not take is
+    refused (`TypeError`), and so is a shape its rules refuse (`ValueError`); attributes are
+    passed to XLA as scalars of the kernel's types, and are constants of the compiled program
+    (under `jax.jit`, close over them or mark them static; a traced one is a `TypeError`).
+    `vmap_method`: `"sequential"` (one call per batch element; right for every kernel) or, for
+    elementwise kernels, `"broadcast_all"`.
+    """
+    signature = _kernel_signatures.signature(module, name)
+    target = register(module, prefix=prefix)[name]
+    results = signature.results
+
+    def function(*args: Any, **kwargs: Any) -> Any:
+        tensors, attributes = signature.bind(args, kwargs)
+        signature.check_tensors(tensors, lambda tensor: jnp.dtype(tensor.dtype).name)
+        output_shapes = iter(signature.result_shapes(tensors))
+        by_name = dict(zip((p.name for p in signature.tensors), tensors))
+        shapes = [
+            jax.ShapeDtypeStruct(
+                tuple(by_name[p.name].shape)
+                if p.role == _kernel_signatures.MUTATED
+                else next(output_shapes),
+                jnp.dtype(p.dtype),
+            )
+            for p in results
+        ]
+        values = {p.name: _attribute(name, p, attributes[p.name]) for p in signature.attributes}
+        outputs = jax.ffi.ffi_call(target, shapes, vmap_method=vmap_method)(*tensors, **values)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    function.__name__ = name
+    function.__qualname__ = name
+    function.__doc__ = getattr(signature.function, "__doc__", None)
+    return function
+
+
+def _attribute(kernel: str, parameter: Any, value: Any) -> Any:
+    """An attribute's value as XLA takes it: a NumPy scalar of the kernel's type; `TypeError`
+    for a traced value (an attribute is part of the compiled program)."""
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError(
+            f"{kernel}: the attribute {parameter.name} is traced, but XLA takes attributes as "
+            "constants of the compiled program: close over it, or mark it static "
+            "(jax.jit(..., static_argnames=...))"
+        )
+    return np.dtype(parameter.dtype).type(value)

@@ -227,6 +227,19 @@
 //! `device=Some(Device::CPU)`) copies CUDA memory to the host on it; without the feature both
 //! are `BufferError`s naming it.
 //!
+//! ## Kernels inside `jax.jit` and `torch.compile`
+//!
+//! Under `jax.jit` a function's arguments are tracers and under `torch.compile` an extension
+//! function is a graph break: neither can call a `#[pyfunction]`. Declare the kernel with
+//! [`kernel!`] instead: one function of typed arguments and scalars, its body written once on
+//! ndarray views, becomes the eager `#[pyfunction]`, an XLA FFI handler and a signature with
+//! the results' shape rules ([`mod@kernel`] has a complete module).
+//! [`kernel::publish_kernels`] puts them on the module; from Python,
+//! `dlbridge.jax.kernel(module, name)` calls it inside `jax.jit` (with `vmap`), and
+//! `dlbridge.torch.register(module)` makes it a `torch.library` operator, which
+//! `torch.compile(fullgraph=True)` keeps in its graph. Host memory for now (XLA's CPU platform,
+//! PyTorch's CPU key).
+//!
 //! ## Errors
 //!
 //! Return [`KernelResult<T>`](KernelResult): `?` then takes PyO3's `PyErr`, the core's
@@ -326,6 +339,7 @@ mod args;
 mod libraries;
 pub mod prelude;
 pub mod xla;
+pub mod kernel;
 
 pub use args::borrow::explain_argument;
 #[doc(hidden)]

@@ -78,14 +78,7 @@ impl XlaHandler {
 /// `ValueError` for a name given twice for one platform.
 pub fn publish_xla_handlers(module: &Bound<'_, PyModule>, handlers: &[XlaHandler]) -> PyResult<()> {
     let py = module.py();
-    let published = match module.getattr(XLA_HANDLERS_ATTRIBUTE) {
-        Ok(existing) => existing.cast_into::<PyDict>()?,
-        Err(_) => {
-            let fresh = PyDict::new(py);
-            module.setattr(XLA_HANDLERS_ATTRIBUTE, &fresh)?;
-            fresh
-        }
-    };
+    let published = published_dict(module, XLA_HANDLERS_ATTRIBUTE)?;
     for handler in handlers {
         let platforms = match published.get_item(handler.name)? {
             Some(platforms) => platforms.cast_into::<PyDict>()?,
@@ -104,6 +97,22 @@ pub fn publish_xla_handlers(module: &Bound<'_, PyModule>, handlers: &[XlaHandler
         platforms.set_item(handler.platform, handler_capsule(py, handler.execute)?)?;
     }
     Ok(())
+}
+
+/// The dict a module publishes as `attribute`, made empty on first use (what `dlbridge.jax`
+/// and `dlbridge.torch` read: handlers, kernels).
+pub(crate) fn published_dict<'py>(
+    module: &Bound<'py, PyModule>,
+    attribute: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    match module.getattr(attribute) {
+        Ok(existing) => Ok(existing.cast_into::<PyDict>()?),
+        Err(_) => {
+            let fresh = PyDict::new(module.py());
+            module.setattr(attribute, &fresh)?;
+            Ok(fresh)
+        }
+    }
 }
 
 /// A capsule holding `execute`'s address, unnamed and without a destructor, as

@@ -68,7 +68,95 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
             dlbridge_pyo3::xla::XlaHandler::cpu("panics", xla_panics),
         ],
     )?;
+    dlbridge_pyo3::kernel::publish_kernels(
+        &testing,
+        &[
+            axpy::KERNEL,
+            matmul::KERNEL,
+            clamp_::KERNEL,
+            divmod_i64::KERNEL,
+        ],
+    )?;
     Ok(testing)
+}
+
+// Kernels declared once for eager calls, `jax.jit` and `torch.compile` (`dlbridge.jax.kernel`,
+// `dlbridge.torch.register`).
+
+dlbridge_pyo3::kernel! {
+    /// `out = alpha * x + y`, elementwise, for float32 tensors of one shape.
+    pub fn axpy(x: TensorArg<'_, f32>, y: TensorArg<'_, f32>, out: TensorArgMut<'_, f32>, alpha: f32)
+    where out = like(x)
+    {
+        if x.shape() != y.shape() {
+            return Err(format!("x has shape {:?} and y {:?}", x.shape(), y.shape()).into());
+        }
+        ndarray::Zip::from(&mut out).and(&x).and(&y).for_each(|out, &x, &y| *out = alpha * x + y);
+        Ok(())
+    }
+}
+
+dlbridge_pyo3::kernel! {
+    /// `out = a @ b` for float32 matrices.
+    pub fn matmul(a: TensorArg<'_, f32, Ix2>, b: TensorArg<'_, f32, Ix2>, out: TensorArgMut<'_, f32, Ix2>)
+    where out = shape(product_shape)
+    {
+        ndarray::linalg::general_mat_mul(1.0, &a, &b, 0.0, &mut out);
+        Ok(())
+    }
+}
+
+/// The shape of `a @ b` from the shapes of `a` and `b` (two dimensions each, by their types).
+fn product_shape(shapes: &[&[usize]]) -> Result<Vec<usize>, dlbridge_pyo3::kernel::BodyError> {
+    let (a, b) = (shapes[0], shapes[1]);
+    if a[1] != b[0] {
+        return Err(format!("a has shape {a:?} and b {b:?}: inner extents differ").into());
+    }
+    Ok(vec![a[0], b[1]])
+}
+
+dlbridge_pyo3::kernel! {
+    /// `x = min(max(x, low), high)`, in place, for a float64 tensor.
+    pub fn clamp_(x: TensorArgMut<'_, f64>, low: f64, high: f64) {
+        if low > high {
+            return Err(format!("low {low} is above high {high}").into());
+        }
+        x.mapv_inplace(|value| value.clamp(low, high));
+        Ok(())
+    }
+}
+
+dlbridge_pyo3::kernel! {
+    /// `quotient, remainder = divmod(a, b)` (Python's, rounding down), elementwise, for int64
+    /// tensors of one shape; a zero divisor is refused.
+    pub fn divmod_i64(
+        a: TensorArg<'_, i64>,
+        b: TensorArg<'_, i64>,
+        quotient: TensorArgMut<'_, i64>,
+        remainder: TensorArgMut<'_, i64>,
+    )
+    where quotient = like(a), remainder = like(a)
+    {
+        if a.shape() != b.shape() {
+            return Err(format!("a has shape {:?} and b {:?}", a.shape(), b.shape()).into());
+        }
+        if b.iter().any(|&b| b == 0) {
+            return Err("division by zero".into());
+        }
+        if ndarray::Zip::from(&a).and(&b).any(|&a, &b| a == i64::MIN && b == -1) {
+            return Err("i64::MIN // -1 overflows int64".into());
+        }
+        ndarray::Zip::from(&mut quotient)
+            .and(&mut remainder)
+            .and(&a)
+            .and(&b)
+            .for_each(|quotient, remainder, &a, &b| {
+                let rounds_up = a % b != 0 && (a < 0) != (b < 0);
+                *quotient = a / b - i64::from(rounds_up);
+                *remainder = a - *quotient * b;
+            });
+        Ok(())
+    }
 }
 
 /// A zero-filled tensor of `dtype` (a DLPack name) and `shape`, made in Rust memory and

@@ -673,21 +673,18 @@ pub(crate) fn check<T: Element, D: Dimension, C: Constraints>(
     check_at::<T, D, C>(view, writable, access, HOST_MEMORY)
 }
 
-/// [`check`] for an argument whose memory must be at `placement`.
-pub(crate) fn check_at<T: Element, D: Dimension, C: Constraints>(
+/// Whether `view` is what an argument of type `T`, `D`, `C` at `placement` takes, writability
+/// aside: (its data type, dimensions, layout and place fit; its extents fit).
+pub(crate) fn fits<T: Element, D: Dimension, C: Constraints>(
     view: &TensorView<'_>,
-    writable: bool,
-    access: Access,
     placement: Placement,
-) -> PyResult<()> {
+) -> (bool, bool) {
     let () = Agreement::<D, C>::HOLDS;
-    let refused_for_writing = writable && !access.writability.allows_writes();
     let fits = view.dtype() == T::DTYPE
         && D::NDIM.is_none_or(|ndim| ndim == view.ndim())
         && C::NDIM_RANGE.is_none_or(|(min, max)| (min..=max).contains(&view.ndim()))
         && C::Layout::accepts(view)
-        && (placement.accepts)(view.device())
-        && !refused_for_writing;
+        && (placement.accepts)(view.device());
     let shape_fits = C::EXTENTS.is_none_or(|extents| {
         extents.len() == view.ndim()
             && extents
@@ -695,6 +692,19 @@ pub(crate) fn check_at<T: Element, D: Dimension, C: Constraints>(
                 .zip(view.shape())
                 .all(|(expected, &extent)| expected.is_none_or(|n| n as i64 == extent))
     });
+    (fits, shape_fits)
+}
+
+/// [`check`] for an argument whose memory must be at `placement`.
+pub(crate) fn check_at<T: Element, D: Dimension, C: Constraints>(
+    view: &TensorView<'_>,
+    writable: bool,
+    access: Access,
+    placement: Placement,
+) -> PyResult<()> {
+    let refused_for_writing = writable && !access.writability.allows_writes();
+    let (fits, shape_fits) = fits::<T, D, C>(view, placement);
+    let fits = fits && !refused_for_writing;
     if fits && shape_fits {
         return Ok(());
     }

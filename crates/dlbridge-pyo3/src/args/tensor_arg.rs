@@ -128,7 +128,7 @@ pub struct TensorArg<'a, T: Element, D: Dimensionality = IxDyn, C: Constraints =
 /// # }).unwrap();
 /// ```
 pub struct TensorArgMut<'a, T: Element, D: Dimensionality = IxDyn, C: Constraints = ()> {
-    view: ArrayViewMut<'a, T, D>,
+    pub(crate) view: ArrayViewMut<'a, T, D>,
     held: Held,
     report: WriteReport,
     _constraints: PhantomData<C>,

@@ -118,118 +118,29 @@ pub struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
-    /// The scalar attribute `name` (`jax.ffi.ffi_call(...)(x, alpha=np.float32(2.0))`), of
-    /// type `T`: `INVALID_ARGUMENT` where the call has no such attribute, or one of another kind
-    /// or data type (naming both).
+    /// The call's attributes: a copy, so that they can be read while results are written.
+    pub fn attributes(&self) -> Attributes<'a> {
+        Attributes { frame: self.frame }
+    }
+
+    /// The scalar attribute `name` ([`Attributes::scalar`]).
     pub fn scalar<T: Element>(&self, name: &str) -> Result<T, HandlerError> {
-        let attribute = self.attribute(name, XLA_FFI_AttrType::SCALAR)?;
-        // SAFETY: a live scalar attribute (`handle`'s contract; its type just checked).
-        let scalar = unsafe { &*attribute.cast::<XLA_FFI_Scalar>() };
-        let bytes = attribute_bytes::<T>(name, scalar.dtype, scalar.value.cast_const(), 1)?;
-        // SAFETY: `size_of::<T>()` bytes of a valid `T` (checked by `attribute_bytes`); a copy.
-        Ok(unsafe { bytes.cast::<T>().read_unaligned() })
+        self.attributes().scalar(name)
     }
 
-    /// The array attribute `name` (a 1-D NumPy array passed as an attribute), of element type
-    /// `T`: `INVALID_ARGUMENT` as for [`Call::scalar`], and for an array whose data is not
-    /// aligned for `T`.
+    /// The array attribute `name` ([`Attributes::array`]).
     pub fn array<T: Element>(&self, name: &str) -> Result<&'a [T], HandlerError> {
-        let attribute = self.attribute(name, XLA_FFI_AttrType::ARRAY)?;
-        // SAFETY: a live array attribute (`handle`'s contract; its type just checked).
-        let array = unsafe { &*attribute.cast::<XLA_FFI_Array>() };
-        let bytes = attribute_bytes::<T>(name, array.dtype, array.data.cast_const(), array.size)?;
-        if array.size == 0 {
-            return Ok(&[]);
-        }
-        if !bytes.cast::<T>().is_aligned() {
-            return Err(HandlerError::invalid_argument(format!(
-                "attribute {name:?}: its data at {:#x} is not aligned for {}",
-                bytes as usize,
-                T::DTYPE
-            )));
-        }
-        // SAFETY: `size` valid values of `T`, aligned, alive and unchanged for the call.
-        Ok(unsafe { std::slice::from_raw_parts(bytes.cast::<T>(), array.size) })
+        self.attributes().array(name)
     }
 
-    /// The string attribute `name`: `INVALID_ARGUMENT` as for [`Call::scalar`], and for bytes
-    /// that are not UTF-8.
+    /// The string attribute `name` ([`Attributes::string`]).
     pub fn string(&self, name: &str) -> Result<&'a str, HandlerError> {
-        let attribute = self.attribute(name, XLA_FFI_AttrType::STRING)?;
-        // SAFETY: a live string attribute (`handle`'s contract; its type just checked).
-        let span = unsafe { &*attribute.cast::<XLA_FFI_ByteSpan>() };
-        let bytes = if span.len == 0 {
-            &[][..]
-        } else {
-            // SAFETY: `len` bytes, alive for the call.
-            unsafe { std::slice::from_raw_parts(span.ptr.cast::<u8>(), span.len) }
-        };
-        std::str::from_utf8(bytes).map_err(|error| {
-            HandlerError::invalid_argument(format!("attribute {name:?} is not UTF-8: {error}"))
-        })
+        self.attributes().string(name)
     }
 
     /// The names of the call's attributes, in XLA's order (sorted).
     pub fn attribute_names(&self) -> Vec<&'a str> {
-        (0..self.attribute_count())
-            // SAFETY: an index below the count.
-            .map(|index| unsafe { self.attribute_name(index) })
-            .collect()
-    }
-
-    fn attribute_count(&self) -> usize {
-        let attrs = &self.frame.attrs;
-        let listed = !attrs.types.is_null() && !attrs.names.is_null() && !attrs.attrs.is_null();
-        if listed {
-            usize::try_from(attrs.size).unwrap_or(0)
-        } else {
-            0
-        }
-    }
-
-    /// The name of attribute `index` (not UTF-8: shown lossily, never matched).
-    ///
-    /// # Safety
-    ///
-    /// `index` is below [`Call::attribute_count`].
-    unsafe fn attribute_name(&self, index: usize) -> &'a str {
-        // SAFETY: `index` is in the list; the name is a live span (`handle`'s contract).
-        let span = unsafe { &**self.frame.attrs.names.add(index) };
-        if span.len == 0 || span.ptr.is_null() {
-            return "";
-        }
-        // SAFETY: `len` bytes alive for the call.
-        let bytes = unsafe { std::slice::from_raw_parts(span.ptr.cast::<u8>(), span.len) };
-        std::str::from_utf8(bytes).unwrap_or("\u{fffd}")
-    }
-
-    /// The attribute `name`, of kind `kind`.
-    fn attribute(&self, name: &str, kind: XLA_FFI_AttrType) -> Result<*mut c_void, HandlerError> {
-        for index in 0..self.attribute_count() {
-            // SAFETY: an index below the count.
-            if unsafe { self.attribute_name(index) } != name {
-                continue;
-            }
-            // SAFETY: as above: `size` types and attributes.
-            let (found, attribute) = unsafe {
-                (
-                    *self.frame.attrs.types.add(index),
-                    *self.frame.attrs.attrs.add(index),
-                )
-            };
-            if found != kind || attribute.is_null() {
-                return Err(HandlerError::invalid_argument(format!(
-                    "attribute {name:?} is {}, not {}",
-                    found.name().unwrap_or("of an unknown kind").to_lowercase(),
-                    kind.name().unwrap_or_default().to_lowercase()
-                )));
-            }
-            return Ok(attribute);
-        }
-        Err(HandlerError::invalid_argument(format!(
-            "no attribute {name:?} (the call has {:?})",
-            self.attribute_names()
-        )))
+        self.attributes().names()
     }
 
     /// The platform's stream of this call (CUDA: the `CUstream`; NULL on the host), from
@@ -260,6 +171,129 @@ impl<'a> Call<'a> {
                 unsafe { take_error_message(api, error) },
             ))
         }
+    }
+}
+
+/// The attributes of one call (`jax.ffi.ffi_call(...)(x, alpha=np.float32(2.0))`), by name,
+/// kind and data type.
+#[derive(Clone, Copy, Debug)]
+pub struct Attributes<'a> {
+    frame: &'a XLA_FFI_CallFrame,
+}
+
+impl<'a> Attributes<'a> {
+    /// The scalar attribute `name` (`jax.ffi.ffi_call(...)(x, alpha=np.float32(2.0))`), of
+    /// type `T`: `INVALID_ARGUMENT` where the call has no such attribute, or one of another kind
+    /// or data type (naming both).
+    pub fn scalar<T: Element>(&self, name: &str) -> Result<T, HandlerError> {
+        let attribute = self.attribute(name, XLA_FFI_AttrType::SCALAR)?;
+        // SAFETY: a live scalar attribute (`handle`'s contract; its type just checked).
+        let scalar = unsafe { &*attribute.cast::<XLA_FFI_Scalar>() };
+        let bytes = attribute_bytes::<T>(name, scalar.dtype, scalar.value.cast_const(), 1)?;
+        // SAFETY: `size_of::<T>()` bytes of a valid `T` (checked by `attribute_bytes`); a copy.
+        Ok(unsafe { bytes.cast::<T>().read_unaligned() })
+    }
+
+    /// The array attribute `name` (a 1-D NumPy array passed as an attribute), of element type
+    /// `T`: `INVALID_ARGUMENT` as for [`Attributes::scalar`], and for an array whose data is not
+    /// aligned for `T`.
+    pub fn array<T: Element>(&self, name: &str) -> Result<&'a [T], HandlerError> {
+        let attribute = self.attribute(name, XLA_FFI_AttrType::ARRAY)?;
+        // SAFETY: a live array attribute (`handle`'s contract; its type just checked).
+        let array = unsafe { &*attribute.cast::<XLA_FFI_Array>() };
+        let bytes = attribute_bytes::<T>(name, array.dtype, array.data.cast_const(), array.size)?;
+        if array.size == 0 {
+            return Ok(&[]);
+        }
+        if !bytes.cast::<T>().is_aligned() {
+            return Err(HandlerError::invalid_argument(format!(
+                "attribute {name:?}: its data at {:#x} is not aligned for {}",
+                bytes as usize,
+                T::DTYPE
+            )));
+        }
+        // SAFETY: `size` valid values of `T`, aligned, alive and unchanged for the call.
+        Ok(unsafe { std::slice::from_raw_parts(bytes.cast::<T>(), array.size) })
+    }
+
+    /// The string attribute `name`: `INVALID_ARGUMENT` as for [`Attributes::scalar`], and for bytes
+    /// that are not UTF-8.
+    pub fn string(&self, name: &str) -> Result<&'a str, HandlerError> {
+        let attribute = self.attribute(name, XLA_FFI_AttrType::STRING)?;
+        // SAFETY: a live string attribute (`handle`'s contract; its type just checked).
+        let span = unsafe { &*attribute.cast::<XLA_FFI_ByteSpan>() };
+        let bytes = if span.len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: `len` bytes, alive for the call.
+            unsafe { std::slice::from_raw_parts(span.ptr.cast::<u8>(), span.len) }
+        };
+        std::str::from_utf8(bytes).map_err(|error| {
+            HandlerError::invalid_argument(format!("attribute {name:?} is not UTF-8: {error}"))
+        })
+    }
+
+    /// The names of the call's attributes, in XLA's order (sorted).
+    pub fn names(&self) -> Vec<&'a str> {
+        (0..self.count())
+            // SAFETY: an index below the count.
+            .map(|index| unsafe { self.name(index) })
+            .collect()
+    }
+
+    fn count(&self) -> usize {
+        let attrs = &self.frame.attrs;
+        let listed = !attrs.types.is_null() && !attrs.names.is_null() && !attrs.attrs.is_null();
+        if listed {
+            usize::try_from(attrs.size).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    /// The name of attribute `index` (not UTF-8: shown lossily, never matched).
+    ///
+    /// # Safety
+    ///
+    /// `index` is below [`Attributes::count`].
+    unsafe fn name(&self, index: usize) -> &'a str {
+        // SAFETY: `index` is in the list; the name is a live span (`handle`'s contract).
+        let span = unsafe { &**self.frame.attrs.names.add(index) };
+        if span.len == 0 || span.ptr.is_null() {
+            return "";
+        }
+        // SAFETY: `len` bytes alive for the call.
+        let bytes = unsafe { std::slice::from_raw_parts(span.ptr.cast::<u8>(), span.len) };
+        std::str::from_utf8(bytes).unwrap_or("\u{fffd}")
+    }
+
+    /// The attribute `name`, of kind `kind`.
+    fn attribute(&self, name: &str, kind: XLA_FFI_AttrType) -> Result<*mut c_void, HandlerError> {
+        for index in 0..self.count() {
+            // SAFETY: an index below the count.
+            if unsafe { self.name(index) } != name {
+                continue;
+            }
+            // SAFETY: as above: `size` types and attributes.
+            let (found, attribute) = unsafe {
+                (
+                    *self.frame.attrs.types.add(index),
+                    *self.frame.attrs.attrs.add(index),
+                )
+            };
+            if found != kind || attribute.is_null() {
+                return Err(HandlerError::invalid_argument(format!(
+                    "attribute {name:?} is {}, not {}",
+                    found.name().unwrap_or("of an unknown kind").to_lowercase(),
+                    kind.name().unwrap_or_default().to_lowercase()
+                )));
+            }
+            return Ok(attribute);
+        }
+        Err(HandlerError::invalid_argument(format!(
+            "no attribute {name:?} (the call has {:?})",
+            self.names()
+        )))
     }
 }
 
