@@ -37,6 +37,7 @@ tour: python-build example-build
 	$(PYTHON) python/examples/round_trip.py
 	$(PYTHON) python/examples/distributed_exchange.py
 	$(PYTHON) examples/matmul/demo.py
+	$(PYTHON) examples/matmul/compiled_graphs.py
 	$(PYTHON) examples/tensor_libraries/demo.py
 	VENV=$(VENV) bash scripts/mxnet-env.sh
 	$(PYTHON) examples/tvm_matmul/demo.py
@@ -447,6 +448,7 @@ bench-peers: venv
 	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlbridge-user
 	PYTHON=$(PYTHON) bash benches/peers/build-cargo-peer.sh dlbridge-user --lto
 	PYTHON=$(PYTHON) bash benches/peers/torch_floor/build.sh
+	PYTHON=$(PYTHON) bash benches/peers/xla_floor/build.sh
 	PYTHON=$(PYTHON) bash benches/peers/build-dlbridge-default-profile.sh
 
 ## dlbridge's exchange and argument paths in the working tree against commit BASE

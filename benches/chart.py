@@ -4,7 +4,7 @@ drawn as ratios to the best peer, path by path.
 
     python benches/chart.py RUN.json CHART.png
 
-Two panels:
+Three panels:
 - each exchange path (importing a NumPy array or a PyTorch tensor, exporting, a kernel call
   with three arguments, a kernel returning a new array): dlbridge's median time beside each
   peer's that does the same thing, every one divided by the best peer's (1.0 is the best
@@ -14,7 +14,10 @@ Two panels:
   LTO);
 - the kernels as users build them (benches/peers/dlbridge-user against the same kernels with
   rust-numpy), dlbridge's time over rust-numpy's, built with cargo's default release profile
-  and with fat LTO.
+  and with fat LTO;
+- one kernel inside compiled graphs (`jax.jit`, `torch.compile`; benches/compiled_graphs.py),
+  dlbridge's time per call over a floor written by hand (a C XLA handler, a C++
+  `torch.library` operator), in both builds.
 
 The caption names the machine, the date and the versions of the run. Uses matplotlib
 (pinned in python/requirements-test.txt), without a display.
@@ -147,6 +150,31 @@ def kernel_ratios(kernels: list) -> list:
     return ratios
 
 
+#: The floors a compiled-graph row is divided by: a handler or operator written by hand.
+FLOORS = ("C handler (floor)", "C++ operator (floor)")
+#: dlbridge's builds in the compiled-graph rows (benches/compiled_graphs.py).
+COMPILED_BUILDS = (("dlbridge, default", "default"), ("dlbridge, LTO", "lto"))
+
+
+def compiled_ratios(compiled: list) -> list:
+    """[(measured, {build: dlbridge's time over the floor's})] for the compiled-graph rows
+    with a floor and dlbridge."""
+    times = {(row["measured"], row["implementation"]): row["ns"] for row in compiled}
+    ratios = []
+    for measured in dict.fromkeys(row["measured"] for row in compiled):
+        floor = next((times[(measured, f)] for f in FLOORS if (measured, f) in times), None)
+        if floor is None:
+            continue
+        by_build = {
+            build: times[(measured, implementation)] / floor
+            for implementation, build in COMPILED_BUILDS
+            if (measured, implementation) in times
+        }
+        if by_build:
+            ratios.append((measured, by_build))
+    return ratios
+
+
 def caption(run: dict) -> str:
     versions = ", ".join(f"{name} {version}" for name, version in run["versions"].items())
     builds = (
@@ -198,8 +226,30 @@ def ratio_axis(axis, low: float, high: float) -> None:
     axis.spines[["top", "right"]].set_visible(False)
 
 
+def draw_ratio_rows(axis, rows: list, builds: list, xlabel: str, title: str) -> None:
+    """Rows of (name, {build: ratio}) as one bar per build, as the kernels' panel draws them."""
+    for offset, (build, legend, style) in enumerate(builds):
+        unnamed = True  # one legend entry per build: its first bar's
+        for index, (_, by_build) in enumerate(rows):
+            value = by_build.get(build)
+            if value is None:
+                continue
+            spot = index * 2.6 + offset
+            ratio_bar(axis, spot, value, style, height=0.9, label=legend if unnamed else None)
+            unnamed = False
+            axis.text(max(value, 1.0) * 1.01, spot, f"{value:.2f}", va="center", fontsize=8)
+    axis.set_yticks([index * 2.6 + 0.5 for index in range(len(rows))], [n for n, _ in rows])
+    axis.tick_params(axis="y", labelsize=8)
+    axis.invert_yaxis()
+    values = [value for _, by_build in rows for value in by_build.values()]
+    ratio_axis(axis, min(values, default=1.0) / 1.08, max(values, default=1.0) * 1.12)
+    axis.set_xlabel(xlabel)
+    axis.set_title(title, fontsize=12, loc="left")
+    axis.legend(loc="upper left", bbox_to_anchor=(0.0, -0.09), ncol=2, fontsize=8, frameon=False)
+
+
 def draw(run: dict, output: Path) -> None:
-    """The two panels into `output` (PNG)."""
+    """The three panels into `output` (PNG)."""
     import matplotlib as mpl
 
     mpl.use("Agg")
@@ -207,11 +257,12 @@ def draw(run: dict, output: Path) -> None:
 
     paths = path_ratios({row["path"]: row["ns"] for row in run["rows"]})
     kernels = kernel_ratios(run.get("kernels", []))
-    figure, (left, right) = plt.subplots(
+    compiled = compiled_ratios(run.get("compiled", []))
+    figure, (left, right, third) = plt.subplots(
         1,
-        2,
-        figsize=(15, 7.5),
-        gridspec_kw={"width_ratios": [3, 2]},
+        3,
+        figsize=(21, 7.5),
+        gridspec_kw={"width_ratios": [3, 2, 2]},
         constrained_layout=True,
     )
     # Left: each path's implementations, as bars from the best peer's time (1.0) to their
@@ -241,31 +292,27 @@ def draw(run: dict, output: Path) -> None:
         "than every peer)"
     )
     left.set_title("Exchange paths: dlbridge beside each peer", fontsize=12, loc="left")
-    # Right: the kernels as users build them, both profiles, the same way against rust-numpy.
-    names = [kernel for kernel, _ in kernels]
+    # Right: the kernels as users build them, both profiles, the same way against rust-numpy;
+    # then the kernels inside compiled graphs against the floors written by hand.
     builds = [
         ("default", "cargo's default release profile", STYLES[DEFAULT]),
         ("lto", "fat LTO, one codegen unit", STYLES["dlbridge"]),
     ]
-    for offset, (build, legend, style) in enumerate(builds):
-        unnamed = True  # one legend entry per build: its first bar's
-        for index, (_, by_build) in enumerate(kernels):
-            value = by_build.get(build)
-            if value is None:
-                continue
-            spot = index * 2.6 + offset
-            ratio_bar(right, spot, value, style, height=0.9, label=legend if unnamed else None)
-            unnamed = False
-            right.text(max(value, 1.0) * 1.01, spot, f"{value:.2f}", va="center", fontsize=8)
-    right.set_yticks([index * 2.6 + 0.5 for index in range(len(kernels))], names, fontsize=8)
-    right.invert_yaxis()
-    kernel_values = [value for _, by_build in kernels for value in by_build.values()]
-    ratio_axis(
-        right, min(kernel_values, default=1.0) / 1.08, max(kernel_values, default=1.0) * 1.12
+    draw_ratio_rows(
+        right,
+        kernels,
+        builds,
+        "dlbridge's time / rust-numpy's, log scale (left of 1.0: faster)",
+        "Kernels as users build them, against rust-numpy",
     )
-    right.set_xlabel("dlbridge's time / rust-numpy's, log scale (left of 1.0: faster)")
-    right.set_title("Kernels as users build them, against rust-numpy", fontsize=12, loc="left")
-    right.legend(loc="upper left", bbox_to_anchor=(0.0, -0.09), ncol=2, fontsize=8, frameon=False)
+    draw_ratio_rows(
+        third,
+        compiled,
+        builds,
+        "dlbridge's time per call / the floor's, log scale (1.0: the floor)",
+        "Kernels inside compiled graphs, against a floor\nwritten by hand (C XLA handler, C++ "
+        "torch.library operator)",
+    )
     figure.suptitle("dlbridge against its peers, Python side (BENCHMARKS.md)", fontsize=14)
     figure.text(0.01, -0.02, caption(run), fontsize=8, wrap=True, ha="left", va="top")
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,10 @@ benches/peers/build-dlbridge-default-profile.sh has run (`make bench-peers` runs
 installed extension (the workspace's profile, fat LTO) and with the same extension built as a
 user's crate is (cargo's default release profile; those rows end in "[default profile]").
 
+A third table times one kernel inside compiled graphs (`jax.jit`, `torch.compile`) beside
+floors written by hand in C and C++ (benches/compiled_graphs.py), in an interleaved run of its
+own (fewer calls per round: a compiled function's call takes microseconds).
+
 `--json FILE` (first) also writes the run to FILE: the machine, the versions, every row's
 median and the kernels' (what benches/chart.py draws; `make bench-python` does both).
 """
@@ -39,6 +43,7 @@ import sysconfig
 import time
 
 import aliasing_registries
+import compiled_graphs
 import numpy as np
 from measuring import machine
 
@@ -516,9 +521,9 @@ def default_profile_cases(array, torch_tensor):
     return cases
 
 
-def write_json(path, versions, rows, kernels):
+def write_json(path, versions, rows, kernels, compiled):
     """The run as JSON, for benches/chart.py: `rows` are (case, median) of the first table,
-    `kernels` (user case, median) of the second."""
+    `kernels` (user case, median) of the second, `compiled` the third's records."""
     record = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": machine(),
@@ -528,6 +533,7 @@ def write_json(path, versions, rows, kernels):
             {"kernel": label, "build": build, "peer": peer, "ns": median}
             for (label, build, peer, _), median in kernels
         ],
+        "compiled": compiled,
     }
     pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
     pathlib.Path(path).write_text(json.dumps(record, indent=1) + "\n")
@@ -584,12 +590,25 @@ def main():
         )
     )
     user_cases = user_kernel_cases(torch)
+    compiled_cases = compiled_graphs.cases(
+        {
+            "dlbridge, default": USER_BUILDS.get("dlbridge_peer_dlbridge_user"),
+            "dlbridge, LTO": USER_BUILDS.get("dlbridge_peer_dlbridge_user_lto"),
+        },
+        PEERS,
+        torch_floor_peer is not None,
+    )
     if arguments:
         cases = [case for case in cases if any(word in case[0] for word in arguments)]
         user_cases = [
             case
             for case in user_cases
             if any(word in f"{case[0]} {case[1]} {case[2]}" for word in arguments)
+        ]
+        compiled_cases = [
+            case
+            for case in compiled_cases
+            if any(word in f"{case[0]} {case[1]}" for word in arguments)
         ]
     # One interleaved run over both tables, so that their medians compare.
     medians = per_call_interleaved(
@@ -603,12 +622,20 @@ def main():
             print(f"| `{label}` | {median:,.0f} ns |")
     if user_cases:
         print_user_kernels(user_cases, medians[len(cases) :])
+    compiled_medians = []
+    if compiled_cases:
+        # Calls of compiled functions take microseconds: fewer per round, interleaved alike.
+        compiled_medians = per_call_interleaved(
+            [case[3] for case in compiled_cases], calls=1_000, warmup=100
+        )
+        compiled_graphs.print_table(compiled_cases, compiled_medians)
     if json_path is not None:
         write_json(
             json_path,
             versions,
             list(zip(cases, medians)),
             list(zip(user_cases, medians[len(cases) :])),
+            compiled_graphs.records(compiled_cases, compiled_medians),
         )
 
 

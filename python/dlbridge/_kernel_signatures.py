@@ -55,8 +55,8 @@ class KernelSignature:
         `TypeError` for a missing, extra or unknown one."""
         tensors, attributes = self.tensors, self.attributes
         if len(args) < len(tensors):
-            missing = ", ".join(p.name for p in tensors[len(args) :])
-            raise TypeError(f"{self.name}: missing tensor argument(s) {missing}")
+            absent = ", ".join(p.name for p in tensors[len(args) :])
+            raise TypeError(f"{self.name}: missing tensor argument(s) {absent}")
         if len(args) > len(tensors) + len(attributes):
             raise TypeError(
                 f"{self.name}: takes {len(tensors)} tensors and {len(attributes)} attributes, "
@@ -96,8 +96,14 @@ class KernelSignature:
 
 def published_dict(module: ModuleType, attribute: str, what: str, how: str) -> dict[str, Any]:
     """The dict `module` publishes as `attribute`; `TypeError` for a module that publishes
-    none, naming `what` it lacks and `how` its Rust code publishes them."""
+    none, naming `what` it lacks and `how` its Rust code publishes them. The package maturin
+    makes around an extension (`name/__init__.py` importing `*` from `name.name`, which leaves
+    dunder names behind) is read through to its extension module."""
     published = getattr(module, attribute, None)
+    if published is None:
+        extension = getattr(module, getattr(module, "__name__", "").rpartition(".")[2], None)
+        if isinstance(extension, ModuleType):
+            published = getattr(extension, attribute, None)
     if not isinstance(published, dict):
         raise TypeError(
             f"{getattr(module, '__name__', module)!r} publishes no {what} (no {attribute}); "

@@ -120,31 +120,52 @@ def schema(signature: KernelSignature) -> str:
     return f"({', '.join(arguments)}) -> {returns}"
 
 
-def _torch_dtype_name(tensor: torch.Tensor) -> str:
-    return str(tensor.dtype).removeprefix("torch.")
+class _Plan:
+    """What every call of one kernel's operator does, worked out once: where its tensors are
+    among the operator's arguments, what each must be, and how each result is allocated."""
 
+    def __init__(self, signature: KernelSignature):
+        self.signature = signature
+        passed = [p for p in signature.parameters if p.role != OUTPUT]
+        position = {p.name: index for index, p in enumerate(passed)}
+        self.tensors = [position[p.name] for p in signature.tensors]
+        self.checks = [(position[p.name], p, getattr(torch, p.dtype)) for p in signature.tensors]
+        results = [p for p in signature.parameters if p.role == OUTPUT]
+        self.dtypes = [getattr(torch, p.dtype) for p in results]
+        likes = [position[p.like] for p in results if p.like is not None]
+        # Where every result is shaped like a tensor: those tensors' positions.
+        self.likes = likes if len(likes) == len(results) else None
+        self.order = [p.role == OUTPUT for p in signature.parameters]
 
-def _allocate_results(signature: KernelSignature, args: tuple[Any, ...]) -> list[torch.Tensor]:
-    """The results of a call on `args` (the operator's arguments), allocated: shaped by their
-    rules, of their parameters' data types, on the first tensor's device. A `like` rule keeps
-    the tensor's shape as it is (symbolic under dynamic shapes); another rule is Rust's,
-    called with concrete extents."""
-    passed = [p for p in signature.parameters if p.role != OUTPUT]
-    by_name = dict(zip((p.name for p in passed), args))
-    tensors = [by_name[p.name] for p in signature.tensors]
-    signature.check_tensors(tensors, _torch_dtype_name)
-    results = [p for p in signature.parameters if p.role == OUTPUT]
-    if not results:
-        return []
-    if all(p.like is not None for p in results):
-        shapes = [by_name[p.like].shape for p in results]
-    else:
-        shapes = signature.result_shapes(tensors)
-    device = tensors[0].device if tensors else torch.device("cpu")
-    return [
-        torch.empty(shape, dtype=getattr(torch, p.dtype), device=device)
-        for p, shape in zip(results, shapes)
-    ]
+    def check(self, args: tuple[Any, ...]) -> None:
+        """Refuses (`TypeError`) a tensor whose data type or number of dimensions its
+        parameter does not take (at trace time, from the fake implementation)."""
+        for index, parameter, dtype in self.checks:
+            tensor = args[index]
+            if tensor.dtype is not dtype or parameter.ndim not in (None, tensor.dim()):
+                self.signature.check_tensors(
+                    [args[i] for i in self.tensors],
+                    lambda tensor: str(tensor.dtype).removeprefix("torch."),
+                )
+
+    def allocate(self, args: tuple[Any, ...]) -> list[torch.Tensor]:
+        """The results of a call on `args` (the operator's arguments), allocated: shaped by
+        their rules, of their parameters' data types, contiguous, on the first tensor's
+        device. A `like` rule keeps the tensor's shape as it is (symbolic under dynamic
+        shapes); another rule is Rust's, called with concrete extents."""
+        self.check(args)
+        if self.likes is not None:
+            return [
+                torch.empty_like(args[like], dtype=dtype, memory_format=torch.contiguous_format)
+                for dtype, like in zip(self.dtypes, self.likes)
+            ]
+        tensors = [args[i] for i in self.tensors]
+        shapes = self.signature.result_shapes(tensors)
+        device = tensors[0].device if tensors else torch.device("cpu")
+        return [
+            torch.empty(shape, dtype=dtype, device=device)
+            for dtype, shape in zip(self.dtypes, shapes)
+        ]
 
 
 def _returned(results: list[torch.Tensor]) -> Any:
@@ -154,14 +175,16 @@ def _returned(results: list[torch.Tensor]) -> Any:
 
 
 def _implementation(signature: KernelSignature) -> Callable[..., Any]:
-    """The CPU implementation: allocate the results, run the Rust kernel."""
-    order = [p.role == OUTPUT for p in signature.parameters]
+    """The CPU implementation: allocate the results, run the Rust kernel (which checks its
+    arguments again, as every call of it does)."""
+    plan = _Plan(signature)
+    order = plan.order
     function = signature.function
 
     def implementation(*args: Any) -> Any:
-        results = _allocate_results(signature, args)
+        results = plan.allocate(args)
         passed, written = iter(args), iter(results)
-        function(*(next(written) if is_result else next(passed) for is_result in order))
+        function(*[next(written) if is_result else next(passed) for is_result in order])
         return _returned(results)
 
     implementation.__name__ = signature.name
@@ -170,9 +193,10 @@ def _implementation(signature: KernelSignature) -> Callable[..., Any]:
 
 def _fake(signature: KernelSignature) -> Callable[..., Any]:
     """The fake implementation: the results, allocated, not computed."""
+    plan = _Plan(signature)
 
     def fake(*args: Any) -> Any:
-        return _returned(_allocate_results(signature, args))
+        return _returned(plan.allocate(args))
 
     fake.__name__ = f"{signature.name}_fake"
     return fake

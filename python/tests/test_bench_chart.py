@@ -61,6 +61,33 @@ def test_kernels_are_compared_per_build_profile():
     ]
 
 
+def test_compiled_graph_rows_are_divided_by_their_floor():
+    compiled = [
+        {"measured": "jit", "implementation": "dlbridge, default", "ns": 300.0},
+        {"measured": "jit", "implementation": "dlbridge, LTO", "ns": 250.0},
+        {"measured": "jit", "implementation": "C handler (floor)", "ns": 100.0},
+        {"measured": "jit", "implementation": "JAX's own", "ns": 50.0},
+        {"measured": "compile", "implementation": "dlbridge, LTO", "ns": 400.0},
+        {"measured": "compile", "implementation": "C++ operator (floor)", "ns": 200.0},
+        # No floor: not drawn.
+        {"measured": "eager", "implementation": "dlbridge, LTO", "ns": 600.0},
+    ]
+    assert chart.compiled_ratios(compiled) == [
+        ("jit", {"default": pytest.approx(3.0), "lto": pytest.approx(2.5)}),
+        ("compile", {"lto": pytest.approx(2.0)}),
+    ]
+
+
+def test_the_compiled_graph_table_and_the_chart_name_builds_and_floors_alike():
+    spec = importlib.util.spec_from_file_location(
+        "dlbridge_bench_compiled_graphs", BENCHES / "compiled_graphs.py"
+    )
+    compiled_graphs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compiled_graphs)
+    named = {implementation for implementation, _ in chart.COMPILED_BUILDS} | set(chart.FLOORS)
+    assert named <= set(compiled_graphs.COLUMNS)
+
+
 def test_every_path_draws_both_builds_of_dlbridge():
     for title, implementations in chart.PATHS:
         assert implementations[chart.DEFAULT] == (
@@ -113,6 +140,15 @@ def test_a_run_is_drawn_into_a_png(tmp_path):
         "versions": {"python": "3.11", "numpy": "2.4"},
         "rows": rows,
         "kernels": kernels,
+        "compiled": [
+            {"measured": measured, "implementation": implementation, "ns": ns}
+            for measured in ("jax.jit, per call", "torch.compile, per call")
+            for implementation, ns in (
+                ("dlbridge, default", 900.0),
+                ("dlbridge, LTO", 800.0),
+                ("C handler (floor)", 300.0),
+            )
+        ],
     }
     run_path.write_text(json.dumps(run))
     png = tmp_path / "chart" / "benchmarks.png"

@@ -1,5 +1,11 @@
 """The example extension (examples/matmul): one Rust matmul and add for NumPy, PyTorch and
-JAX, results of the caller's framework, checked against each framework's own operations."""
+JAX, results of the caller's framework, checked against each framework's own operations; its
+kernels declared once (`kernel!`) run eagerly, inside `jax.jit` and inside `torch.compile`
+(`compiled_graphs.py`)."""
+
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,3 +63,31 @@ def test_shape_errors_are_value_errors():
         kernels.matmul(A[:, :3], B)
     with pytest.raises(TypeError, match="expected a float32"):
         kernels.matmul(A.astype(np.float64), B)
+
+
+def test_out_of_the_wrong_shape_is_refused_before_the_kernel_runs():
+    out = np.zeros((56, 55), np.float32)
+    with pytest.raises(
+        ValueError,
+        match=r"matmul_into: out has shape \(56, 55\), but its rule "
+        r"gives \(56, 56\)",
+    ):
+        kernels.matmul_into(A, B, out)
+    assert not out.any()
+
+
+def test_the_declared_kernels_run_eagerly_under_jit_and_compiled(tmp_path):
+    # `make tour`'s script: each way's result checked against the eager one.
+    script = Path(__file__).parents[2] / "examples" / "matmul" / "compiled_graphs.py"
+    completed = subprocess.run(
+        [sys.executable, str(script)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert [line.split()[0] for line in lines[:3]] == ["eager", "jax.jit", "torch.compile"]
+    assert "inner extents differ" in lines[3]

@@ -21,8 +21,14 @@
 //   from_dlpack_by_table(t)      the table's managed tensor, wrapped in a new capsule whose
 //                                destructor calls the deleter (the smallest owning object).
 //   from_dlpack_by_table_checked(t)  the same, after t.requires_grad and t.is_neg().
+//
+// The floor under a dlbridge kernel registered as a PyTorch operator (benches/compiled_graphs.py):
+// torch.ops.dlbridge_floor.axpy(Tensor x, Tensor y, float alpha) -> Tensor, written by hand with
+// TORCH_LIBRARY: a CPU kernel (`alpha * x + y` into at::empty_like(x), float32, one shape, any
+// strides made contiguous first) and a Meta kernel (the result's shape, for torch.compile).
 #include <Python.h>
 #include <ATen/ATen.h>
+#include <torch/library.h>
 #include <ATen/dlpack.h>
 #include <torch/csrc/autograd/python_variable.h>
 
@@ -250,6 +256,44 @@ PyModuleDef module_definition = {
 };
 
 }  // namespace
+
+namespace {
+
+at::Tensor axpy_cpu(const at::Tensor& x, const at::Tensor& y, double alpha) {
+    TORCH_CHECK(x.scalar_type() == at::kFloat && y.scalar_type() == at::kFloat,
+                "axpy: float32 only");
+    TORCH_CHECK(x.sizes() == y.sizes(), "axpy: shapes differ");
+    at::Tensor xs = x.contiguous();
+    at::Tensor ys = y.contiguous();
+    at::Tensor out = at::empty_like(xs);
+    const float a = static_cast<float>(alpha);
+    const float* xp = xs.data_ptr<float>();
+    const float* yp = ys.data_ptr<float>();
+    float* op = out.data_ptr<float>();
+    const int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) op[i] = a * xp[i] + yp[i];
+    return out;
+}
+
+at::Tensor axpy_meta(const at::Tensor& x, const at::Tensor& y, double alpha) {
+    TORCH_CHECK(x.sizes() == y.sizes(), "axpy: shapes differ");
+    (void)alpha;
+    return at::empty_like(x, x.options().memory_format(at::MemoryFormat::Contiguous));
+}
+
+}  // namespace
+
+TORCH_LIBRARY(dlbridge_floor, m) {
+    m.def("axpy(Tensor x, Tensor y, float alpha) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(dlbridge_floor, CPU, m) {
+    m.impl("axpy", axpy_cpu);
+}
+
+TORCH_LIBRARY_IMPL(dlbridge_floor, Meta, m) {
+    m.impl("axpy", axpy_meta);
+}
 
 PyMODINIT_FUNC PyInit_dlbridge_peer_torch_floor() {
     PyObject* torch = PyImport_ImportModule("torch");

@@ -16,3 +16,8 @@ struct Kernels;
 /// names) and their use in kernels.
 #[doc = include_str!("../guide/tensor-libraries.md")]
 struct TensorLibraries;
+
+/// The guide's page "Kernels inside `jax.jit` and `torch.compile`"
+/// (docs/guide/src/compiled-graphs.md): one declaration per kernel (`kernel!`).
+#[doc = include_str!("../guide/compiled-graphs.md")]
+struct CompiledGraphs;

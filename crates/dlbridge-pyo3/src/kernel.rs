@@ -114,7 +114,7 @@ use dlbridge::ndarray::NdarrayViewExt;
 use dlbridge::xla::ffi::XLA_FFI_Handler;
 use dlbridge::xla::{Attributes, Call, HandlerError, ResultBuffer};
 use dlbridge::{DataType, Element, TensorView};
-use ndarray::{ArrayView, ArrayViewMut, IxDyn};
+use ndarray::{ArrayView, ArrayViewMut};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyList, PyModule, PyTuple};
@@ -593,17 +593,14 @@ impl<'a, T: Element, D: Dimensionality, C: Constraints> KernelParameter
     ) -> Result<ArrayViewMut<'c, T, D>, HandlerError> {
         let (parameter, result, argument) = buffers.next_result()?;
         check_buffer::<T, D, C>(buffers.name, parameter, &result.view())?;
-        let shape = usize_shape(&result.view());
-        let elements = result.as_mut_slice::<T>()?;
         if let Some(argument) = argument {
             // A mutated argument: its result starts as its value (`XlaBuffers::new` checked
             // that both have one shape and data type).
-            elements.copy_from_slice(argument.as_slice::<T>()?);
+            result
+                .as_mut_slice::<T>()?
+                .copy_from_slice(argument.as_slice::<T>()?);
         }
-        let view = ArrayViewMut::from_shape(IxDyn(&shape), elements)
-            .and_then(|view| view.into_dimensionality::<D>())
-            .map_err(|error| HandlerError::invalid_argument(error.to_string()))?;
-        Ok(view)
+        Ok(result.as_array_mut::<T, D>()?)
     }
 }
 
@@ -702,16 +699,25 @@ impl<'c, 'a> XlaBuffers<'c, 'a> {
                 call.results.len()
             )));
         }
-        let shapes: Vec<Vec<usize>> = call.args.iter().map(usize_shape).collect();
-        let given: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
-        let mut expected = signature
-            .result_shapes(&given)
-            .map_err(|error| HandlerError::invalid_argument(error.to_string()))?
-            .into_iter();
+        // Rules that are functions get the arguments' shapes in `usize`; `like` rules and
+        // mutated arguments compare XLA's extents as they are, with nothing allocated.
+        let computed = if parameters
+            .iter()
+            .any(|p| matches!(p.rule, Some(ShapeRule::Function(_))))
+        {
+            let shapes: Vec<Vec<usize>> = call.args.iter().map(usize_shape).collect();
+            let given: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+            signature
+                .result_shapes(&given)
+                .map_err(|error| HandlerError::invalid_argument(error.to_string()))?
+        } else {
+            Vec::new()
+        };
+        let mut computed = computed.into_iter();
         let mut argument = call.args.iter();
         let mut result = call.results.iter();
         for parameter in parameters {
-            let buffers = match parameter.role {
+            let (given, written) = match parameter.role {
                 Role::Input => {
                     argument.next();
                     continue;
@@ -720,15 +726,43 @@ impl<'c, 'a> XlaBuffers<'c, 'a> {
                 Role::Mutated => (argument.next(), result.next()),
                 Role::Output => (None, result.next()),
             };
-            let (Some(written), given) = (buffers.1, buffers.0) else {
+            let Some(written) = written.map(ResultBuffer::view) else {
                 continue;
             };
-            let written = written.view();
-            let (want_shape, want_type) = match given {
-                Some(given) => (usize_shape(given), given.dtype()),
-                None => (expected.next().unwrap_or_default(), written.dtype()),
+            let like = match (given, parameter.rule) {
+                (Some(given), _) => Some(*given),
+                (None, Some(ShapeRule::Like(like))) => signature
+                    .like_index(like)
+                    .and_then(|index| call.args.get(index))
+                    .copied(),
+                _ => None,
             };
-            if usize_shape(&written) != want_shape || written.dtype() != want_type {
+            // The shape the result must have: the `like` tensor's (or the mutated argument's),
+            // or the one a function rule computed.
+            let (fits, want_type, want_shape) = match like {
+                Some(like) => {
+                    // A mutated argument's result is of its type; a `like` result of its own.
+                    let want_type = if given.is_some() {
+                        like.dtype()
+                    } else {
+                        written.dtype()
+                    };
+                    let fits = written.shape() == like.shape() && written.dtype() == want_type;
+                    (fits, want_type, Err(like))
+                }
+                None => {
+                    let want = computed.next().unwrap_or_default();
+                    let fits = written.shape().len() == want.len()
+                        && written
+                            .shape()
+                            .iter()
+                            .zip(&want)
+                            .all(|(&have, &want)| usize::try_from(have) == Ok(want));
+                    (fits, written.dtype(), Ok(want))
+                }
+            };
+            if !fits {
+                let want_shape = want_shape.unwrap_or_else(|like| usize_shape(&like));
                 return Err(HandlerError::invalid_argument(format!(
                     "{name}: the result for {} is {} shape {}, not {want_type} shape {}",
                     parameter.name,

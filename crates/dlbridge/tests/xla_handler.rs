@@ -512,3 +512,36 @@ fn attributes_are_read_by_name_kind_and_data_type() {
     });
     assert_eq!(error, None);
 }
+
+#[cfg(feature = "ndarray")]
+#[test]
+fn results_are_written_through_ndarray_views() {
+    use ndarray::{Ix2, IxDyn};
+
+    let (mut a, mut out) = ([1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [0.0f32; 6]);
+    let mut args = [FakeBuffer::of(XLA_FFI_DataType::F32, &mut a, &[2, 3])];
+    let mut results = [FakeBuffer::of(XLA_FFI_DataType::F32, &mut out, &[2, 3])];
+    let mut frame = FakeFrame::new(&mut args, &mut results);
+    let error = frame.call(|call| {
+        let a = call.args[0];
+        let a = dlbridge::ndarray::NdarrayViewExt::as_array_dim::<f32, Ix2>(&a)?;
+        let mut out = call.results[0].as_array_mut::<f32, Ix2>()?;
+        assert_eq!(out.shape(), [2, 3]);
+        out.zip_mut_with(&a.t().reversed_axes(), |out, &a| *out = 10.0 * a);
+        Ok(())
+    });
+    assert_eq!(error, None);
+    assert_eq!(out, [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]);
+    // The checks of a typed view: the data type, the number of dimensions.
+    let mut results = [FakeBuffer::of(XLA_FFI_DataType::F32, &mut out, &[2, 3])];
+    let mut args: [Box<FakeBuffer>; 0] = [];
+    let mut frame = FakeFrame::new(&mut args, &mut results);
+    let error = frame.call(|call| {
+        let refused = call.results[0].as_array_mut::<f64, IxDyn>().unwrap_err();
+        assert!(refused.to_string().contains("float64"), "{refused}");
+        let refused = call.results[0].as_array_mut::<f32, ndarray::Ix3>().unwrap_err();
+        assert!(refused.to_string().contains('3'), "{refused}");
+        Ok(())
+    });
+    assert_eq!(error, None);
+}

@@ -59,13 +59,19 @@ fn histogram<'py>(py: Python<'py>, x: TensorArg<'_, u8>) -> PyResult<Bound<'py, 
 
 /// `out = x * factor` for float64 matrices of one shape, written into the caller's `out`.
 #[pyfunction]
-fn scale_into(x: TensorArg2<'_, f64>, factor: f64, mut out: TensorArgMut2<'_, f64>) -> PyResult<()> {
+fn scale_into(
+    x: TensorArg2<'_, f64>,
+    factor: f64,
+    mut out: TensorArgMut2<'_, f64>,
+) -> PyResult<()> {
     let view = x.view();
     let mut target = out.view_mut();
     if view.shape() != target.shape() {
         return Err(PyValueError::new_err("scale_into: shapes differ"));
     }
-    Zip::from(&mut target).and(&view).for_each(|out, &value| *out = value * factor);
+    Zip::from(&mut target)
+        .and(&view)
+        .for_each(|out, &value| *out = value * factor);
     Ok(())
 }
 
@@ -89,13 +95,28 @@ fn to_gray<'py>(py: Python<'py>, image: TensorArg3<'_, u8>) -> PyResult<Bound<'p
         return Err(PyValueError::new_err("to_gray: expected 3 channels"));
     }
     let gray = view.map_axis(Axis(2), |rgb| {
-        (0.299 * f32::from(rgb[0]) + 0.587 * f32::from(rgb[1]) + 0.114 * f32::from(rgb[2]))
-            .round() as u8
+        (0.299 * f32::from(rgb[0]) + 0.587 * f32::from(rgb[1]) + 0.114 * f32::from(rgb[2])).round()
+            as u8
     });
     image.return_like(py, gray)
 }
 
+dlbridge_pyo3::kernel! {
+    /// `out = alpha * x + y` for float32 tensors of one shape, declared once for eager calls,
+    /// `jax.jit` (`dlbridge.jax.kernel`) and `torch.compile` (`dlbridge.torch.register`).
+    pub fn axpy_into(x: TensorArg<'_, f32>, y: TensorArg<'_, f32>, out: TensorArgMut<'_, f32>, alpha: f32)
+    where out = like(x)
+    {
+        if x.shape() != y.shape() {
+            return Err("x and y differ in shape".into());
+        }
+        Zip::from(&mut out).and(&x).and(&y).for_each(|out, &x, &y| *out = alpha * x + y);
+        Ok(())
+    }
+}
+
 fn add_kernels(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    dlbridge_pyo3::kernel::publish_kernels(module, &[axpy_into::KERNEL])?;
     module.add_function(wrap_pyfunction!(noop3, module)?)?;
     module.add_function(wrap_pyfunction!(add, module)?)?;
     module.add_function(wrap_pyfunction!(softmax, module)?)?;

@@ -355,6 +355,19 @@ impl<'a> NdarrayViewExt<'a> for TensorView<'a> {
     }
 }
 
+impl crate::xla::ResultBuffer<'_> {
+    /// The elements, to write, as an `ndarray` view of `D` dimensions (feature `ndarray`):
+    /// checked as [`NdarrayViewExt::as_array_dim`] checks (host memory, the data type `T`,
+    /// alignment, the number of dimensions).
+    pub fn as_array_mut<T: Element, D: Dimension>(&mut self) -> Result<ArrayViewMut<'_, T, D>> {
+        // SAFETY: XLA allocated the buffer for this call to write (its descriptor is not
+        // read-only, a dense row-major layout), and `xla::handle` refused a call where any
+        // other buffer reaches its bytes, so `&mut self` is the only access for the view's
+        // life.
+        unsafe { self.view.as_array_mut_unchecked_dim::<T, D>() }
+    }
+}
+
 /// The `ndarray` bridge on a [`ManagedTensor`]: a mutable array view, and arrays exported without a
 /// copy (`NdarrayTensorExt::from_array`, with this trait in scope).
 ///

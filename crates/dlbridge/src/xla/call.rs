@@ -83,7 +83,9 @@ impl std::error::Error for HandlerError {}
 /// not reached by any argument (see [`Call`]).
 #[derive(Debug)]
 pub struct ResultBuffer<'a> {
-    view: TensorView<'a>,
+    /// Written only through `&mut self` (`as_mut_slice`; the `ndarray` bridge's
+    /// `as_array_mut`).
+    pub(crate) view: TensorView<'a>,
 }
 
 impl<'a> ResultBuffer<'a> {
