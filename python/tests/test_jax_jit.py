@@ -22,7 +22,16 @@ def add(a, b):
 
 
 def test_register_names_every_handler_once():
-    names = ["add_f32", "axpy", "clamp_", "divmod_i64", "matmul", "panics", "scale_f32"]
+    names = [
+        "add_f32",
+        "axpy",
+        "clamp_",
+        "divmod_i64",
+        "doubled_and_row_sums",
+        "matmul",
+        "panics",
+        "scale_f32",
+    ]
     assert {name: f"{_testing.__name__}.{name}" for name in names} == TARGETS
     # A second registration is a no-op, not JAX's error for a name registered twice.
     assert djax.register(_testing) == TARGETS
@@ -228,3 +237,11 @@ def test_unknown_kernels_and_modules_are_named():
         djax.kernel(_testing, "nope")
     with pytest.raises(TypeError, match="publishes no kernels"):
         djax.kernel(types.ModuleType("empty"), "axpy")
+
+
+def test_results_of_both_kinds_of_rule_take_their_own_shapes():
+    m = np.arange(6, dtype=np.float32).reshape(2, 3)
+    kernel = djax.kernel(_testing, "doubled_and_row_sums")
+    doubled, sums = jax.jit(kernel)(m)
+    np.testing.assert_array_equal(doubled, 2 * m)
+    np.testing.assert_array_equal(sums, m.sum(axis=1))

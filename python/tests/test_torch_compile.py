@@ -38,6 +38,7 @@ def test_every_kernel_becomes_an_operator_with_its_schema():
         "matmul": "(Tensor a, Tensor b) -> Tensor",
         "clamp_": "(Tensor(a!) x, float low, float high) -> ()",
         "divmod_i64": "(Tensor a, Tensor b) -> (Tensor, Tensor)",
+        "doubled_and_row_sums": "(Tensor m) -> (Tensor, Tensor)",
     }
     assert OPS["matmul"] is torch.ops.dlbridge_tests.matmul
     # Registering the namespace again gives the same operators.
@@ -51,10 +52,11 @@ def _cases():
         "matmul": (torch.randn(3, 5), torch.randn(5, 2)),
         "clamp_": (torch.randn(6, dtype=torch.float64), -0.5, 0.5),
         "divmod_i64": (torch.tensor([7, -7, 7, -7]), torch.tensor([2, 2, -2, -3])),
+        "doubled_and_row_sums": (torch.randn(3, 4),),
     }
 
 
-@pytest.mark.parametrize("name", ["axpy", "matmul", "clamp_", "divmod_i64"])
+@pytest.mark.parametrize("name", ["axpy", "matmul", "clamp_", "divmod_i64", "doubled_and_row_sums"])
 def test_opcheck_passes(name):
     results = opcheck(OPS[name], _cases()[name])
     assert set(results.values()) == {"SUCCESS"}, results

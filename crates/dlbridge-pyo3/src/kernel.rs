@@ -726,6 +726,13 @@ impl<'c, 'a> XlaBuffers<'c, 'a> {
                 Role::Mutated => (argument.next(), result.next()),
                 Role::Output => (None, result.next()),
             };
+            // `result_shapes` gives every result's shape, `like` rules' too: one per result, in
+            // order, whichever rule the result has.
+            let computed_shape = if parameter.role == Role::Output {
+                computed.next()
+            } else {
+                None
+            };
             let Some(written) = written.map(ResultBuffer::view) else {
                 continue;
             };
@@ -751,7 +758,7 @@ impl<'c, 'a> XlaBuffers<'c, 'a> {
                     (fits, want_type, Err(like))
                 }
                 None => {
-                    let want = computed.next().unwrap_or_default();
+                    let want = computed_shape.unwrap_or_default();
                     let fits = written.shape().len() == want.len()
                         && written
                             .shape()

@@ -75,6 +75,7 @@ pub(crate) fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
             matmul::KERNEL,
             clamp_::KERNEL,
             divmod_i64::KERNEL,
+            doubled_and_row_sums::KERNEL,
         ],
     )?;
     Ok(testing)
@@ -113,6 +114,29 @@ fn product_shape(shapes: &[&[usize]]) -> Result<Vec<usize>, dlbridge_pyo3::kerne
         return Err(format!("a has shape {a:?} and b {b:?}: inner extents differ").into());
     }
     Ok(vec![a[0], b[1]])
+}
+
+dlbridge_pyo3::kernel! {
+    /// `doubled = 2 * m` and `sums` its rows' sums, for a float32 matrix: a result shaped like
+    /// an argument before one shaped by a function.
+    pub fn doubled_and_row_sums(
+        m: TensorArg<'_, f32, Ix2>,
+        doubled: TensorArgMut<'_, f32, Ix2>,
+        sums: TensorArgMut<'_, f32, Ix1>,
+    )
+    where doubled = like(m), sums = shape(row_count)
+    {
+        doubled.zip_mut_with(&m, |doubled, &m| *doubled = 2.0 * m);
+        for (sum, row) in sums.iter_mut().zip(m.rows()) {
+            *sum = row.sum();
+        }
+        Ok(())
+    }
+}
+
+/// The shape of a matrix's row sums.
+fn row_count(shapes: &[&[usize]]) -> Result<Vec<usize>, dlbridge_pyo3::kernel::BodyError> {
+    Ok(vec![shapes[0][0]])
 }
 
 dlbridge_pyo3::kernel! {

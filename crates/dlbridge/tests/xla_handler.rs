@@ -539,7 +539,9 @@ fn results_are_written_through_ndarray_views() {
     let error = frame.call(|call| {
         let refused = call.results[0].as_array_mut::<f64, IxDyn>().unwrap_err();
         assert!(refused.to_string().contains("float64"), "{refused}");
-        let refused = call.results[0].as_array_mut::<f32, ndarray::Ix3>().unwrap_err();
+        let refused = call.results[0]
+            .as_array_mut::<f32, ndarray::Ix3>()
+            .unwrap_err();
         assert!(refused.to_string().contains('3'), "{refused}");
         Ok(())
     });
