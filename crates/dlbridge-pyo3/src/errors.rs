@@ -212,15 +212,15 @@ pub(crate) fn argument_message(error: &dlbridge::Error) -> String {
     }
 }
 
-/// A tuple of ints as Python prints it: `(3,)`, `(2, 3)`.
-pub(crate) fn tuple(values: &[i64]) -> String {
+/// A tuple of ints as Python prints it: `(3,)`, `(2, 3)`, `()`.
+pub(crate) fn tuple<T: std::fmt::Display>(values: &[T]) -> String {
     match values {
         [one] => format!("({one},)"),
         _ => format!(
             "({})",
             values
                 .iter()
-                .map(i64::to_string)
+                .map(T::to_string)
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

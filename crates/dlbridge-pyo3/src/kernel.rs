@@ -121,6 +121,7 @@ use pyo3::types::{PyCFunction, PyDict, PyList, PyModule, PyTuple};
 
 use crate::args::constraints::{Constraints, Dimensionality, HOST_MEMORY, expectation_at, fits};
 use crate::args::tensor_arg::{TensorArg, TensorArgMut};
+use crate::errors::tuple;
 use crate::xla::{XlaHandler, publish_xla_handlers, published_dict};
 
 /// The module attribute that holds the published kernels' signatures.
@@ -267,6 +268,20 @@ pub struct Signature {
     /// For each parameter, its index among the tensors that are not results (the shapes a
     /// rule gets), where it is one.
     shape_index: Vec<Option<usize>>,
+    /// The results, in order: each one's parameter and, for a `like` rule, the index of the
+    /// shape it takes among those a rule gets (worked out once, not by name on every call).
+    results: Vec<ResultRule>,
+    /// Whether a result's rule is a function: only then are shapes collected for it per call.
+    computes: bool,
+}
+
+/// One result of a [`Signature`].
+#[derive(Clone, Copy, Debug)]
+struct ResultRule {
+    /// Its index among the parameters.
+    parameter: usize,
+    /// For a `like` rule, the index among the shapes a rule gets of the tensor it is like.
+    like: Option<usize>,
 }
 
 impl Signature {
@@ -307,22 +322,33 @@ impl Signature {
                 shape_index.push(None);
             }
         }
-        let signature = Signature {
+        let mut signature = Signature {
             name,
             parameters,
             shape_index,
+            results: Vec::new(),
+            computes: false,
         };
-        for parameter in &signature.parameters {
-            if let Some(ShapeRule::Like(like)) = parameter.rule {
-                if signature.like_index(like).is_none() {
-                    return Err(BodyError::new(format!(
-                        "kernel {name}: {} = like({like}): {like} is not a tensor parameter \
+        for (index, parameter) in signature.parameters.iter().enumerate() {
+            let like = match parameter.rule {
+                None => continue,
+                Some(ShapeRule::Function(_)) => None,
+                Some(ShapeRule::Like(like)) => {
+                    Some(signature.like_index(like).ok_or_else(|| {
+                        BodyError::new(format!(
+                            "kernel {name}: {} = like({like}): {like} is not a tensor parameter \
                          that is not a result",
-                        parameter.name
-                    )));
+                            parameter.name
+                        ))
+                    })?)
                 }
-            }
+            };
+            signature.results.push(ResultRule {
+                parameter: index,
+                like,
+            });
         }
+        signature.computes = signature.results.iter().any(|result| result.like.is_none());
         Ok(signature)
     }
 
@@ -373,68 +399,67 @@ impl Signature {
                 shapes.len()
             )));
         }
-        self.parameters
+        self.results
             .iter()
-            .filter_map(|parameter| parameter.rule)
-            .map(|rule| match rule {
-                ShapeRule::Like(like) => {
-                    let index = self.like_index(like).expect("checked by Signature::new");
-                    Ok(shapes[index].to_vec())
-                }
-                ShapeRule::Function(rule) => {
-                    rule(shapes).map_err(|error| BodyError::new(format!("{}: {error}", self.name)))
-                }
-            })
+            .map(
+                |result| match (result.like, self.parameters[result.parameter].rule) {
+                    (Some(like), _) => Ok(shapes[like].to_vec()),
+                    (None, Some(ShapeRule::Function(rule))) => rule(shapes)
+                        .map_err(|error| BodyError::new(format!("{}: {error}", self.name))),
+                    (None, _) => unreachable!("a result without a like rule has a function rule"),
+                },
+            )
             .collect()
     }
 
+    /// The shape a function rule computed for result `index` (among the results), from
+    /// `computed` (`result_shapes`' answer; empty where no rule is a function).
+    fn computed_shape(computed: &[Vec<usize>], index: usize) -> &[usize] {
+        computed.get(index).map_or(&[], Vec::as_slice)
+    }
+
     /// Checks the shapes of an eager call's results against their rules, from every
-    /// parameter's shape (`None` for attributes).
+    /// parameter's shape (`None` for attributes). Only a function rule makes it collect the
+    /// shapes; a `like` rule compares two of them.
     fn check_result_shapes(&self, shapes: &[Option<&[usize]>]) -> Result<(), BodyError> {
-        if !self.parameters.iter().any(|p| p.role == Role::Output) {
-            return Ok(());
-        }
-        let given: Vec<&[usize]> = self
-            .parameters
-            .iter()
-            .zip(shapes)
-            .filter(|(parameter, _)| parameter.is_tensor() && parameter.role != Role::Output)
-            .filter_map(|(_, shape)| *shape)
-            .collect();
-        let expected = self.result_shapes(&given)?;
-        let results = self
-            .parameters
-            .iter()
-            .zip(shapes)
-            .filter(|(parameter, _)| parameter.role == Role::Output);
-        for ((parameter, shape), expected) in results.zip(expected) {
-            let shape = shape.unwrap_or_default();
-            if shape != expected.as_slice() {
+        let computed = if self.computes {
+            let given: Vec<&[usize]> = self
+                .shape_index
+                .iter()
+                .zip(shapes)
+                .filter(|(index, _)| index.is_some())
+                .filter_map(|(_, shape)| *shape)
+                .collect();
+            self.result_shapes(&given)?
+        } else {
+            Vec::new()
+        };
+        for (index, result) in self.results.iter().enumerate() {
+            let have = shapes[result.parameter].unwrap_or_default();
+            let want = match result.like {
+                Some(like) => self.given_shape(shapes, like),
+                None => Self::computed_shape(&computed, index),
+            };
+            if have != want {
                 return Err(BodyError::new(format!(
                     "{}: {} has shape {}, but its rule gives {}",
                     self.name,
-                    parameter.name,
-                    shape_text(shape),
-                    shape_text(&expected)
+                    self.parameters[result.parameter].name,
+                    tuple(have),
+                    tuple(want)
                 )));
             }
         }
         Ok(())
     }
-}
 
-/// A shape as Python writes a tuple: `(2, 3)`, `(4,)`, `()`.
-fn shape_text(shape: &[usize]) -> String {
-    match shape {
-        [only] => format!("({only},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    /// The shape of the tensor at `index` among those a rule gets, from every parameter's.
+    fn given_shape<'s>(&self, shapes: &[Option<&'s [usize]>], index: usize) -> &'s [usize] {
+        self.shape_index
+            .iter()
+            .position(|&given| given == Some(index))
+            .and_then(|parameter| shapes[parameter])
+            .unwrap_or_default()
     }
 }
 
@@ -645,7 +670,7 @@ fn check_buffer<T: Element, D: Dimensionality, C: Constraints>(
         parameter.name,
         expectation_at::<T, D, C>(false, HOST_MEMORY),
         buffer.dtype(),
-        shape_text(&usize_shape(buffer)),
+        tuple(buffer.shape()),
     )))
 }
 
@@ -701,10 +726,7 @@ impl<'c, 'a> XlaBuffers<'c, 'a> {
         }
         // Rules that are functions get the arguments' shapes in `usize`; `like` rules and
         // mutated arguments compare XLA's extents as they are, with nothing allocated.
-        let computed = if parameters
-            .iter()
-            .any(|p| matches!(p.rule, Some(ShapeRule::Function(_))))
-        {
+        let computed = if signature.computes {
             let shapes: Vec<Vec<usize>> = call.args.iter().map(usize_shape).collect();
             let given: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
             signature
@@ -713,7 +735,7 @@ impl<'c, 'a> XlaBuffers<'c, 'a> {
         } else {
             Vec::new()
         };
-        let mut computed = computed.into_iter();
+        let mut outputs = signature.results.iter().enumerate();
         let mut argument = call.args.iter();
         let mut result = call.results.iter();
         for parameter in parameters {
@@ -726,23 +748,19 @@ impl<'c, 'a> XlaBuffers<'c, 'a> {
                 Role::Mutated => (argument.next(), result.next()),
                 Role::Output => (None, result.next()),
             };
-            // `result_shapes` gives every result's shape, `like` rules' too: one per result, in
-            // order, whichever rule the result has.
-            let computed_shape = if parameter.role == Role::Output {
-                computed.next()
+            // The results (in order) with their rules, as `result_shapes` numbers them.
+            let output = if parameter.role == Role::Output {
+                outputs.next()
             } else {
                 None
             };
             let Some(written) = written.map(ResultBuffer::view) else {
                 continue;
             };
-            let like = match (given, parameter.rule) {
+            let like = match (given, output) {
                 (Some(given), _) => Some(*given),
-                (None, Some(ShapeRule::Like(like))) => signature
-                    .like_index(like)
-                    .and_then(|index| call.args.get(index))
-                    .copied(),
-                _ => None,
+                (None, Some((_, rule))) => rule.like.and_then(|like| call.args.get(like)).copied(),
+                (None, None) => None,
             };
             // The shape the result must have: the `like` tensor's (or the mutated argument's),
             // or the one a function rule computed.
@@ -758,24 +776,24 @@ impl<'c, 'a> XlaBuffers<'c, 'a> {
                     (fits, want_type, Err(like))
                 }
                 None => {
-                    let want = computed_shape.unwrap_or_default();
+                    let index = output.map_or(usize::MAX, |(index, _)| index);
+                    let want = Signature::computed_shape(&computed, index);
                     let fits = written.shape().len() == want.len()
                         && written
                             .shape()
                             .iter()
-                            .zip(&want)
+                            .zip(want)
                             .all(|(&have, &want)| usize::try_from(have) == Ok(want));
                     (fits, written.dtype(), Ok(want))
                 }
             };
             if !fits {
-                let want_shape = want_shape.unwrap_or_else(|like| usize_shape(&like));
                 return Err(HandlerError::invalid_argument(format!(
                     "{name}: the result for {} is {} shape {}, not {want_type} shape {}",
                     parameter.name,
                     written.dtype(),
-                    shape_text(&usize_shape(&written)),
-                    shape_text(&want_shape)
+                    tuple(written.shape()),
+                    want_shape.map_or_else(|like| tuple(like.shape()), tuple)
                 )));
             }
         }
@@ -1077,8 +1095,9 @@ mod tests {
 
     #[test]
     fn shapes_are_written_as_python_tuples() {
-        assert_eq!(shape_text(&[]), "()");
-        assert_eq!(shape_text(&[4]), "(4,)");
-        assert_eq!(shape_text(&[2, 3]), "(2, 3)");
+        assert_eq!(tuple::<usize>(&[]), "()");
+        assert_eq!(tuple(&[4usize]), "(4,)");
+        assert_eq!(tuple(&[2usize, 3]), "(2, 3)");
+        assert_eq!(tuple(&[2i64, 3]), "(2, 3)");
     }
 }
