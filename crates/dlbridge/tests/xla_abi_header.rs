@@ -641,35 +641,23 @@ fn xla_ffi_layout_matches_the_real_c_api_header() {
         &from_rust,
         "tests/xla_abi_probe.c",
     ));
-    let all_lists: [(&str, Vec<i128>); 7] = [
-        (
-            "XLA_FFI_Extension_Type",
-            values(ffi::XLA_FFI_Extension_Type::ALL.iter().map(|value| value.0)),
-        ),
-        (
-            "XLA_FFI_Error_Code",
-            values(ffi::XLA_FFI_Error_Code::ALL.iter().map(|value| value.0)),
-        ),
-        (
-            "XLA_FFI_DataType",
-            values(ffi::XLA_FFI_DataType::ALL.iter().map(|value| value.0)),
-        ),
-        (
-            "XLA_FFI_ArgType",
-            values(ffi::XLA_FFI_ArgType::ALL.iter().map(|value| value.0)),
-        ),
-        (
-            "XLA_FFI_RetType",
-            values(ffi::XLA_FFI_RetType::ALL.iter().map(|value| value.0)),
-        ),
-        (
-            "XLA_FFI_AttrType",
-            values(ffi::XLA_FFI_AttrType::ALL.iter().map(|value| value.0)),
-        ),
-        (
-            "XLA_FFI_ExecutionStage",
-            values(ffi::XLA_FFI_ExecutionStage::ALL.iter().map(|value| value.0)),
-        ),
+    // Each enum's `ALL` list, by the enum's name.
+    macro_rules! all_lists {
+        ($($enum:ident),* $(,)?) => {
+            [$((
+                stringify!($enum),
+                values(ffi::$enum::ALL.iter().map(|value| value.0)),
+            )),*]
+        };
+    }
+    let all_lists: [(&str, Vec<i128>); 7] = all_lists![
+        XLA_FFI_Extension_Type,
+        XLA_FFI_Error_Code,
+        XLA_FFI_DataType,
+        XLA_FFI_ArgType,
+        XLA_FFI_RetType,
+        XLA_FFI_AttrType,
+        XLA_FFI_ExecutionStage,
     ];
     for (enum_name, all) in &all_lists {
         problems.extend(check_all_list(&enums, &from_header, enum_name, all));
