@@ -64,9 +64,17 @@ class PointerStreamRefused(GoodCuda):
 
 
 class PerThreadStreamRefused(GoodCuda):
+    """Refuses the per-thread default stream as PyTorch 2.11 does: allowed."""
+
     def check_stream(self, stream):
         if stream == 2:
             raise BufferError("the per-thread default stream is not supported")
+
+
+class PerThreadStreamTypeError(GoodCuda):
+    def check_stream(self, stream):
+        if stream == 2:
+            raise TypeError("the per-thread default stream is not supported")
 
 
 class StreamZeroAccepted(GoodCuda):
@@ -135,7 +143,7 @@ def _outcome(rule: str, cls, **framework_options):
 
 BROKEN_CUDA_PRODUCERS = [
     ("device.stream-values", PointerStreamRefused),
-    ("device.stream-values", PerThreadStreamRefused),
+    ("device.stream-values", PerThreadStreamTypeError),
     ("device.stream-zero-refused", StreamZeroAccepted),
     ("device.stream-zero-refused", StreamZeroTypeError),
     ("device.host-copy", HostCopyRefused),
@@ -170,6 +178,12 @@ def test_the_stream_values_tried_are_the_standards_and_a_pointer():
     outcome, detail = device_checks.stream_values(subject)
     assert outcome == "pass" and "makes no streams" in detail, detail
     assert subject.tensor.streams == [-1, 1, 2]
+
+
+def test_the_per_thread_default_stream_may_be_refused_with_buffer_error():
+    outcome, detail = _outcome("device.stream-values", PerThreadStreamRefused)
+    assert outcome == "pass", detail
+    assert "stream=2 refused with BufferError" in detail, detail
 
 
 def test_the_exchange_tables_cuda_work_stream_is_compared_with_the_frameworks():
@@ -238,5 +252,11 @@ def test_gpu_the_device_rules_run_on_cuda_frameworks(name):
     # CuPy publishes no exchange table; every other rule runs.
     allowed = {"exchange.work-stream-cuda"} if name == "cupy" else set()
     assert not_applicable <= allowed, device_results
+    # What a framework is known to get wrong, as the check must report it: PyTorch's host copy
+    # has the right values on the host, but is not flagged IS_COPIED (it forgets the flag on
+    # every copy; seen on 2.11 with CUDA 13).
+    known = {("torch", "device.host-copy"): "the host copy is not flagged IS_COPIED"}
     for rule in ("device.stream-values", "device.stream-honoured", "device.host-copy"):
-        assert device_results[rule]["outcome"] == "pass", device_results[rule]
+        result = device_results[rule]
+        finding = known.get((name, rule))
+        assert result["outcome"] == "pass" or result["detail"] == finding, result

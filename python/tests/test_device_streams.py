@@ -305,16 +305,24 @@ def test_gpu_a_wait_that_would_break_a_graph_capture_is_refused():
     with _late_on(torch, producer, cycles=2_000_000_000):  # still running during the capture
         x.fill_(1.0)
         tensor = dlbridge.from_dlpack(x)
+    # The capture is begun by hand: `torch.cuda.graph` synchronises the device first, which
+    # would let the producer's work finish.
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=capturing):
-        with pytest.raises(BufferError, match="CUDA graph being captured"):
-            tensor.__dlpack__(stream=capturing.cuda_stream)
-        torch.ones(4, device="cuda").sum()  # the capture goes on, unbroken
+    with torch.cuda.stream(capturing):
+        graph.capture_begin()
+        try:
+            with pytest.raises(BufferError, match="CUDA graph being captured"):
+                tensor.__dlpack__(stream=capturing.cuda_stream)
+            total = torch.ones(4, device="cuda").sum()  # the capture goes on, unbroken
+        finally:
+            graph.capture_end()
     graph.replay()
     torch.cuda.synchronize()
+    assert total.item() == 4.0
     # Once the producer's work is done, a capturing consumer needs no wait.
     with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=capturing):
         tensor.__dlpack__(stream=capturing.cuda_stream)
+        torch.ones(4, device="cuda").sum()
 
 
 @pytest.mark.gpu

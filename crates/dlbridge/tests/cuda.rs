@@ -404,10 +404,11 @@ fn gpu_waits_that_would_break_a_capture_are_refused_and_the_capture_goes_on() {
     capturing
         .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL)
         .unwrap();
-    // The legacy default stream cannot be used while a stream captures.
+    // A non-blocking stream (cudarc's, PyTorch's) capturing leaves the legacy default stream
+    // usable; with no work left there, nothing is waited for.
     // SAFETY: live streams of device 0 (1: the legacy default stream).
-    let refused = unsafe { wait_for_stream(CUDA0, 1, consumer) }.unwrap_err();
-    assert!(matches!(refused, Error::StreamCapture { .. }), "{refused}");
+    let order = unsafe { wait_for_stream(CUDA0, 1, consumer) }.unwrap();
+    assert_eq!(order, StreamOrder::AlreadyReady);
     // Finished work outside the capture needs no wait.
     // SAFETY: as above.
     let order = unsafe { wait_for_stream(CUDA0, ready, consumer) }.unwrap();
@@ -428,5 +429,44 @@ fn gpu_waits_that_would_break_a_capture_are_refused_and_the_capture_goes_on() {
         .end_capture(sys::CUgraphInstantiate_flags(0))
         .expect("the capture was not invalidated");
     drop(graph);
+
+    // While a blocking stream captures, the legacy default stream cannot be used at all (it
+    // would synchronise with the capture): a wait for it, or on it, is refused, and the capture
+    // goes on.
+    stream.context().bind_to_thread().unwrap();
+    let mut blocking: sys::CUstream = std::ptr::null_mut();
+    // SAFETY: an out pointer; flags 0 make a blocking stream, in the context bound above.
+    let created = unsafe { sys::cuStreamCreate(&mut blocking, 0) };
+    assert_eq!(created, sys::CUresult::CUDA_SUCCESS);
+    // SAFETY: `blocking` is the stream just created.
+    let began = unsafe {
+        sys::cuStreamBeginCapture_v2(
+            blocking,
+            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_GLOBAL,
+        )
+    };
+    assert_eq!(began, sys::CUresult::CUDA_SUCCESS);
+    for (ready, consumer) in [(1, blocking as usize), (ready, 1)] {
+        // SAFETY: live streams of device 0.
+        let refused = unsafe { wait_for_stream(CUDA0, ready, consumer) }.unwrap_err();
+        assert!(matches!(refused, Error::StreamCapture { .. }), "{refused}");
+    }
+    let mut graph: sys::CUgraph = std::ptr::null_mut();
+    // SAFETY: `blocking` is capturing; `graph` is an out pointer.
+    let ended = unsafe { sys::cuStreamEndCapture(blocking, &mut graph) };
+    assert_eq!(
+        ended,
+        sys::CUresult::CUDA_SUCCESS,
+        "asking for the legacy default stream's capture state invalidated the capture"
+    );
+    assert!(!graph.is_null(), "the capture was invalidated");
+    // SAFETY: the graph the capture made, and the stream made above, each destroyed once.
+    unsafe {
+        assert_eq!(sys::cuGraphDestroy(graph), sys::CUresult::CUDA_SUCCESS);
+        assert_eq!(
+            sys::cuStreamDestroy_v2(blocking),
+            sys::CUresult::CUDA_SUCCESS
+        );
+    }
     stream.context().check_err().unwrap();
 }

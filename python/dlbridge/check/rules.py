@@ -548,11 +548,12 @@ _RULES = [
     Rule(
         "device.stream-values",
         MUST,
-        "a CUDA tensor's __dlpack__ takes stream=-1, 1, 2 and a stream pointer, each giving a "
-        "capsule of the tensor on its device",
+        "a CUDA tensor's __dlpack__ takes stream=-1, 1 and a stream pointer, each giving a "
+        "capsule of the tensor on its device; stream=2 (the per-thread default stream) too, "
+        "or refuses it with BufferError (support for stream values is optional)",
         (_dlpack("stream: the values for CUDA: None, -1, 1, 2 and stream pointers"),),
-        "Accept stream=-1, 1, 2 and stream pointers for CUDA tensors, each giving a capsule of "
-        "the tensor on its device",
+        "Accept stream=-1, 1 and stream pointers for CUDA tensors, each giving a capsule of "
+        "the tensor on its device; accept stream=2 or refuse it with BufferError",
     ),
     Rule(
         "device.stream-zero-refused",

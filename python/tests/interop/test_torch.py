@@ -334,8 +334,13 @@ def test_torch_cuda_to_dlbridge_and_back():
         memoryview(t)  # the CPU cannot read device memory
     with pytest.raises(BufferError):
         t.copy()
+    # The CPU reaches CUDA memory only through a copy: refused where none is allowed, made
+    # (and flagged) where one is.
     with pytest.raises(BufferError):
-        t.__dlpack__(max_version=(1, 3), dl_device=(1, 0))
+        t.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)
+    host = dlbridge.from_dlpack(t.__dlpack__(max_version=(1, 3), dl_device=(1, 0)))
+    assert host.device == (1, 0) and host.flags & dlbridge.FLAG_IS_COPIED
+    np.testing.assert_array_equal(np.from_dlpack(host), x.cpu().numpy())
     y = torch.from_dlpack(t)  # torch passes a stream for CUDA: accepted for device memory
     assert y.device == x.device and y.data_ptr() == x.data_ptr()
     y[0, 0] = 100.0
