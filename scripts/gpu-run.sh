@@ -20,6 +20,7 @@
 #   doc-examples.txt  the API documentation's CUDA examples (the kit's doc-examples/), one
 #                after another, each a step of its own
 #   pytest.txt   the GPU tests of python/tests (marker `gpu`, the files of gpu_test_files)
+#   demo.txt     examples/cuda_saxpy/demo.py: its kernels eagerly, in torch.compile, in jax.jit
 #   check.md     `dlbridge check torch cupy jax --no-matrix`: the device rules run for real
 #   bench.md     benches/gpu_exchange.py
 #   summary.txt  each step's exit status
@@ -56,6 +57,10 @@ if ! "$python" -m pip install --quiet --no-index --no-deps --no-compile --target
 fi
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 export DLBRIDGE_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
+# JAX takes most of the GPU's memory on first use unless told not to; the tests and the
+# benchmark share the device between JAX, PyTorch and CuPy in one process.
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+
 imported=$("$python" -c 'import dlbridge, dlbridge_cuda_saxpy, tvm_ffi; print(dlbridge.__file__)') || {
     echo "gpu-run: the kit's packages do not import" >&2
     exit 2
@@ -164,6 +169,7 @@ for name in (\"torch\", \"cupy\", \"jax\", \"tvm_ffi\"):
     done
     rm -f "$results/doc-example.txt"
     step "pytest" pytest.txt gpu_pytest
+    step "example demo" demo.txt "$python" examples/cuda_saxpy/demo.py
     step "check" check.md bash -c \
         "$python -m dlbridge check torch cupy jax --no-matrix --markdown; s=\$?; [ \$s -le 1 ]"
     step "bench" bench.md "$python" benches/gpu_exchange.py

@@ -34,6 +34,7 @@ class KernelSignature:
     parameters: tuple[Parameter, ...]
     function: Callable[..., None]
     output_shapes: Callable[[list[tuple[int, ...]]], list[tuple[int, ...]]]
+    platform: str = "cpu"  # where its tensors are: "cpu" (host memory) or "cuda"
 
     @property
     def tensors(self) -> tuple[Parameter, ...]:
@@ -127,6 +128,7 @@ def signatures(module: ModuleType) -> dict[str, KernelSignature]:
             parameters=tuple(Parameter(*parameter) for parameter in entry["parameters"]),
             function=entry["function"],
             output_shapes=entry["output_shapes"],
+            platform=entry.get("platform", "cpu"),
         )
         for name, entry in published.items()
     }

@@ -140,6 +140,7 @@ def kernel(
     def function(*args: Any, **kwargs: Any) -> Any:
         tensors, attributes = signature.bind(args, kwargs)
         signature.check_tensors(tensors, lambda tensor: jnp.dtype(tensor.dtype).name)
+        _check_platform(signature, tensors)
         output_shapes = iter(signature.result_shapes(tensors))
         by_name = dict(zip((p.name for p in signature.tensors), tensors))
         shapes = [
@@ -159,6 +160,26 @@ def kernel(
     function.__qualname__ = name
     function.__doc__ = getattr(signature.function, "__doc__", None)
     return function
+
+
+#: JAX's platform names of each kernel platform.
+_JAX_PLATFORMS = {"cpu": ("cpu",), "cuda": ("gpu", "cuda")}
+
+
+def _check_platform(signature: Any, tensors: Sequence[Any]) -> None:
+    """Refuses (`TypeError`) a concrete array on a platform the kernel has no handler for (a
+    CUDA kernel and CPU arrays), before XLA would; traced arrays are placed later, by XLA."""
+    wanted = _JAX_PLATFORMS.get(signature.platform, ())
+    for parameter, tensor in zip(signature.tensors, tensors):
+        if isinstance(tensor, jax.core.Tracer) or not hasattr(tensor, "devices"):
+            continue
+        platforms = {device.platform for device in tensor.devices()}
+        if not platforms <= set(wanted):
+            raise TypeError(
+                f"{signature.name}: {parameter.name} is on {', '.join(sorted(platforms))}, but "
+                f"the kernel takes {signature.platform} tensors (its XLA handler is for that "
+                "platform only)"
+            )
 
 
 def _attribute(kernel: str, parameter: Any, value: Any) -> Any:

@@ -11,15 +11,17 @@ each kernel `module` publishes an operator `torch.ops.<namespace>.<name>`:
 - the schema from the kernel's parameters: a `TensorArg` is `Tensor`, a `TensorArgMut` with a
   shape rule a returned `Tensor`, one without a mutated `Tensor(a!)`, an `f32`/`f64` attribute
   `float`, an integer `int`, a `bool` `bool`;
-- the CPU implementation allocates the results (`torch.empty`, the shape from the kernel's
-  rule) and calls the Rust kernel on the tensors, zero-copy;
+- the implementation, for the dispatch key of the kernel's platform (`CPU` for a kernel of
+  host tensors, `CUDA` for one of `CudaArg`s), allocates the results (`torch.empty`, the
+  shape from the kernel's rule, on the tensors' device) and calls the Rust kernel on the
+  tensors, zero-copy; a CUDA kernel is enqueued on PyTorch's current stream;
 - the fake implementation allocates the same results on fake tensors, after refusing a data
   type or number of dimensions the kernel does not take (`TypeError`);
 - with `autograd={name: (backward, setup_context)}`, a backward through
   `torch.library.register_autograd`.
 
-CUDA tensors are not taken yet (the operator has no CUDA implementation; PyTorch raises
-`NotImplementedError` naming the operator and the dispatch key).
+Tensors on the other platform are refused by PyTorch's dispatcher (`NotImplementedError`
+naming the operator and the dispatch key).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ _SCHEMA_SCALARS = {
     "int64": "int",
     "bool": "bool",
 }
+
+#: The dispatch key of each kernel platform.
+_DISPATCH_KEYS = {"cpu": "CPU", "cuda": "CUDA"}
 
 _lock = threading.Lock()
 #: The libraries made, by namespace: a `torch.library.Library` must stay alive for its
@@ -79,7 +84,7 @@ def register(
         for name, signature in signatures.items():
             qualified = f"{namespace}::{name}"
             library.define(name + schema(signature))
-            library.impl(name, _implementation(signature), "CPU")
+            library.impl(name, _implementation(signature), _DISPATCH_KEYS[signature.platform])
             torch.library.register_fake(qualified, _fake(signature), lib=library)
             if name in autograd:
                 backward, setup_context = autograd[name]
@@ -175,7 +180,7 @@ def _returned(results: list[torch.Tensor]) -> Any:
 
 
 def _implementation(signature: KernelSignature) -> Callable[..., Any]:
-    """The CPU implementation: allocate the results, run the Rust kernel (which checks its
+    """The implementation: allocate the results, run the Rust kernel (which checks its
     arguments again, as every call of it does)."""
     plan = _Plan(signature)
     order = plan.order

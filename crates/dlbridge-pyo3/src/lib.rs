@@ -237,8 +237,9 @@
 //! [`kernel::publish_kernels`] puts them on the module; from Python,
 //! `dlbridge.jax.kernel(module, name)` calls it inside `jax.jit` (with `vmap`), and
 //! `dlbridge.torch.register(module)` makes it a `torch.library` operator, which
-//! `torch.compile(fullgraph=True)` keeps in its graph. Host memory for now (XLA's CPU platform,
-//! PyTorch's CPU key).
+//! `torch.compile(fullgraph=True)` keeps in its graph. A kernel of [`CudaArg`]s is a CUDA
+//! kernel: its body gets [`kernel::CudaBuffer`]s and enqueues its work on their stream (XLA's
+//! CUDA platform, PyTorch's CUDA key).
 //!
 //! ## Errors
 //!

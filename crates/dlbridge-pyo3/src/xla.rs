@@ -71,6 +71,16 @@ impl XlaHandler {
             execute,
         }
     }
+
+    /// A handler of the CUDA platform: its buffers are memory of the CUDA device XLA runs the
+    /// call on ([`dlbridge::xla::handle_on_device`]), its work goes on the call's stream.
+    pub const fn cuda(name: &'static str, execute: XLA_FFI_Handler) -> Self {
+        XlaHandler {
+            name,
+            platform: "CUDA",
+            execute,
+        }
+    }
 }
 
 /// Publishes `handlers` on `module` (`__dlbridge_xla_handlers__`, `{name: {platform:

@@ -6,8 +6,8 @@ use std::ffi::{CStr, CString, c_void};
 use std::ptr::{null, null_mut};
 
 use dlbridge::xla::ffi::*;
-use dlbridge::xla::{Call, HandlerError, handle};
-use dlbridge::{DataType, Device, Writability};
+use dlbridge::xla::{Call, HandlerError, handle, handle_on_device};
+use dlbridge::{DataType, Device, DeviceType, Writability};
 
 /// An error made by the fake `XLA_FFI_Error_Create`: what the handler reported.
 struct FakeError {
@@ -40,6 +40,17 @@ unsafe extern "C" fn stream_get(args: *mut XLA_FFI_Stream_Get_Args) -> *mut XLA_
     null_mut()
 }
 
+/// The device ordinal `device_ordinal_get` gives.
+const ORDINAL: i32 = 3;
+
+unsafe extern "C" fn device_ordinal_get(
+    args: *mut XLA_FFI_DeviceOrdinal_Get_Args,
+) -> *mut XLA_FFI_Error {
+    // SAFETY: the handler's arguments struct.
+    unsafe { (*args).device_ordinal = ORDINAL };
+    null_mut()
+}
+
 /// The fake API table.
 fn api() -> XLA_FFI_Api {
     XLA_FFI_Api {
@@ -69,7 +80,7 @@ fn api() -> XLA_FFI_Api {
         XLA_FFI_Future_SetAvailable: None,
         XLA_FFI_Future_SetError: None,
         XLA_FFI_RunId_Get: None,
-        XLA_FFI_DeviceOrdinal_Get: None,
+        XLA_FFI_DeviceOrdinal_Get: Some(device_ordinal_get),
     }
 }
 
@@ -204,12 +215,28 @@ impl FakeFrame {
     ) -> Option<(XLA_FFI_Error_Code, String)> {
         // SAFETY: a live frame whose buffers are live for the call.
         let error = unsafe { handle(&raw mut self.frame, Device::CPU, 0, body) };
-        (!error.is_null()).then(|| {
-            // SAFETY: an error of `create_error`, ours now.
-            let error = unsafe { Box::from_raw(error.cast::<FakeError>()) };
-            (error.code, error.message.into_string().unwrap())
-        })
+        reported(error)
     }
+
+    /// As `call`, for a handler of a GPU platform of `device_type`.
+    fn call_on_device(
+        &mut self,
+        device_type: DeviceType,
+        body: impl FnOnce(&mut Call<'_>) -> Result<(), HandlerError>,
+    ) -> Option<(XLA_FFI_Error_Code, String)> {
+        // SAFETY: a live frame; its buffers' addresses are never dereferenced (device memory).
+        let error = unsafe { handle_on_device(&raw mut self.frame, device_type, 0, body) };
+        reported(error)
+    }
+}
+
+/// What a handler reported: `None` for success.
+fn reported(error: *mut XLA_FFI_Error) -> Option<(XLA_FFI_Error_Code, String)> {
+    (!error.is_null()).then(|| {
+        // SAFETY: an error of `create_error`, ours now.
+        let error = unsafe { Box::from_raw(error.cast::<FakeError>()) };
+        (error.code, error.message.into_string().unwrap())
+    })
 }
 
 fn add(call: &mut Call<'_>) -> Result<(), HandlerError> {
@@ -444,6 +471,49 @@ fn an_older_api_table_without_a_function_is_told_apart() {
         Some((
             XLA_FFI_Error_Code::UNIMPLEMENTED,
             "XLA has no XLA_FFI_Stream_Get".to_owned()
+        ))
+    );
+}
+
+#[test]
+fn a_device_handlers_buffers_are_on_the_device_xla_gives_the_call() {
+    let device = |address: usize| std::ptr::without_provenance_mut::<c_void>(address);
+    let mut args = [FakeBuffer::new(
+        XLA_FFI_DataType::F32,
+        device(0x7000_0000),
+        &[4],
+    )];
+    let mut results = [FakeBuffer::new(
+        XLA_FFI_DataType::F32,
+        device(0x7000_1000),
+        &[4],
+    )];
+    let mut frame = FakeFrame::new(&mut args, &mut results);
+    let error = frame.call_on_device(DeviceType::CUDA, |call| {
+        let cuda = Device::new(DeviceType::CUDA, ORDINAL);
+        assert_eq!(call.args[0].device(), cuda);
+        assert_eq!(call.results[0].view().device(), cuda);
+        assert_eq!(call.args[0].data_ptr() as usize, 0x7000_0000);
+        assert_eq!(call.stream()?.addr(), STREAM);
+        // The host reads none of it.
+        assert!(call.args[0].as_slice::<f32>().is_err());
+        assert!(call.results[0].as_mut_slice::<f32>().is_err());
+        Ok(())
+    });
+    assert_eq!(error, None);
+    // An XLA whose table ends before XLA_FFI_DeviceOrdinal_Get: refused, the body not run.
+    // SAFETY: the frame's own table, not borrowed elsewhere.
+    unsafe {
+        (*frame.frame.api.cast_mut()).struct_size =
+            std::mem::offset_of!(XLA_FFI_Api, XLA_FFI_DeviceOrdinal_Get);
+    }
+    let error = frame.call_on_device(DeviceType::CUDA, |_| unreachable!("the body ran"));
+    assert_eq!(
+        error,
+        Some((
+            XLA_FFI_Error_Code::UNIMPLEMENTED,
+            "XLA has no XLA_FFI_DeviceOrdinal_Get: a device handler needs a newer jaxlib"
+                .to_owned()
         ))
     );
 }

@@ -57,7 +57,8 @@ mod streams;
 
 pub use driver::driver_available;
 pub use streams::{
-    StreamOrder, copy_to_host, is_legacy_default_stream, same_stream, wait_for_stream,
+    StreamOrder, copy_into_result, copy_to_host, is_legacy_default_stream, same_stream,
+    wait_for_stream,
 };
 
 use std::marker::PhantomData;

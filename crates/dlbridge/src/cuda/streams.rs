@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::export::Export;
 use crate::managed::ManagedTensor;
 use crate::view::TensorView;
+use crate::xla::ResultBuffer;
 
 /// What [`wait_for_stream`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,6 +229,87 @@ pub unsafe fn copy_to_host(view: &TensorView<'_>, stream: usize) -> Result<Manag
     } else {
         host.view().to_compact_copy()
     }
+}
+
+/// Fills `result`, an XLA result buffer in CUDA device memory, with a copy of `source` (of its
+/// data type and shape, compact, on its device), enqueued on `stream` (nothing waits for it):
+/// how a device handler starts the result of an argument it updates in place, since XLA gives
+/// each its own buffer. An error for another data type, shape, device or a strided `source`
+/// ([`Error::InvalidArgument`], naming both), or from the driver.
+///
+/// # Safety
+///
+/// `source` describes live memory of the result's device that stays unchanged until the copy
+/// has run on `stream`, a live stream of that device (a call's own:
+/// [`Call::stream`](crate::xla::Call::stream)).
+pub unsafe fn copy_into_result(
+    result: &mut ResultBuffer<'_>,
+    source: &TensorView<'_>,
+    stream: usize,
+) -> Result<()> {
+    let target = result.view;
+    let fits = source.dtype() == target.dtype()
+        && source.shape() == target.shape()
+        && source.device() == target.device()
+        && source.is_c_contiguous();
+    if !fits {
+        return Err(Error::InvalidArgument {
+            operation: "copy_into_result",
+            argument: "source",
+            value: format!(
+                "{} shape {:?} on {}",
+                source.dtype(),
+                source.shape(),
+                source.device()
+            ),
+            reason: format!(
+                "the result is {} shape {:?} on {}, compact",
+                target.dtype(),
+                target.shape(),
+                target.device()
+            ),
+        });
+    }
+    let bytes = usize::try_from(target.compact_byte_size()).unwrap_or(usize::MAX);
+    // SAFETY: both are compact buffers of `bytes` bytes on one CUDA device: the result is
+    // XLA's, which `handle` checked no other buffer reaches (`&mut` its only access); the
+    // source live and unchanged, and the stream live (the caller's contract).
+    unsafe {
+        copy_device_bytes(
+            target.device(),
+            target.data_ptr() as usize as u64,
+            source.data_ptr() as usize as u64,
+            bytes,
+            stream,
+        )
+    }
+}
+
+/// Copies `bytes` bytes from the device address `source` to `destination`, both on CUDA device
+/// `device`, enqueued on `stream` (nothing waits for it), in the device's primary context.
+///
+/// # Safety
+///
+/// `source` and `destination` address `bytes` bytes each of memory of `device` that do not
+/// overlap, live until the copy has run on `stream`, which is a live stream of `device`.
+unsafe fn copy_device_bytes(
+    device: Device,
+    destination: u64,
+    source: u64,
+    bytes: usize,
+    stream: usize,
+) -> Result<()> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    let ordinal = cuda_ordinal(device)?;
+    with_primary_context(ordinal, "a device-to-device copy", || {
+        // SAFETY: the caller's contract: both ranges live on this device, apart, and the
+        // stream live.
+        check("cuMemcpyDtoDAsync", unsafe {
+            sys::cuMemcpyDtoDAsync_v2(destination, source, bytes, as_stream(stream))
+        })
+    })
 }
 
 /// The ordinal of a CUDA device, or the error for another device.

@@ -9,12 +9,12 @@ use super::data_types::data_type;
 use super::ffi::{
     XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR, XLA_FFI_Api, XLA_FFI_Api_Version, XLA_FFI_ArgType,
     XLA_FFI_Array, XLA_FFI_AttrType, XLA_FFI_Buffer, XLA_FFI_ByteSpan, XLA_FFI_CallFrame,
-    XLA_FFI_DataType, XLA_FFI_Error, XLA_FFI_Error_Code, XLA_FFI_Error_Create_Args,
-    XLA_FFI_ExecutionStage, XLA_FFI_Extension_Base, XLA_FFI_Extension_Type, XLA_FFI_Handler_Traits,
-    XLA_FFI_Metadata_Extension, XLA_FFI_RetType, XLA_FFI_Scalar, XLA_FFI_Stream_Get_Args,
-    XLA_FFI_UNKNOWN_TYPE_ID,
+    XLA_FFI_DataType, XLA_FFI_DeviceOrdinal_Get_Args, XLA_FFI_Error, XLA_FFI_Error_Code,
+    XLA_FFI_Error_Create_Args, XLA_FFI_ExecutionStage, XLA_FFI_Extension_Base,
+    XLA_FFI_Extension_Type, XLA_FFI_Handler_Traits, XLA_FFI_Metadata_Extension, XLA_FFI_RetType,
+    XLA_FFI_Scalar, XLA_FFI_Stream_Get_Args, XLA_FFI_UNKNOWN_TYPE_ID,
 };
-use crate::device::Device;
+use crate::device::{Device, DeviceType};
 use crate::element::Element;
 use crate::error::{Error, MAX_NDIM, drop_panic_payload};
 use crate::ffi::DLTensor;
@@ -416,6 +416,71 @@ pub unsafe fn handle(
     traits: XLA_FFI_Handler_Traits,
     body: impl FnOnce(&mut Call<'_>) -> Result<(), HandlerError>,
 ) -> *mut XLA_FFI_Error {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { handle_with(frame, traits, |_, _| Ok(device), body) }
+}
+
+/// [`handle`] for a handler of a GPU platform (XLA's `"CUDA"`, `"ROCM"`): every buffer is in
+/// the memory of the device of type `device_type` whose ordinal XLA gives the call
+/// (`XLA_FFI_DeviceOrdinal_Get`; `UNIMPLEMENTED` from an XLA without it). The body launches
+/// its work on the call's stream ([`Call::stream`]) and returns without waiting for it: XLA
+/// orders its later work on that stream after it.
+///
+/// # Safety
+///
+/// As for [`handle`], the buffers' data in the memory of that device (XLA's, for a handler
+/// registered for that platform).
+pub unsafe fn handle_on_device(
+    frame: *mut XLA_FFI_CallFrame,
+    device_type: DeviceType,
+    traits: XLA_FFI_Handler_Traits,
+    body: impl FnOnce(&mut Call<'_>) -> Result<(), HandlerError>,
+) -> *mut XLA_FFI_Error {
+    let device = |frame: &XLA_FFI_CallFrame, api: &XLA_FFI_Api| {
+        Ok(Device::new(device_type, device_ordinal(frame, api)?))
+    };
+    // SAFETY: the caller's contract, passed on.
+    unsafe { handle_with(frame, traits, device, body) }
+}
+
+/// The ordinal of the device XLA runs this call on.
+fn device_ordinal(frame: &XLA_FFI_CallFrame, api: &XLA_FFI_Api) -> Result<i32, HandlerError> {
+    let get = api_function!(api, XLA_FFI_DeviceOrdinal_Get).ok_or_else(|| {
+        HandlerError::new(
+            XLA_FFI_Error_Code::UNIMPLEMENTED,
+            "XLA has no XLA_FFI_DeviceOrdinal_Get: a device handler needs a newer jaxlib",
+        )
+    })?;
+    let mut args = XLA_FFI_DeviceOrdinal_Get_Args {
+        struct_size: XLA_FFI_DeviceOrdinal_Get_Args::STRUCT_SIZE,
+        extension_start: std::ptr::null_mut(),
+        ctx: frame.ctx,
+        device_ordinal: 0,
+    };
+    // SAFETY: XLA's function, called with its arguments struct for this call's context.
+    let error = unsafe { get(&mut args) };
+    if error.is_null() {
+        Ok(args.device_ordinal)
+    } else {
+        Err(HandlerError::new(
+            XLA_FFI_Error_Code::INTERNAL,
+            // SAFETY: an error XLA returned to us, ours to destroy.
+            unsafe { take_error_message(api, error) },
+        ))
+    }
+}
+
+/// [`handle`], with the device the buffers are on worked out at execution by `device`.
+///
+/// # Safety
+///
+/// As for [`handle`], for the device `device` gives.
+unsafe fn handle_with(
+    frame: *mut XLA_FFI_CallFrame,
+    traits: XLA_FFI_Handler_Traits,
+    device: impl FnOnce(&XLA_FFI_CallFrame, &XLA_FFI_Api) -> Result<Device, HandlerError>,
+    body: impl FnOnce(&mut Call<'_>) -> Result<(), HandlerError>,
+) -> *mut XLA_FFI_Error {
     if frame.is_null() {
         return std::ptr::null_mut();
     }
@@ -436,6 +501,7 @@ pub unsafe fn handle(
         return std::ptr::null_mut();
     }
     let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let device = device(frame, api)?;
         // SAFETY: the frame's buffers (the contract).
         let described = unsafe { Described::of(frame, device) }?;
         let mut call = described.call(frame)?;

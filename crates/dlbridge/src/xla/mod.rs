@@ -42,5 +42,5 @@ pub mod ffi;
 mod data_types;
 mod call;
 
-pub use call::{Attributes, Call, HandlerError, ResultBuffer, handle};
+pub use call::{Attributes, Call, HandlerError, ResultBuffer, handle, handle_on_device};
 pub use data_types::{data_type, xla_type};
