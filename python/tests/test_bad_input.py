@@ -25,6 +25,8 @@ from dlbridge.check.abi import (
     NAME_USED_LEGACY,
     NAME_USED_VERSIONED,
     NAME_VERSIONED,
+    kDLAscend,
+    kDLBcomplex,
     kDLBfloat,
     kDLBool,
     kDLCPU,
@@ -36,6 +38,8 @@ from dlbridge.check.abi import (
     kDLFloat8_e4m3fn,
     kDLInt,
     kDLROCM,
+    kDLTPU,
+    kDLTPUHost,
     kDLUInt,
 )
 from dlbridge.check.capsules import capsule_name, consume_capsule, read_capsule, release
@@ -995,3 +999,36 @@ def test_dlpack_raising_anything_propagates_unchanged(error):
     producer = Raising()
     with pytest.raises(error):
         dlbridge.from_dlpack(producer)
+
+
+def test_the_values_dlpack_added_after_1_3_are_named_and_judged():
+    # dmlc/dlpack#187-#189, on DLPack's main branch after the 1.3 tag: bcomplex32 (two
+    # bfloat16s), TPU, TPUHost (host memory, as CUDAHost is) and Ascend.
+    values = struct.pack("<4e", 1.0, -2.0, 0.5, 4.0)  # float16 bytes: placeholders only
+    t = dlbridge.from_dlpack(make_managed((2,), (kDLBcomplex, 32, 1), values=values).capsule())
+    assert t.dtype == "bcomplex32" and t.nbytes == 8
+    # The buffer protocol has no type for it: its raw bits go out as uint32, as bfloat16's go
+    # out as uint16. NumPy has none either, and refuses it (with its own RuntimeError).
+    view = memoryview(t)
+    assert (view.format, view.itemsize, view.shape) == ("I", 4, (2,))
+    assert bytes(view) == values
+    del view
+    with pytest.raises(RuntimeError, match="Unsupported dtype"):
+        np.from_dlpack(t)
+    del t
+    # TPU pinned host memory is host memory: read on the host as CPU memory is.
+    host = make_managed(
+        (4,), "int32", values=struct.pack("<4i", 1, 2, 3, 4), device=(kDLTPUHost, 0)
+    )
+    t = dlbridge.from_dlpack(host.capsule())
+    assert t.device == (kDLTPUHost, 0) and "TPUHost:0" in repr(t)
+    assert memoryview(t).tolist() == [1, 2, 3, 4]
+    del t
+    # TPU and Ascend memory is device memory: imported and named, never read on the host.
+    for device_type, name in ((kDLTPU, "TPU"), (kDLAscend, "Ascend")):
+        t = dlbridge.from_dlpack(make_managed((4,), "int32", device=(device_type, 1)).capsule())
+        assert f"{name}:1" in repr(t)
+        with pytest.raises((BufferError, TypeError), match=f"{name}:1"):
+            memoryview(t)
+        del t
+    collect()

@@ -7,15 +7,16 @@ use std::fmt;
 /// The kind of device a tensor lives on (`DLDeviceType` in `dlpack.h`).
 ///
 /// A newtype over the C enum's integer, never a Rust enum: a producer may send a value this
-/// crate does not know (a newer DLPack minor version, or JAX's TPU host value 20), and reading
-/// it must not be undefined behaviour. Unknown values are kept and reported by number.
+/// crate does not know (a newer DLPack minor version), and reading it must not be undefined
+/// behaviour. Unknown values are kept and reported by number.
 ///
 /// ```
 /// use dlbridge::DeviceType;
 /// assert_eq!(DeviceType::CUDA_HOST.name(), Some("CUDAHost"));
 /// assert!(DeviceType::CUDA_MANAGED.is_host_readable());
 /// assert!(!DeviceType::CUDA.is_host_readable());
-/// assert_eq!(DeviceType(20).to_string(), "DeviceType(20)");
+/// assert!(DeviceType::TPU_HOST.is_host_readable()); // JAX's TPU pinned host memory
+/// assert_eq!(DeviceType(22).to_string(), "DeviceType(22)");
 /// ```
 #[repr(transparent)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -32,7 +33,9 @@ impl DeviceType {
     pub const OPENCL: DeviceType = DeviceType(4);
     /// `kDLVulkan`: a Vulkan buffer.
     pub const VULKAN: DeviceType = DeviceType(7);
-    /// `kDLMetal`: Metal memory on Apple GPUs.
+    /// `kDLMetal`: Metal memory on Apple GPUs. DLPack's main branch documents `DLTensor::data`
+    /// for it as an `id<MTLBuffer>` (dmlc/dlpack#186), a handle rather than an address, which
+    /// `byte_offset` then offsets into.
     pub const METAL: DeviceType = DeviceType(8);
     /// `kDLVPI`: a Verilog simulator buffer.
     pub const VPI: DeviceType = DeviceType(9);
@@ -54,9 +57,20 @@ impl DeviceType {
     pub const MAIA: DeviceType = DeviceType(17);
     /// `kDLTrn`: AWS Trainium device memory.
     pub const TRN: DeviceType = DeviceType(18);
+    /// `kDLTPU`: Google TPU device memory. Added after the 1.3 tag, on DLPack's main branch
+    /// (dmlc/dlpack#188).
+    pub const TPU: DeviceType = DeviceType(19);
+    /// `kDLTPUHost`: host memory pinned for a TPU runtime (JAX's `pinned_host` memory kind), as
+    /// `kDLCUDAHost` is for CUDA: the CPU reads it. Added with [`DeviceType::TPU`]
+    /// (dmlc/dlpack#188).
+    pub const TPU_HOST: DeviceType = DeviceType(20);
+    /// `kDLAscend`: Huawei Ascend NPU device memory. Added after the 1.3 tag, on DLPack's main
+    /// branch (dmlc/dlpack#189).
+    pub const ASCEND: DeviceType = DeviceType(21);
 
-    /// Every device type named in `dlpack.h` 1.3, in value order.
-    pub const ALL: [DeviceType; 16] = [
+    /// Every device type named in `dlpack.h` 1.3 and on DLPack's main branch after it
+    /// ([`DeviceType::TPU`], [`DeviceType::TPU_HOST`], [`DeviceType::ASCEND`]), in value order.
+    pub const ALL: [DeviceType; 19] = [
         Self::CPU,
         Self::CUDA,
         Self::CUDA_HOST,
@@ -73,6 +87,9 @@ impl DeviceType {
         Self::HEXAGON,
         Self::MAIA,
         Self::TRN,
+        Self::TPU,
+        Self::TPU_HOST,
+        Self::ASCEND,
     ];
 
     /// The name used by `dlpack.h` without its `kDL` prefix (`"CPU"`, `"CUDAHost"`), or `None`
@@ -95,6 +112,9 @@ impl DeviceType {
             16 => "Hexagon",
             17 => "MAIA",
             18 => "Trn",
+            19 => "TPU",
+            20 => "TPUHost",
+            21 => "Ascend",
             _ => return None,
         })
     }
@@ -104,10 +124,10 @@ impl DeviceType {
         self.name().is_some()
     }
 
-    /// Whether the CPU can read and write this memory directly: CPU, CUDAHost, ROCMHost and
-    /// CUDAManaged. Typed element access is only offered for these.
+    /// Whether the CPU can read and write this memory directly: CPU, CUDAHost, ROCMHost,
+    /// CUDAManaged and TPUHost. Typed element access is only offered for these.
     pub const fn is_host_readable(self) -> bool {
-        matches!(self.0, 1 | 3 | 11 | 13)
+        matches!(self.0, 1 | 3 | 11 | 13 | 20)
     }
 }
 
@@ -184,7 +204,7 @@ mod tests {
     }
 
     #[test]
-    fn host_readable_devices_are_exactly_the_four_host_memories() {
+    fn host_readable_devices_are_exactly_the_five_host_memories() {
         let readable: Vec<_> = DeviceType::ALL
             .iter()
             .copied()
@@ -196,14 +216,15 @@ mod tests {
                 DeviceType::CPU,
                 DeviceType::CUDA_HOST,
                 DeviceType::ROCM_HOST,
-                DeviceType::CUDA_MANAGED
+                DeviceType::CUDA_MANAGED,
+                DeviceType::TPU_HOST,
             ]
         );
     }
 
     #[test]
     fn unknown_values_are_kept_and_printed_by_number() {
-        for raw in [0, 5, 6, 19, 20, -1, i32::MAX] {
+        for raw in [0, 5, 6, 22, 23, -1, i32::MAX] {
             let d = DeviceType(raw);
             assert!(!d.is_known());
             assert!(!d.is_host_readable());
@@ -214,5 +235,16 @@ mod tests {
             format!("{:?}", DeviceType::ROCM_HOST),
             "DeviceType::ROCMHost"
         );
+    }
+
+    #[test]
+    fn the_values_after_1_3_have_their_header_names() {
+        // dmlc/dlpack#188 and #189, on DLPack's main branch after the 1.3 tag.
+        let named: Vec<_> = [DeviceType(19), DeviceType(20), DeviceType(21)]
+            .iter()
+            .map(|d| d.to_string())
+            .collect();
+        assert_eq!(named, ["TPU", "TPUHost", "Ascend"]);
+        assert!(!DeviceType::TPU.is_host_readable() && !DeviceType::ASCEND.is_host_readable());
     }
 }

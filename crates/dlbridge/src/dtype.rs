@@ -58,9 +58,14 @@ impl DataTypeCode {
     pub const FLOAT6_E3M2FN: DataTypeCode = DataTypeCode(16);
     /// `kDLFloat4_e2m1fn` (4 bits, packed unless the padded flag is set).
     pub const FLOAT4_E2M1FN: DataTypeCode = DataTypeCode(17);
+    /// `kDLBcomplex`: complex number of two bfloat16s, 32 bits, laid out as `kDLComplex` (a
+    /// compact {real, imaginary} pair per number). Added after the 1.3 tag, on DLPack's main
+    /// branch (dmlc/dlpack#187).
+    pub const BCOMPLEX: DataTypeCode = DataTypeCode(18);
 
-    /// Every code named in `dlpack.h` 1.3, in value order.
-    pub const ALL: [DataTypeCode; 18] = [
+    /// Every code named in `dlpack.h` 1.3 and on DLPack's main branch after it
+    /// ([`DataTypeCode::BCOMPLEX`]), in value order.
+    pub const ALL: [DataTypeCode; 19] = [
         Self::INT,
         Self::UINT,
         Self::FLOAT,
@@ -79,10 +84,11 @@ impl DataTypeCode {
         Self::FLOAT6_E2M3FN,
         Self::FLOAT6_E3M2FN,
         Self::FLOAT4_E2M1FN,
+        Self::BCOMPLEX,
     ];
 
     /// The code's name: the prefix of a bit width for the width-generic codes (`"int"`,
-    /// `"uint"`, `"float"`, `"bfloat"`, `"complex"`), the full type name otherwise (`"bool"`,
+    /// `"uint"`, `"float"`, `"bfloat"`, `"complex"`, `"bcomplex"`), the full type name otherwise (`"bool"`,
     /// `"handle"`, `"float8_e5m2"`); `None` for a value the header does not define.
     pub const fn name(self) -> Option<&'static str> {
         Some(match self.0 {
@@ -104,6 +110,7 @@ impl DataTypeCode {
             15 => "float6_e2m3fn",
             16 => "float6_e3m2fn",
             17 => "float4_e2m1fn",
+            18 => "bcomplex",
             _ => return None,
         })
     }
@@ -114,20 +121,22 @@ impl DataTypeCode {
     }
 
     /// The only bit width this code can have, for the codes whose name fixes it: 16 for
-    /// bfloat, 8 for the float8 family, 6 for float6, 4 for float4. `None` for the others.
+    /// bfloat, 8 for the float8 family, 6 for float6, 4 for float4, 32 for bcomplex (two
+    /// bfloat16s). `None` for the others.
     pub const fn required_bits(self) -> Option<u8> {
         match self.0 {
             4 => Some(16),
             7..=14 => Some(8),
             15 | 16 => Some(6),
             17 => Some(4),
+            18 => Some(32),
             _ => None,
         }
     }
 
     /// Whether the name is a prefix to which the bit width is appended (`int32`, `float16`).
     const fn is_width_generic(self) -> bool {
-        matches!(self.0, 0 | 1 | 2 | 4 | 5)
+        matches!(self.0, 0 | 1 | 2 | 4 | 5 | 18)
     }
 }
 
@@ -205,6 +214,7 @@ dtype_consts! {
     FLOAT6_E2M3FN = FLOAT6_E2M3FN, 6;
     FLOAT6_E3M2FN = FLOAT6_E3M2FN, 6;
     FLOAT4_E2M1FN = FLOAT4_E2M1FN, 4;
+    BCOMPLEX32 = BCOMPLEX, 32;
 }
 
 impl DataType {
@@ -422,6 +432,7 @@ fn parse_scalar(base: &str) -> Option<DataType> {
     }
     // Longest prefixes first, so that "bfloat16" is not read as "float" after a stray "b".
     for code in [
+        DataTypeCode::BCOMPLEX,
         DataTypeCode::COMPLEX,
         DataTypeCode::BFLOAT,
         DataTypeCode::FLOAT,
@@ -449,7 +460,7 @@ fn parse_decimal<T: FromStr>(digits: &str) -> Option<T> {
 mod tests {
     use super::*;
 
-    const NAMED: [(DataType, &str); 27] = [
+    const NAMED: [(DataType, &str); 28] = [
         (DataType::INT8, "int8"),
         (DataType::INT16, "int16"),
         (DataType::INT32, "int32"),
@@ -477,7 +488,28 @@ mod tests {
         (DataType::FLOAT6_E2M3FN, "float6_e2m3fn"),
         (DataType::FLOAT6_E3M2FN, "float6_e3m2fn"),
         (DataType::FLOAT4_E2M1FN, "float4_e2m1fn"),
+        (DataType::BCOMPLEX32, "bcomplex32"),
     ];
+
+    #[test]
+    fn bcomplex_is_two_bfloat16s_in_32_bits() {
+        // dmlc/dlpack#187: code 18, a compact {real, imaginary} pair of bfloat16s.
+        let dtype: DataType = "bcomplex32".parse().unwrap();
+        assert_eq!(dtype, DataType::BCOMPLEX32);
+        assert_eq!(dtype.code, DataTypeCode(18));
+        assert_eq!(dtype.size_in_bytes(), Some(4));
+        assert_eq!(
+            <num_complex::Complex<half::bf16> as crate::Element>::DTYPE,
+            dtype
+        );
+        assert_eq!(std::mem::size_of::<num_complex::Complex<half::bf16>>(), 4);
+        // Its code fixes the width: another one has no usual name and fails the header's rule.
+        let wide = DataType::new(DataTypeCode::BCOMPLEX, 64, 1);
+        assert_eq!(wide.to_string(), "dtype(code=18,bits=64)");
+        assert!(wide.check().is_err() && dtype.check().is_ok());
+        assert!("bcomplex64".parse::<DataType>().is_err());
+        assert_eq!("bcomplex32x2".parse::<DataType>(), Ok(dtype.with_lanes(2)));
+    }
 
     #[test]
     fn every_named_type_prints_and_parses_its_name() {

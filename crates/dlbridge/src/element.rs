@@ -30,7 +30,8 @@ use crate::dtype::DataType;
     message = "`{Self}` is not a DLPack element type",
     label = "not an element type",
     note = "element types: bool, i8, i16, i32, i64, u8, u16, u32, u64, half::f16, half::bf16, \
-            f32, f64, num_complex::Complex<f32>, num_complex::Complex<f64>"
+            f32, f64, num_complex::Complex<f32>, num_complex::Complex<f64>, \
+            num_complex::Complex<half::bf16>"
 )]
 pub unsafe trait Element: Copy + Send + Sync + 'static {
     /// The DLPack data type of one value.
@@ -78,6 +79,7 @@ elements! {
     bf16 => BFLOAT16,
     Complex<f32> => COMPLEX64,
     Complex<f64> => COMPLEX128,
+    Complex<bf16> => BCOMPLEX32,
 }
 
 // SAFETY: `bool` is one byte; only 0 and 1 are valid, which `is_valid_bit_pattern` enforces
@@ -122,6 +124,7 @@ mod tests {
         check::<bf16>();
         check::<Complex<f32>>();
         check::<Complex<f64>>();
+        check::<Complex<bf16>>();
         check::<bool>();
     }
 

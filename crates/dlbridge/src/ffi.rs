@@ -83,6 +83,11 @@ c_enumerators! { DLDeviceType:
     kDLHexagon = HEXAGON,
     kDLMAIA = MAIA,
     kDLTrn = TRN,
+    // After the 1.3 tag, on DLPack's main branch: dmlc/dlpack#188 (TPU, TPUHost) and #189
+    // (Ascend). The ABI test compares them with a header that names them.
+    kDLTPU = TPU,
+    kDLTPUHost = TPU_HOST,
+    kDLAscend = ASCEND,
 }
 
 c_enumerators! { DLDataTypeCode:
@@ -104,6 +109,8 @@ c_enumerators! { DLDataTypeCode:
     kDLFloat6_e2m3fn = FLOAT6_E2M3FN,
     kDLFloat6_e3m2fn = FLOAT6_E3M2FN,
     kDLFloat4_e2m1fn = FLOAT4_E2M1FN,
+    // After the 1.3 tag, on DLPack's main branch (dmlc/dlpack#187).
+    kDLBcomplex = BCOMPLEX,
 }
 
 /// `DLTensor`: a plain tensor descriptor that does not manage memory.
@@ -114,8 +121,9 @@ c_enumerators! { DLDataTypeCode:
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct DLTensor {
-    /// Base address of the data (device pointer or handle on some devices); may be NULL when
-    /// the tensor has no elements.
+    /// Base address of the data (device pointer or handle on some devices: DLPack's main branch
+    /// documents an `id<MTLBuffer>` for Metal, dmlc/dlpack#186); may be NULL when the tensor has
+    /// no elements.
     pub data: *mut c_void,
     /// The device the data lives on.
     pub device: DLDevice,

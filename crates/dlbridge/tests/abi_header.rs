@@ -59,8 +59,8 @@ use dlbridge::{DataTypeCode, DeviceType};
 
 mod c_probe;
 use c_probe::{
-    ProbeError, Table, check_all_list, check_enumerator_coverage, compare, compile_and_run,
-    header_define, insert, parse_probe_output, run, rust_layout, scan_enumerators,
+    Enumerator, ProbeError, Table, check_all_list, check_enumerator_coverage, compare,
+    compile_and_run, header_define, insert, parse_probe_output, run, rust_layout, scan_enumerators,
 };
 
 /// This test's name in its reports.
@@ -136,6 +136,64 @@ fn rust_data_type_codes() -> [(&'static str, DataTypeCode); 18] {
         kDLFloat6_e3m2fn,
         kDLFloat4_e2m1fn,
     ]
+}
+
+/// The enumerators DLPack's main branch added after the 1.3 tag (dmlc/dlpack#187, #188,
+/// #189), with the values `ffi` gives them. The probe cannot name them (a 1.3 header has none):
+/// each is checked against the header's text where the header declares it, and must otherwise
+/// take a value no enumerator of its enum has.
+fn post_1_3_enumerators() -> [(&'static str, &'static str, i128); 4] {
+    [
+        (DEVICE_TYPE_ENUM, "kDLTPU", ffi::kDLTPU.0.into()),
+        (DEVICE_TYPE_ENUM, "kDLTPUHost", ffi::kDLTPUHost.0.into()),
+        (DEVICE_TYPE_ENUM, "kDLAscend", ffi::kDLAscend.0.into()),
+        (
+            DATA_TYPE_CODE_ENUM,
+            "kDLBcomplex",
+            ffi::kDLBcomplex.0.into(),
+        ),
+    ]
+}
+
+/// Checks the post-1.3 enumerators against the header: one it declares must have `ffi`'s
+/// value (it then joins both tables, the header's value read from its text), one it does not
+/// declare must not take a value another enumerator of its enum has. Returns the ones the
+/// header does not declare (their enum and value), which the `ALL` lists hold beyond the
+/// header's.
+fn check_post_1_3(
+    enums: &[Enumerator],
+    from_header: &mut Table,
+    from_rust: &mut Table,
+    problems: &mut Vec<String>,
+) -> Vec<(&'static str, i128)> {
+    let mut beyond = Vec::new();
+    for (enum_name, name, value) in post_1_3_enumerators() {
+        match enums.iter().find(|e| e.name == name) {
+            Some(declared) => {
+                from_rust.insert(name.to_owned(), value);
+                match declared.value {
+                    Some(text) => {
+                        from_header.insert(name.to_owned(), text);
+                    }
+                    None => problems.push(format!("{name}: declared without a plain value")),
+                }
+            }
+            None => {
+                let taken = enums.iter().find(|e| {
+                    e.enum_name.as_deref() == Some(enum_name)
+                        && from_header.get(&e.name).copied().or(e.value) == Some(value)
+                });
+                if let Some(other) = taken {
+                    problems.push(format!(
+                        "{name}: dlbridge gives it {value}, which the header gives {}",
+                        other.name
+                    ));
+                }
+                beyond.push((enum_name, value));
+            }
+        }
+    }
+    beyond
 }
 
 /// Everything the C probe prints, computed from `dlbridge`.
@@ -469,24 +527,39 @@ fn ffi_layout_matches_the_real_dlpack_header() {
         Err(ProbeError::NoCompiler(reason)) => return c_probe::unavailable(TEST, &reason),
         Err(ProbeError::Failed(reason)) => panic!("abi_header: the C probe failed: {reason}"),
     };
-    let from_rust = rust_table();
+    let mut from_header = from_header;
+    let mut from_rust = rust_table();
 
     let enums = scan_enumerators(&header.text, ENUMERATOR_PREFIX);
-    let mut problems = compare(&from_header, &from_rust);
+    let mut problems = Vec::new();
+    let beyond = check_post_1_3(&enums, &mut from_header, &mut from_rust, &mut problems);
+    problems.extend(compare(&from_header, &from_rust));
     problems.extend(check_enumerator_coverage(
         &enums,
         &from_header,
         &from_rust,
         "tests/abi_probe.c",
     ));
-    let device_types: Vec<i128> = DeviceType::ALL.iter().map(|d| d.0.into()).collect();
+    // The ALL lists hold the post-1.3 values too: those the header does not declare are left
+    // out of the comparison with it.
+    let beyond = &beyond;
+    let declared = |enum_name| move |value: &i128| !beyond.contains(&(enum_name, *value));
+    let device_types: Vec<i128> = DeviceType::ALL
+        .iter()
+        .map(|d| d.0.into())
+        .filter(declared(DEVICE_TYPE_ENUM))
+        .collect();
     problems.extend(check_all_list(
         &enums,
         &from_header,
         DEVICE_TYPE_ENUM,
         &device_types,
     ));
-    let codes: Vec<i128> = DataTypeCode::ALL.iter().map(|c| c.0.into()).collect();
+    let codes: Vec<i128> = DataTypeCode::ALL
+        .iter()
+        .map(|c| c.0.into())
+        .filter(declared(DATA_TYPE_CODE_ENUM))
+        .collect();
     problems.extend(check_all_list(
         &enums,
         &from_header,
@@ -606,4 +679,41 @@ fn new_enumerators_in_a_header_are_reported() {
             "DLDeviceType: the Rust ALL list has 2, which no enumerator of the header has",
         ]
     );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn post_1_3_enumerators_are_checked_where_a_header_declares_them() {
+    // A header of DLPack's main branch declares them: their values join both tables.
+    let newer = "typedef enum {\n  kDLTrn = 18,\n  kDLTPU = 19,\n  kDLTPUHost = 20,\n  \
+                 kDLAscend = 21,\n} DLDeviceType;\n\
+                 typedef enum {\n  kDLFloat4_e2m1fn = 17U,\n  kDLBcomplex = 18U,\n} \
+                 DLDataTypeCode;\n";
+    let enums = scan_enumerators(newer, ENUMERATOR_PREFIX);
+    let (mut header, mut rust, mut problems) = (Table::new(), Table::new(), Vec::new());
+    let beyond = check_post_1_3(&enums, &mut header, &mut rust, &mut problems);
+    assert!(
+        problems.is_empty() && beyond.is_empty(),
+        "{problems:?} {beyond:?}"
+    );
+    assert!(compare(&header, &rust).is_empty());
+    assert_eq!(header["kDLBcomplex"], 18);
+
+    // A header that gives one another value is reported by the comparison.
+    let moved = newer.replace("kDLAscend = 21", "kDLAscend = 22");
+    let enums = scan_enumerators(&moved, ENUMERATOR_PREFIX);
+    let (mut header, mut rust, mut problems) = (Table::new(), Table::new(), Vec::new());
+    check_post_1_3(&enums, &mut header, &mut rust, &mut problems);
+    assert_eq!(compare(&header, &rust), ["kDLAscend: header=22 rust=21"]);
+
+    // A header without them, whose enum gives one of their values to another enumerator.
+    let taken = "typedef enum {\n  kDLTrn = 18,\n  kDLSomethingElse = 19,\n} DLDeviceType;\n";
+    let enums = scan_enumerators(taken, ENUMERATOR_PREFIX);
+    let (mut header, mut rust, mut problems) = (Table::new(), Table::new(), Vec::new());
+    let beyond = check_post_1_3(&enums, &mut header, &mut rust, &mut problems);
+    assert_eq!(
+        problems,
+        ["kDLTPU: dlbridge gives it 19, which the header gives kDLSomethingElse"]
+    );
+    assert_eq!(beyond.len(), 4);
 }

@@ -104,6 +104,7 @@ fn every_data_type_round_trips_as_bytes() {
         DataType::FLOAT6_E2M3FN,
         DataType::FLOAT6_E3M2FN,
         DataType::FLOAT4_E2M1FN,
+        DataType::BCOMPLEX32,
     ];
     dtypes.extend([
         DataType::FLOAT32.with_lanes(4),

@@ -410,13 +410,13 @@ fn addresses_that_wrap_around_are_rejected() {
 fn unknown_flag_bits_device_types_and_dtype_codes_are_kept() {
     let mut spec = ForeignSpec::f32(&[2]);
     spec.flags = Flags::from_bits(Flags::READ_ONLY.bits() | 1 << 63);
-    spec.device = Device::new(DeviceType(20), 3);
+    spec.device = Device::new(DeviceType(99), 3);
     spec.dtype = DataType::new(DataTypeCode(42), 32, 1);
     let (tensor, _) = accept_versioned(&spec);
     let view = tensor.view();
     assert_eq!(view.flags().unknown_bits(), 1 << 63);
     assert!(view.is_read_only());
-    assert_eq!(view.device(), Device::new(DeviceType(20), 3));
+    assert_eq!(view.device(), Device::new(DeviceType(99), 3));
     assert_eq!(view.dtype().code, DataTypeCode(42));
 }
 

@@ -1,6 +1,6 @@
-"""The C ABI of `dlpack.h` (v1.3) in ctypes, written from the header's field list: constants,
-the tensor structs, the names of DLPack capsules, and the C exchange table
-(`DLPackExchangeAPI`).
+"""The C ABI of `dlpack.h` (v1.3, and the enumerators DLPack's main branch added after it) in
+ctypes, written from the header's field list: constants, the tensor structs, the names of
+DLPack capsules, and the C exchange table (`DLPackExchangeAPI`).
 
 Nothing here calls anything: reading capsules is `capsules`, building tensors `records`.
 The C exchange table's functions run with the GIL held and report errors as Python
@@ -51,9 +51,13 @@ kDLWebGPU = 15
 kDLHexagon = 16
 kDLMAIA = 17
 kDLTrn = 18
+# After the 1.3 tag, on DLPack's main branch: dmlc/dlpack#188 (TPU, TPUHost), #189 (Ascend).
+kDLTPU = 19
+kDLTPUHost = 20
+kDLAscend = 21
 
 #: Device types whose memory the host can read directly.
-HOST_DEVICES = frozenset({kDLCPU, kDLCUDAHost, kDLROCMHost, kDLCUDAManaged})
+HOST_DEVICES = frozenset({kDLCPU, kDLCUDAHost, kDLROCMHost, kDLCUDAManaged, kDLTPUHost})
 
 # DLDataTypeCode
 kDLInt = 0
@@ -74,6 +78,8 @@ kDLFloat8_e8m0fnu = 14
 kDLFloat6_e2m3fn = 15
 kDLFloat6_e3m2fn = 16
 kDLFloat4_e2m1fn = 17
+# After the 1.3 tag, on DLPack's main branch (dmlc/dlpack#187): two bfloat16s, 32 bits.
+kDLBcomplex = 18
 
 
 class DLPackVersion(Structure):
@@ -155,6 +161,7 @@ DTYPES = {
     "float8_e5m2": (kDLFloat8_e5m2, 8, 1),
     "float8_e5m2fnuz": (kDLFloat8_e5m2fnuz, 8, 1),
     "float8_e8m0fnu": (kDLFloat8_e8m0fnu, 8, 1),
+    "bcomplex32": (kDLBcomplex, 32, 1),
 }
 
 

@@ -153,7 +153,7 @@ gc.callbacks.append(lambda phase, info: _sweep() if phase == "stop" else None)
 _FROM_DLPACK = {
     triple: np.dtype(name)
     for name, triple in DTYPES.items()
-    if not name.startswith(("bfloat", "float8"))  # NumPy has none
+    if not name.startswith(("bfloat", "float8", "bcomplex"))  # NumPy has none
 }
 _TO_DLPACK = {dtype: triple for triple, dtype in _FROM_DLPACK.items()}
 
