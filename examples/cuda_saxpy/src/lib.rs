@@ -211,9 +211,9 @@ fn kernel_on(ordinal: usize) -> CudaResult<Arc<Loaded>> {
     Ok(loaded)
 }
 
-/// The device ordinal of a CUDA stream's device.
-fn ordinal_of(stream: WorkStream) -> usize {
-    stream.device().device_id.max(0) as usize
+/// The ordinal of a CUDA device (a stream's, a buffer's).
+fn ordinal_of(device: Device) -> usize {
+    device.device_id.max(0) as usize
 }
 
 /// A stream handle (the caller's current stream, or XLA's for the call) as a cudarc stream
@@ -304,7 +304,7 @@ fn saxpy<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     check_same_length(&x, &[y.len()])?;
     let stream = WorkStream::common([x.stream(), y.stream()])?;
-    let loaded = prepared_kernels(py, ordinal_of(stream))?;
+    let loaded = prepared_kernels(py, ordinal_of(stream.device()))?;
     let (x_ptr, y_ptr, n) = (x.device_ptr(), y.device_ptr(), x.len());
     let raw_stream = stream.handle().unwrap_or(0);
     let out = py
@@ -354,7 +354,7 @@ fn saxpy_into(
     };
     check_same_length(&x, &[out_arg.len()])?;
     let stream = WorkStream::common([x.stream(), out_arg.stream()])?;
-    let loaded = prepared_kernels(py, ordinal_of(stream))?;
+    let loaded = prepared_kernels(py, ordinal_of(stream.device()))?;
     let (x_ptr, out_ptr, n) = (x.device_ptr(), out_arg.device_ptr_mut(), x.len());
     let raw_stream = stream.handle().unwrap_or(0);
     py.detach(|| {
@@ -384,7 +384,7 @@ dlbridge_pyo3::kernel! {
                 y.len()
             )));
         }
-        let loaded = kernel_on(x.device().device_id.max(0) as usize)?;
+        let loaded = kernel_on(ordinal_of(x.device()))?;
         let (x_ptr, y_ptr, out_ptr, n) = (x.device_ptr(), y.device_ptr(), out.device_ptr_mut(), x.len());
         guarded("the CUDA driver", || {
             let stream = borrowed_stream(&loaded, out.stream());
@@ -397,7 +397,7 @@ dlbridge_pyo3::kernel! {
 dlbridge_pyo3::kernel! {
     /// `x *= a` for a float32 CUDA vector, in place, enqueued as `saxpy_out` is.
     pub fn scale_(x: CudaArgMut<'_, f32, Ix1, CContiguous>, a: f32) {
-        let loaded = kernel_on(x.device().device_id.max(0) as usize)?;
+        let loaded = kernel_on(ordinal_of(x.device()))?;
         let (x_ptr, n) = (x.device_ptr_mut(), x.len());
         guarded("the CUDA driver", || {
             let stream = borrowed_stream(&loaded, x.stream());

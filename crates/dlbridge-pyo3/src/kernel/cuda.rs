@@ -12,7 +12,7 @@ use ndarray::Dimension;
 
 use super::parameter::KernelParameter;
 use super::signature::{Parameter, Platform, Role};
-use super::xla_buffers::{XlaBuffers, check_buffer};
+use super::xla_buffers::{XlaBuffers, check_buffer, usize_extents};
 use crate::args::constraints::{Constraints, Cuda, Dimensionality, placement};
 use crate::args::device_arg::{CudaArg, CudaArgMut};
 use crate::streams::WorkStream;
@@ -46,13 +46,15 @@ pub struct CudaBufferMut<'v, T: Element, D: Dimension> {
 impl<'v, T: Element, D: Dimension> CudaBuffer<'v, T, D> {
     fn new(
         address: u64,
-        shape: &[usize],
+        shape: impl ExactSizeIterator<Item = usize>,
         strides: &'v [i64],
         device: Device,
         stream: usize,
     ) -> Self {
         let mut dim = D::zeros(shape.len());
-        dim.slice_mut().copy_from_slice(shape);
+        for (extent, from) in dim.slice_mut().iter_mut().zip(shape) {
+            *extent = from;
+        }
         CudaBuffer {
             address,
             shape: dim,
@@ -158,11 +160,9 @@ fn xla_buffer<'c, T: Element, D: Dimensionality, C: Constraints>(
     buffer: TensorView<'c>,
 ) -> Result<CudaBuffer<'c, T, D>, HandlerError> {
     check_buffer::<T, D, C>(buffers.name, parameter, &buffer, placement::<Cuda>())?;
-    // XLA's extents are never negative (`handle` refuses them).
-    let shape: Vec<usize> = buffer.shape().iter().map(|&e| e as usize).collect();
     Ok(CudaBuffer::new(
         buffer.data_ptr().expose_provenance() as u64,
-        &shape,
+        usize_extents(&buffer),
         buffer.strides(),
         buffer.device(),
         buffers.stream,
@@ -260,7 +260,7 @@ fn eager_buffer<'v, T: Element, D: Dimension>(
     stream: WorkStream,
 ) -> CudaBuffer<'v, T, D> {
     let stream = stream.handle().unwrap_or(0);
-    CudaBuffer::new(address, shape, strides, device, stream)
+    CudaBuffer::new(address, shape.iter().copied(), strides, device, stream)
 }
 
 /// Starts a result of an argument updated in place as a copy of the argument, on the call's

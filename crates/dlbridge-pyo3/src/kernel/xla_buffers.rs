@@ -29,13 +29,14 @@ pub(super) fn check_buffer<T: Element, D: Dimensionality, C: Constraints>(
     )))
 }
 
-/// A buffer's shape in `usize` (XLA's extents are never negative: `handle` refuses them).
-fn usize_shape(buffer: &TensorView<'_>) -> Vec<usize> {
+/// A buffer's extents in `usize` (XLA's extents are never negative: `handle` refuses them).
+pub(super) fn usize_extents<'b>(
+    buffer: &'b TensorView<'_>,
+) -> impl ExactSizeIterator<Item = usize> + 'b {
     buffer
         .shape()
         .iter()
         .map(|&extent| usize::try_from(extent).unwrap_or(0))
-        .collect()
 }
 
 /// One XLA call's buffers, handed to a kernel's parameters in order
@@ -85,7 +86,11 @@ impl<'c, 'a> XlaBuffers<'c, 'a> {
         // Rules that are functions get the arguments' shapes in `usize`; `like` rules and
         // mutated arguments compare XLA's extents as they are, with nothing allocated.
         let computed = if signature.computes {
-            let shapes: Vec<Vec<usize>> = call.args.iter().map(usize_shape).collect();
+            let shapes: Vec<Vec<usize>> = call
+                .args
+                .iter()
+                .map(|arg| usize_extents(arg).collect())
+                .collect();
             let given: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
             signature
                 .result_shapes(&given)

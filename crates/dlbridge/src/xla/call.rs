@@ -150,29 +150,14 @@ impl<'a> Call<'a> {
     pub fn stream(&self) -> Result<*mut c_void, HandlerError> {
         // SAFETY: the frame's API table, valid for the call (`handle`'s contract).
         let api = unsafe { &*self.frame.api };
-        let get = api_function!(api, XLA_FFI_Stream_Get).ok_or_else(|| {
-            HandlerError::new(
-                XLA_FFI_Error_Code::UNIMPLEMENTED,
-                "XLA has no XLA_FFI_Stream_Get",
-            )
-        })?;
-        let mut args = XLA_FFI_Stream_Get_Args {
+        let args = XLA_FFI_Stream_Get_Args {
             struct_size: XLA_FFI_Stream_Get_Args::STRUCT_SIZE,
             extension_start: std::ptr::null_mut(),
             ctx: self.frame.ctx,
             stream: std::ptr::null_mut(),
         };
-        // SAFETY: XLA's function, called with its arguments struct for this call's context.
-        let error = unsafe { get(&mut args) };
-        if error.is_null() {
-            Ok(args.stream)
-        } else {
-            Err(HandlerError::new(
-                XLA_FFI_Error_Code::INTERNAL,
-                // SAFETY: an error XLA returned to us, ours to destroy.
-                unsafe { take_error_message(api, error) },
-            ))
-        }
+        let missing = "XLA has no XLA_FFI_Stream_Get";
+        query(api, api_function!(api, XLA_FFI_Stream_Get), missing, args).map(|args| args.stream)
     }
 }
 
@@ -445,22 +430,34 @@ pub unsafe fn handle_on_device(
 
 /// The ordinal of the device XLA runs this call on.
 fn device_ordinal(frame: &XLA_FFI_CallFrame, api: &XLA_FFI_Api) -> Result<i32, HandlerError> {
-    let get = api_function!(api, XLA_FFI_DeviceOrdinal_Get).ok_or_else(|| {
-        HandlerError::new(
-            XLA_FFI_Error_Code::UNIMPLEMENTED,
-            "XLA has no XLA_FFI_DeviceOrdinal_Get: a device handler needs a newer jaxlib",
-        )
-    })?;
-    let mut args = XLA_FFI_DeviceOrdinal_Get_Args {
+    let args = XLA_FFI_DeviceOrdinal_Get_Args {
         struct_size: XLA_FFI_DeviceOrdinal_Get_Args::STRUCT_SIZE,
         extension_start: std::ptr::null_mut(),
         ctx: frame.ctx,
         device_ordinal: 0,
     };
-    // SAFETY: XLA's function, called with its arguments struct for this call's context.
-    let error = unsafe { get(&mut args) };
+    let missing = "XLA has no XLA_FFI_DeviceOrdinal_Get: a device handler needs a newer jaxlib";
+    let function = api_function!(api, XLA_FFI_DeviceOrdinal_Get);
+    query(api, function, missing, args).map(|args| args.device_ordinal)
+}
+
+/// Calls one of XLA's functions that fill an arguments struct (`XLA_FFI_Stream_Get`,
+/// `XLA_FFI_DeviceOrdinal_Get`) with `args`, made for this call's context, and returns the
+/// struct as XLA filled it: `UNIMPLEMENTED` saying `missing` where the table lacks the function
+/// (`None`), `INTERNAL` with XLA's message where it fails.
+fn query<A>(
+    api: &XLA_FFI_Api,
+    function: Option<unsafe extern "C" fn(*mut A) -> *mut XLA_FFI_Error>,
+    missing: &str,
+    mut args: A,
+) -> Result<A, HandlerError> {
+    let function =
+        function.ok_or_else(|| HandlerError::new(XLA_FFI_Error_Code::UNIMPLEMENTED, missing))?;
+    // SAFETY: XLA's function from its table, called with its own arguments struct (the type
+    // says so), filled for this call's context.
+    let error = unsafe { function(&mut args) };
     if error.is_null() {
-        Ok(args.device_ordinal)
+        Ok(args)
     } else {
         Err(HandlerError::new(
             XLA_FFI_Error_Code::INTERNAL,
