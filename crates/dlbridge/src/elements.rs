@@ -90,6 +90,40 @@ impl<'a> TensorView<'a> {
         unsafe { checked_slice(first, self.num_elements() as usize) }
     }
 
+    /// The bytes of a C-contiguous tensor on a host-readable device, whatever its data type:
+    /// its compact storage in row-major order (packed sub-byte elements as they are stored, two
+    /// float4s to a byte). What a file format or a hash reads.
+    ///
+    /// ```
+    /// use dlbridge::Export;
+    /// let tensor = Export::new(vec![1u16, 0x0302], &[2]).into_versioned()?;
+    /// assert_eq!(tensor.view().as_bytes()?, &[1, 0, 2, 3][..]); // little-endian
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn as_bytes(&self) -> Result<&'a [u8]> {
+        let device = self.device();
+        if !device.is_host_readable() {
+            return Err(Error::NotHostReadable { device });
+        }
+        if !self.is_c_contiguous() {
+            return Err(self.contiguity_error("C"));
+        }
+        if self.num_elements() == 0 {
+            return Ok(&[]);
+        }
+        let first = self.data_ptr().cast::<u8>();
+        if first.is_null() {
+            return Err(Error::NullData {
+                elements: self.num_elements(),
+            });
+        }
+        // SAFETY: V5, V7 and V8: a C-contiguous layout holds exactly `compact_byte_size` bytes
+        // from its first element (packed or padded as its flag says), in one range of at most
+        // `isize::MAX` bytes, readable for `'a` on a host-readable device (the entry point's
+        // contract); any byte is a valid `u8`, and `first` is not NULL (checked above).
+        Ok(unsafe { std::slice::from_raw_parts(first, self.compact_byte_size() as usize) })
+    }
+
     /// The elements as a slice in memory order, for a layout that is C- or F-contiguous.
     pub fn as_slice_memory_order<T: Element>(&self) -> Result<&'a [T]> {
         let first = self.first_element::<T>()?;

@@ -294,6 +294,10 @@ pub mod arrow;
 #[cfg_attr(docsrs, doc(cfg(feature = "cudarc")))]
 pub mod cuda;
 
+#[cfg(feature = "safetensors")]
+#[cfg_attr(docsrs, doc(cfg(feature = "safetensors")))]
+pub mod safetensors;
+
 // Compile-fail doc tests of the lifetimes and bounds the safety model relies on.
 #[cfg(doctest)]
 mod compile_fail_checks;

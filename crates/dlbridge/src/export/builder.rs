@@ -127,7 +127,8 @@ impl<'s, O: Send + 'static> Export<'s, O> {
             feature = "cudarc",
             feature = "candle",
             feature = "arrow",
-            feature = "burn"
+            feature = "burn",
+            feature = "safetensors"
         )),
         allow(dead_code)
     )]
