@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: tour test guide wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python fuzz-python-extension fuzz-python-smoke soak bench doc venv python-build python-test browser stubtest example-build example-c bench-python bench-peers bench-distributed bench-claims bench-compare
+.PHONY: tour test guide wheels test-wheels wheels-quick gpu-kit lint free-threaded-check rust-test package-check miri sanitize fuzz-smoke fuzz fuzz-python fuzz-python-extension fuzz-python-smoke soak bench doc venv python-build python-test browser stubtest example-build example-c bench-python bench-peers bench-distributed bench-claims bench-compare bench-safetensors
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
@@ -18,7 +18,7 @@ endif
 ## together, in one cargo invocation, so that their dependencies compile once.
 BRIDGES := nalgebra faer image burn candle arrow
 comma := ,
-CORE_FEATURES := $(subst $(eval) ,$(comma),$(addprefix dlbridge/,ndarray cudarc $(BRIDGES)))
+CORE_FEATURES := $(subst $(eval) ,$(comma),$(addprefix dlbridge/,ndarray cudarc safetensors $(BRIDGES)))
 ## dlbridge-pyo3's features of the same names: the bridges in kernels (typed arguments as the
 ## libraries' values, and their values returned).
 PYO3_BRIDGE_FEATURES := $(subst $(eval) ,$(comma),$(addprefix dlbridge-pyo3/,$(BRIDGES)))
@@ -205,7 +205,7 @@ stubtest: python-build
 ## pyproject.toml's [tool.ruff]) for the Python code.
 PYTHON_SOURCES := python benches scripts examples fuzz/python
 DOC_FEATURE_SETS := dlbridge: dlbridge:ndarray dlbridge:cudarc dlbridge:ndarray,cudarc \
-	dlbridge:$(subst $(eval) ,$(comma),$(BRIDGES)) dlbridge-pyo3: dlbridge-pyo3:cuda \
+	dlbridge:safetensors dlbridge:$(subst $(eval) ,$(comma),$(BRIDGES)) dlbridge-pyo3: dlbridge-pyo3:cuda \
 	dlbridge-pyo3:$(subst $(eval) ,$(comma),$(BRIDGES))
 lint: venv
 	$(CARGO) fmt --all -- --check
@@ -257,13 +257,14 @@ package-check:
 ## and cannot be added; under CI=true that fails: scripts/missing-tool.sh),
 ## every feature (the library bridges run their dependencies' code under Miri too: nalgebra,
 ## faer, image, burn-std, candle, arrow) with strict provenance, then again with Tree Borrows
-## (no rebuild), and the core with ndarray and cudarc on 32-bit i686 (Miri builds that target's
-## std itself: the core's layouts and arithmetic on 4-byte pointers, without an installed i686
-## toolchain; the bridges are left out there, as rebuilding their dependencies for a second
-## target costs minutes and their code has no pointer-width arithmetic of its own). The doc
-## tests (the API's examples, each a program Miri builds and interprets on its own) run in the
-## first pass only: the second and third take the unit and integration tests, which hold every
-## unsafe path, and leave CI minutes for the rest.
+## (no rebuild), and the core with ndarray, cudarc and safetensors on 32-bit i686 (Miri builds
+## that target's std itself: the core's layouts and arithmetic on 4-byte pointers, without an
+## installed i686 toolchain; safetensors because its reader takes a file's extents and offsets
+## into usize, which is narrower there: about 20 s more; the bridges are left out there, as
+## rebuilding their dependencies for a second target costs minutes and their code has no
+## pointer-width arithmetic of its own). The doc tests (the API's examples, each a program Miri
+## builds and interprets on its own) run in the first pass only: the second and third take the
+## unit and integration tests, which hold every unsafe path, and leave CI minutes for the rest.
 miri:
 	@$(CARGO) +nightly miri --version >/dev/null 2>&1 || \
 		rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 || true
@@ -272,7 +273,7 @@ miri:
 		MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-tree-borrows" \
 			$(CARGO) +nightly miri test -p dlbridge --all-features --lib --tests && \
 		MIRIFLAGS="-Zmiri-strict-provenance" \
-			$(CARGO) +nightly miri test -p dlbridge --features ndarray,cudarc \
+			$(CARGO) +nightly miri test -p dlbridge --features ndarray,cudarc,safetensors \
 			--target i686-unknown-linux-gnu --lib --tests; \
 	else \
 		bash scripts/missing-tool.sh miri "not installed (rustup +nightly component add miri)"; \
@@ -307,10 +308,12 @@ sanitize: venv
 ## DLPack descriptors through import, validation, every view and ndarray (import_descriptor),
 ## the exact overlap test of the aliasing registry against a brute-force search of every byte
 ## (overlap), and the producer side: every kind of export, legacy and versioned, through
-## chains of shares, copies and raw hand-overs (exports). `fuzz-smoke` runs each of
-## FUZZ_TARGETS for FUZZ_SMOKE_SECONDS (20) from its seeds in fuzz/seeds, installing cargo-fuzz
-## when it is missing, and is skipped with a note where the nightly toolchain or cargo-fuzz is
-## not there (under CI=true that fails: scripts/missing-tool.sh);
+## chains of shares, copies and raw hand-overs (exports), and safetensors files: hostile
+## headers through the reader, every accepted file's tensors exported, read and written back
+## (safetensors). `fuzz-smoke` runs each of FUZZ_TARGETS for FUZZ_SMOKE_SECONDS (20) from its
+## seeds in fuzz/seeds, installing cargo-fuzz when it is missing, and is skipped with a note
+## where the nightly toolchain or cargo-fuzz is not there (under CI=true that fails:
+## scripts/missing-tool.sh);
 ## `make fuzz FUZZ_SECONDS=3600` (or `FUZZ_TARGETS=overlap`) is the long run, and
 ## `FUZZ_SANITIZER=none` runs it uninstrumented by ASan (eight times the executions; panics,
 ## debug assertions and the oracles still hold). AddressSanitizer's allocator returns NULL for
@@ -320,7 +323,7 @@ sanitize: venv
 FUZZ_SECONDS ?= 30
 FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_SANITIZER ?= address
-FUZZ_TARGETS ?= import_descriptor overlap exports
+FUZZ_TARGETS ?= import_descriptor overlap exports safetensors
 fuzz-smoke: FUZZ_SECONDS = $(FUZZ_SMOKE_SECONDS)
 fuzz-smoke fuzz:
 	@if $(CARGO) +nightly --version >/dev/null 2>&1; then \
@@ -425,6 +428,13 @@ bench-python: python-build example-build bench-peers
 bench-claims: venv
 	PYTHONPATH="$$($(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
 		$(CARGO) test --release -p dlbridge-pyo3 --test import_claims -- --ignored --nocapture
+
+## A safetensors file of 1 GiB into PyTorch: `dlbridge.safetensors.load` beside the
+## `safetensors` package's `load_file`, each load in a fresh interpreter, interleaved; time and
+## the resident memory each adds, before and after every page is read (BENCHMARKS.md,
+## "safetensors files"). The file is made once, in target/bench.
+bench-safetensors: python-build
+	$(PYTHON) benches/safetensors_load.py
 
 ## Large tensors through Ray (one node, and between the two nodes of a local test cluster) and
 ## Dask (a LocalCluster): Ray's and Dask's own paths for NumPy and PyTorch beside dlbridge's

@@ -333,7 +333,7 @@ PYTHON_FLOORS = {
     "dlbridge": (
         ("__init__",),  # the extension's names
         ("_kernel_signatures",),  # what dlbridge.jax and dlbridge.torch read of a kernel
-        ("distributed", "check", "jax", "torch"),
+        ("distributed", "check", "jax", "torch", "safetensors"),
         ("__main__",),  # the command line
     ),
     "dlbridge.check": (

@@ -62,8 +62,8 @@ if cargo "+$msrv" --version >/dev/null 2>&1 ||
     # libloading 0.9, which needs Rust 1.88; nor the bridges whose libraries need more (the
     # features' own minimums are in docs/guide/src/platforms.md).
     CARGO_TARGET_DIR=$target_dir/msrv cargo "+$msrv" check --quiet --all-targets \
-        --features dlbridge/ndarray,dlbridge/faer -p dlbridge -p dlbridge-pyo3
-    echo "package-check: dlbridge and dlbridge-pyo3 build with Rust $msrv (the MSRV, with ndarray and faer; cudarc: 1.88)"
+        --features dlbridge/ndarray,dlbridge/faer,dlbridge/safetensors -p dlbridge -p dlbridge-pyo3
+    echo "package-check: dlbridge and dlbridge-pyo3 build with Rust $msrv (the MSRV, with ndarray, faer and safetensors; cudarc: 1.88)"
 else
     bash scripts/missing-tool.sh package-check \
         "the Rust $msrv toolchain (the MSRV) could not be installed, so the MSRV is not checked" || exit $?

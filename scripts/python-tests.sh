@@ -8,7 +8,7 @@
 # Python process, because some frameworks cannot share one (importing TensorFlow and then
 # PaddlePaddle crashes the interpreter); the files directly under python/tests
 # (protocol, bad input, exchange API, kernel arguments, the matmul example, leaks, threads,
-# pickling, frames for Ray and Dask, one semantics on every path, autograd, aliasing, the catalogue, the import rules, the
+# pickling, frames for Ray and Dask, safetensors files, one semantics on every path, autograd, aliasing, the catalogue, the import rules, the
 # installed package: version, command line, what works without NumPy) share one
 # more process; the TVM example's test (TVM's compiler beside PyTorch and JAX) has its own. A
 # run fails when pytest fails, when its report counts a failure (whatever the exit status: a
@@ -59,7 +59,7 @@ REPORTS="$(mktemp -d "${TMPDIR:-/tmp}/dlbridge-pytest.XXXXXX")"
 trap 'rm -rf "$REPORTS"' EXIT
 
 # name|files (space-separated, relative to python/tests)
-RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_example_tensor_libraries.py test_to_managed.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_load.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py test_pickle.py test_frames.py test_device_args.py test_device_streams.py test_inplace_rules.py test_kernel_messages.py test_bench_chart.py test_timed_stages.py test_skips.py test_suite_rules.py test_readme.py test_guide.py"
+RUNS=("core|test_protocol.py test_bad_input.py test_exchange_api.py test_kernel_args.py test_example_matmul.py test_example_tensor_libraries.py test_to_managed.py test_leaks.py test_threads.py test_semantics.py test_autograd.py test_aliasing.py test_load.py test_catalogue.py test_module_layers.py test_returning.py test_explain.py test_package.py test_frameworks.py test_pickle.py test_frames.py test_safetensors.py test_device_args.py test_device_streams.py test_inplace_rules.py test_kernel_messages.py test_bench_chart.py test_timed_stages.py test_skips.py test_suite_rules.py test_readme.py test_guide.py"
       "check|test_check.py test_check_device.py test_check_dtype_rule.py test_check_frameworks.py test_check_reports.py test_check_html.py test_check_cli.py test_check_planted.py test_check_rules.py"
       "tvm-example|test_example_tvm_matmul.py"
       "jax-jit|test_jax_jit.py"

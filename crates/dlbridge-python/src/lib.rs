@@ -13,6 +13,9 @@
 //! - `explain`: `explain`, what `from_dlpack` and typed arguments do with an object;
 //! - `framework_table`: `_framework_table`, what each framework's tensors can hold of a result
 //!   (dlbridge-pyo3's table), for `dlbridge.distributed`;
+//! - `safetensors`: safetensors files mapped into tensors and written from any producers
+//!   (`_safetensors_load`, `_safetensors_metadata`, `_safetensors_save`), for
+//!   `dlbridge.safetensors`;
 //! - `testing` (cargo feature `testing`, off by default): the test suite's kernels, the
 //!   submodule `dlbridge._dlbridge._testing`.
 //!
@@ -25,6 +28,7 @@ mod creation;
 mod frames;
 mod explain;
 mod framework_table;
+mod safetensors;
 #[cfg(feature = "testing")]
 mod testing;
 
@@ -55,6 +59,12 @@ fn _dlbridge(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(frames::_tensor_from_frame, module)?)?;
     module.add_function(wrap_pyfunction!(explain::explain, module)?)?;
     module.add_function(wrap_pyfunction!(framework_table::_framework_table, module)?)?;
+    module.add_function(wrap_pyfunction!(safetensors::_safetensors_load, module)?)?;
+    module.add_function(wrap_pyfunction!(
+        safetensors::_safetensors_metadata,
+        module
+    )?)?;
+    module.add_function(wrap_pyfunction!(safetensors::_safetensors_save, module)?)?;
     module.add(
         "DLPACK_VERSION",
         (Version::CURRENT.major, Version::CURRENT.minor),

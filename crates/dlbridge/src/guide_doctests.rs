@@ -16,3 +16,8 @@ struct CInterop;
 /// The guide's page "GPU" (docs/guide/src/gpu.md).
 #[doc = include_str!("../guide/gpu.md")]
 struct Gpu;
+
+/// The guide's page "Model weights: safetensors files" (docs/guide/src/safetensors.md), whose
+/// Rust block needs the feature `safetensors` (`make rust-test` turns it on).
+#[doc = include_str!("../guide/safetensors.md")]
+struct Safetensors;

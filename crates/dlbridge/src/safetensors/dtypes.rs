@@ -57,7 +57,7 @@ pub(super) fn safetensors_name(dtype: DataType) -> Option<&'static str> {
 
 /// The alignment a writer gives the data of a type: its element size, capped at 8 (the header
 /// is padded to a multiple of 8 bytes, so tensors written largest-alignment first all start
-/// aligned, as the reference writer lays them out). Sub-byte types need none.
+/// aligned). Sub-byte types need none.
 pub(super) fn write_alignment(dtype: DataType) -> usize {
     dtype.size_in_bytes().map_or(1, |size| size.min(8))
 }

@@ -224,6 +224,11 @@ impl fmt::Display for SafetensorsError {
                 operation,
                 path,
                 source,
+            } if path.as_os_str().is_empty() => write!(f, "{operation}: {source}"),
+            Io {
+                operation,
+                path,
+                source,
             } => write!(f, "{operation} {}: {source}", path.display()),
             FileTooShort { file_len } => write!(
                 f,

@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{Ordering, fence};
 
 use super::error::SafetensorsError;
 use super::header::{self, Header, TensorInfo};
@@ -256,8 +257,14 @@ impl SafetensorsFile {
         writable: bool,
     ) -> Result<Vec<(String, ManagedTensor)>, SafetensorsError> {
         let lent = Arc::strong_count(&self.storage) - 1;
-        if writable && lent > 0 {
-            return Err(SafetensorsError::StillLent { tensors: lent });
+        if writable {
+            if lent > 0 {
+                return Err(SafetensorsError::StillLent { tensors: lent });
+            }
+            // `strong_count` reads the count without ordering; pair it with the release
+            // decrement of every tensor already dropped (on any thread), so that their reads of
+            // the bytes happen before the writable tensors' writes (what `Arc::get_mut` does).
+            fence(Ordering::Acquire);
         }
         self.header
             .tensors

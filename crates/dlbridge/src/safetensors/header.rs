@@ -5,20 +5,24 @@
 //! at most [`MAX_HEADER_BYTES`]), then the data. The object maps each tensor's name to its
 //! `dtype`, `shape` and `data_offsets` (begin and end, in bytes from the start of the data);
 //! `__metadata__`, if present, maps strings to strings. The rules, as the format's reference
-//! implementation (the `safetensors` crate) enforces them, and one more:
+//! implementation (the `safetensors` crate) enforces them, stricter where said:
 //!
 //! - every tensor's bytes are exactly what its type and shape take, in whole bytes;
 //! - the tensors cover the data exactly: no gap, no overlap, nothing past the end;
 //! - a name appears once (the JSON parsers of the reference implementations keep the last of
-//!   a repeated key; here it is refused, since the entries would disagree about the bytes);
-//! - at most [`MAX_NDIM`](crate::error::MAX_NDIM) dimensions (this crate's bound on every tensor).
+//!   a repeated key; here it is refused, since the entries would disagree about the bytes), and
+//!   so does a key of `__metadata__` (refused as the writer refuses it);
+//! - at most [`MAX_NDIM`](crate::error::MAX_NDIM) dimensions, each extent at most `i64::MAX`
+//!   (this crate's bounds on every tensor: DLPack's shapes are `int64_t`; an empty tensor's
+//!   size says nothing of its other extents, so they are checked on their own).
 //!
 //! Fields the format does not define are ignored, as the reference implementation does.
 
 use std::collections::HashMap;
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::value::SeqAccessDeserializer;
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::dtypes::dlpack_dtype;
@@ -86,7 +90,62 @@ pub(super) struct Header {
 
 /// The header's entries as the JSON lists them: every key is kept, so that a repeated name is
 /// seen rather than merged.
-struct Entries(Vec<(String, Value)>);
+struct Entries(Vec<(String, EntryValue)>);
+
+/// An entry's value: `__metadata__`'s as [`MetadataValue`], a tensor's as a JSON value.
+enum EntryValue {
+    Metadata(MetadataValue),
+    Tensor(Value),
+}
+
+/// `__metadata__`'s value as the JSON has it: an object's entries in the file's order, every
+/// key kept (a `serde_json` object would sort them by key, and keep one of a repeated key);
+/// any other value as it is.
+enum MetadataValue {
+    Object(Vec<(String, Value)>),
+    Other(Value),
+}
+
+impl<'de> Deserialize<'de> for MetadataValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetadataVisitor;
+        impl<'de> Visitor<'de> for MetadataVisitor {
+            type Value = MetadataValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MetadataValue, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, Value>()? {
+                    entries.push(entry);
+                }
+                Ok(MetadataValue::Object(entries))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<MetadataValue, A::Error> {
+                Value::deserialize(SeqAccessDeserializer::new(seq)).map(MetadataValue::Other)
+            }
+            fn visit_unit<E>(self) -> Result<MetadataValue, E> {
+                Ok(MetadataValue::Other(Value::Null))
+            }
+            fn visit_bool<E>(self, value: bool) -> Result<MetadataValue, E> {
+                Ok(MetadataValue::Other(value.into()))
+            }
+            fn visit_i64<E>(self, value: i64) -> Result<MetadataValue, E> {
+                Ok(MetadataValue::Other(value.into()))
+            }
+            fn visit_u64<E>(self, value: u64) -> Result<MetadataValue, E> {
+                Ok(MetadataValue::Other(value.into()))
+            }
+            fn visit_f64<E>(self, value: f64) -> Result<MetadataValue, E> {
+                Ok(MetadataValue::Other(value.into()))
+            }
+            fn visit_str<E>(self, value: &str) -> Result<MetadataValue, E> {
+                Ok(MetadataValue::Other(value.into()))
+            }
+        }
+        deserializer.deserialize_any(MetadataVisitor)
+    }
+}
 
 impl<'de> Deserialize<'de> for Entries {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -98,7 +157,12 @@ impl<'de> Deserialize<'de> for Entries {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries, A::Error> {
                 let mut entries = Vec::new();
-                while let Some((key, value)) = map.next_entry::<String, Value>()? {
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = if key == METADATA_KEY {
+                        EntryValue::Metadata(map.next_value()?)
+                    } else {
+                        EntryValue::Tensor(map.next_value()?)
+                    };
                     entries.push((key, value));
                 }
                 Ok(Entries(entries))
@@ -146,14 +210,15 @@ pub(super) fn parse(file: &[u8]) -> Result<Header, SafetensorsError> {
     let mut tensors = Vec::with_capacity(entries.len());
     let mut seen_metadata = false;
     for (name, value) in entries {
-        if name == METADATA_KEY {
-            if seen_metadata {
-                return Err(SafetensorsError::DuplicateName { name });
+        match value {
+            EntryValue::Metadata(value) => {
+                if seen_metadata {
+                    return Err(SafetensorsError::DuplicateName { name });
+                }
+                seen_metadata = true;
+                metadata = read_metadata(value)?;
             }
-            seen_metadata = true;
-            metadata = read_metadata(value)?;
-        } else {
-            tensors.push(read_tensor(name, value, data_len)?);
+            EntryValue::Tensor(value) => tensors.push(read_tensor(name, value, data_len)?),
         }
     }
     let mut index = HashMap::with_capacity(tensors.len());
@@ -176,33 +241,40 @@ pub(super) fn parse(file: &[u8]) -> Result<Header, SafetensorsError> {
     })
 }
 
-/// `__metadata__`: an object of strings (or `null`, read as none).
-fn read_metadata(value: Value) -> Result<Vec<(String, String)>, SafetensorsError> {
+/// `__metadata__`: an object of strings, in the file's order, each key once (or `null`, read
+/// as none).
+fn read_metadata(value: MetadataValue) -> Result<Vec<(String, String)>, SafetensorsError> {
     let invalid = |field: String, problem: String| SafetensorsError::InvalidField {
         name: METADATA_KEY.to_owned(),
         field,
         problem,
     };
     let object = match value {
-        Value::Null => return Ok(Vec::new()),
-        Value::Object(object) => object,
-        other => {
+        MetadataValue::Other(Value::Null) => return Ok(Vec::new()),
+        MetadataValue::Object(object) => object,
+        MetadataValue::Other(other) => {
             return Err(invalid(
                 METADATA_KEY.to_owned(),
                 format!("{} is not an object of strings", describe(&other)),
             ));
         }
     };
-    object
-        .into_iter()
-        .map(|(key, value)| match value {
-            Value::String(text) => Ok((key, text)),
-            other => Err(invalid(
+    let mut keys = std::collections::HashSet::with_capacity(object.len());
+    let mut metadata = Vec::with_capacity(object.len());
+    for (key, value) in object {
+        let Value::String(text) = value else {
+            return Err(invalid(
                 key,
-                format!("{} is not a string", describe(&other)),
-            )),
-        })
-        .collect()
+                format!("{} is not a string", describe(&value)),
+            ));
+        };
+        // As the writer refuses a key given twice: the two values would disagree.
+        if !keys.insert(key.clone()) {
+            return Err(invalid(key, "given twice".to_owned()));
+        }
+        metadata.push((key, text));
+    }
+    Ok(metadata)
 }
 
 /// One tensor's entry, checked alone: its fields, its size, its offsets inside the data.
@@ -256,6 +328,18 @@ fn read_tensor(name: String, value: Value, data_len: u64) -> Result<TensorInfo, 
     let mut extents = Vec::with_capacity(shape.len());
     for (axis, extent) in shape.iter().enumerate() {
         match extent.as_u64() {
+            // DLPack's shapes are `int64_t`: a larger extent could not be exported, even in an
+            // empty tensor (whose size, 0, says nothing of its other extents).
+            Some(extent) if extent > i64::MAX as u64 => {
+                return Err(invalid(
+                    &name,
+                    "shape",
+                    format!(
+                        "shape[{axis}] = {extent}: above {}, the largest extent DLPack holds",
+                        i64::MAX
+                    ),
+                ));
+            }
             Some(extent) => extents.push(extent),
             None => {
                 return Err(invalid(

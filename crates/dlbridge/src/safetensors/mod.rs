@@ -21,8 +21,9 @@
 //! | `C64` | `complex64` | | `F6_E2M3`, `F6_E3M2` | `float6_e2m3fn`, `float6_e3m2fn` (packed) |
 //! | | | | `F4` | `float4_e2m1fn` (packed) |
 //!
-//! [`write`] and [`save`] take the other direction, from any host tensors; DLPack types the
-//! format cannot name (`complex128`, `float8_e3m4`, `bcomplex32`, vectors) are refused by name.
+//! [`write`](fn@write) and [`save`] take the other direction, from any host tensors; DLPack
+//! types the format cannot name (`complex128`, `float8_e3m4`, `bcomplex32`, vectors) are
+//! refused by name.
 //!
 //! A hostile file (a header that lies about offsets, sizes or types, overlapping tensors, a
 //! truncated file) is refused as a whole with a [`SafetensorsError`] naming the tensor, the

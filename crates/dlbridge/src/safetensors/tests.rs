@@ -10,6 +10,24 @@ fn raw_file(header: &str, data: &[u8]) -> Vec<u8> {
     bytes
 }
 
+/// A tensor over `bytes`, which hold the compact elements of `dtype` in `shape` (one byte per
+/// sub-byte element where `padded`), on `device`; never read where the device is not the host.
+fn tensor_of_bytes(
+    bytes: Vec<u8>,
+    dtype: DataType,
+    device: Device,
+    shape: &[usize],
+    padded: bool,
+) -> crate::ManagedTensor {
+    let pointer = bytes.as_ptr().cast_mut().cast();
+    // SAFETY: `bytes` holds the elements as the caller says, and moves into the tensor with
+    // its heap memory unchanged.
+    unsafe { Export::from_raw_parts(bytes, pointer, dtype, device, shape) }
+        .subbyte_padded(padded)
+        .into_versioned()
+        .unwrap()
+}
+
 fn refused(header: &str, data: &[u8]) -> SafetensorsError {
     match SafetensorsFile::from_bytes(&raw_file(header, data)) {
         Ok(_) => panic!("accepted: {header}"),
@@ -59,13 +77,7 @@ fn every_safetensors_dtype_round_trips_with_its_bytes() {
                 data
             };
             let storage: Vec<u8> = data.clone();
-            let pointer = storage.as_ptr().cast_mut().cast();
-            // SAFETY: `storage` holds the compact bytes of four elements of `dtype` and moves
-            // into the tensor unchanged.
-            let tensor =
-                unsafe { Export::from_raw_parts(storage, pointer, dtype, Device::CPU, &[2, 2]) }
-                    .into_versioned()
-                    .unwrap();
+            let tensor = tensor_of_bytes(storage, dtype, Device::CPU, &[2, 2], false);
             (name.to_owned(), tensor, data)
         })
         .collect();
@@ -95,7 +107,7 @@ fn every_safetensors_dtype_round_trips_with_its_bytes() {
 }
 
 #[test]
-fn the_writer_lays_out_as_the_reference_writer_does() {
+fn the_writer_aligns_every_tensor_and_pads_the_header_with_spaces() {
     let small = Export::new(vec![1u8, 2], &[2]).into_versioned().unwrap();
     let large = Export::new(vec![3.0f64], &[1]).into_versioned().unwrap();
     let bytes = written(
@@ -198,6 +210,53 @@ fn writable_tensors_are_exported_once_and_only_with_no_reader_alive() {
     assert_eq!(first.view().as_slice::<u32>().unwrap(), &[1, 2]);
 }
 
+/// Found while writing SOUNDNESS.md's row for `into_tensors`: it read the tensors' count with
+/// `Arc::strong_count`, an unordered load, so a reader dropped on another thread had its reads
+/// of the bytes ordered before nothing: the writable tensors' writes raced with them (Miri:
+/// "Data race detected"). The count is now paired with an acquire fence, as `Arc::get_mut`
+/// does (and the ndarray bridge's `from_arc_array`). The reader's thread says it is done with a
+/// relaxed store only, so that nothing but the count orders the two threads; while the count
+/// still shows the reader, `into_tensors` refuses (`StillLent`), and the test tries again.
+#[test]
+fn writable_tensors_are_ordered_after_readers_dropped_on_other_threads() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let a = Export::new(vec![1u32, 2], &[2]).into_versioned().unwrap();
+    let bytes = written(&[("a", &a)], &[]);
+    let mut written_once = false;
+    for _ in 0..20 {
+        let file = SafetensorsFile::from_bytes(&bytes).unwrap();
+        let reader = file.tensor("a").unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let thread = std::thread::spawn({
+            let done = Arc::clone(&done);
+            move || {
+                assert_eq!(reader.view().as_slice::<u32>().unwrap(), &[1, 2]);
+                drop(reader);
+                done.store(true, Ordering::Relaxed);
+            }
+        });
+        while !done.load(Ordering::Relaxed) {
+            std::thread::yield_now();
+        }
+        match file.into_tensors(true) {
+            Ok(mut tensors) => {
+                tensors[0].1.as_mut_slice::<u32>().unwrap()[0] = 10;
+                assert_eq!(tensors[0].1.view().as_slice::<u32>().unwrap(), &[10, 2]);
+                written_once = true;
+            }
+            Err(SafetensorsError::StillLent { tensors: 1 }) => {}
+            Err(error) => panic!("{error}"),
+        }
+        thread.join().unwrap();
+        if written_once {
+            break;
+        }
+    }
+    assert!(written_once, "the reader's drop was never seen");
+}
+
 #[test]
 fn the_writer_refuses_what_the_format_cannot_hold_by_name() {
     let complex = Export::new(vec![num_complex::Complex::new(1.0f64, 2.0)], &[1])
@@ -227,25 +286,12 @@ fn the_writer_refuses_what_the_format_cannot_hold_by_name() {
 
     let padded = Export::new(vec![1u8, 2], &[2]).into_versioned().unwrap();
     let storage = padded.view().as_bytes().unwrap().to_vec();
-    let pointer = storage.as_ptr().cast_mut().cast();
-    // SAFETY: two bytes, one float4 each, padded as the flag says; `storage` moves into the
-    // tensor unchanged.
-    let padded = unsafe {
-        Export::from_raw_parts(storage, pointer, DataType::FLOAT4_E2M1FN, Device::CPU, &[2])
-    }
-    .subbyte_padded(true)
-    .into_versioned()
-    .unwrap();
+    let padded = tensor_of_bytes(storage, DataType::FLOAT4_E2M1FN, Device::CPU, &[2], true);
     let error = write(Vec::new(), [("f4", padded.view())], &[]).unwrap_err();
     assert!(matches!(error, SafetensorsError::SubByteLayout { .. }));
 
-    let storage = vec![0u8; 4];
-    let pointer = storage.as_ptr().cast_mut().cast();
     let gpu = Device::new(DeviceType::CUDA, 0);
-    // SAFETY: the tensor is never read: the writer refuses it for its device first.
-    let on_gpu = unsafe { Export::from_raw_parts(storage, pointer, DataType::FLOAT32, gpu, &[1]) }
-        .into_versioned()
-        .unwrap();
+    let on_gpu = tensor_of_bytes(vec![0u8; 4], DataType::FLOAT32, gpu, &[1], false);
     let error = write(Vec::new(), [("g", on_gpu.view())], &[]).unwrap_err();
     assert!(matches!(error, SafetensorsError::NotOnHost { device, .. } if device == gpu));
 }
@@ -416,6 +462,159 @@ fn hostile_headers_get_typed_errors_naming_the_field_and_the_value() {
         .tensor("absent")
         .unwrap_err();
     assert_eq!(error.to_string(), "no tensor named \"absent\" in the file");
+}
+
+/// Found by `fuzz/fuzz_targets/safetensors.rs` (its seed `empty-tensor-extent-past-i64`): an
+/// empty tensor's size (0) says nothing of its other extents, and the reader accepted
+/// `[0, 2^63]`, which no DLPack shape (`int64_t`) holds: the file was accepted, and its tensor
+/// then failed to export (`tensor`, `into_tensors`).
+#[test]
+fn an_extent_dlpack_cannot_hold_is_refused_even_in_an_empty_tensor() {
+    let header =
+        |shape: &str| format!(r#"{{"e":{{"dtype":"F32","shape":{shape},"data_offsets":[0,0]}}}}"#);
+    for (shape, value) in [
+        ("[0,9223372036854775808]", "shape[1] = 9223372036854775808"),
+        (
+            "[18446744073709551615,0]",
+            "shape[0] = 18446744073709551615",
+        ),
+    ] {
+        let error = refused(&header(shape), &[]);
+        assert!(
+            matches!(error, SafetensorsError::InvalidField { ref name, ref field, .. }
+                if name == "e" && field == "shape"),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "tensor \"e\": shape: {value}: above 9223372036854775807, the largest extent \
+                 DLPack holds"
+            )
+        );
+    }
+    // A tensor with elements too: refused for the extent, before its size is compared.
+    let error = refused(
+        r#"{"w":{"dtype":"U8","shape":[9223372036854775808],"data_offsets":[0,1]}}"#,
+        &[0],
+    );
+    assert!(matches!(error, SafetensorsError::InvalidField { ref field, .. } if field == "shape"));
+
+    // i64::MAX itself is an extent DLPack holds: the empty tensor exports, read-only and
+    // writable, where it fits the address space's usize.
+    let bytes = raw_file(&header("[0,9223372036854775807]"), &[]);
+    #[cfg(target_pointer_width = "64")]
+    {
+        let file = SafetensorsFile::from_bytes(&bytes).unwrap();
+        let tensor = file.tensor("e").unwrap();
+        assert_eq!(tensor.view().shape(), &[0, i64::MAX]);
+        assert_eq!(tensor.view().as_bytes().unwrap(), &[] as &[u8]);
+        drop(tensor);
+        let writable = file.into_tensors(true).unwrap();
+        assert_eq!(writable[0].1.view().num_elements(), 0);
+    }
+    #[cfg(not(target_pointer_width = "64"))]
+    assert!(matches!(
+        SafetensorsFile::from_bytes(&bytes),
+        Err(SafetensorsError::SizeOverflow { .. })
+    ));
+}
+
+/// Found while writing `fuzz/fuzz_targets/safetensors.rs`'s oracle: `metadata()` promised the
+/// file's order, but `__metadata__` was read as a `serde_json` object, which sorts its keys
+/// (and keeps one of a repeated key): `{"b":"1","a":"2"}` came back as `a`, then `b`.
+#[test]
+fn metadata_keeps_the_files_order_and_refuses_a_key_given_twice() {
+    let file = SafetensorsFile::from_bytes(&raw_file(
+        r#"{"__metadata__":{"format":"pt","b":"1","a":"\u00e9"}}"#,
+        &[],
+    ))
+    .unwrap();
+    let expected = [("format", "pt"), ("b", "1"), ("a", "\u{e9}")]
+        .map(|(key, value)| (key.to_owned(), value.to_owned()));
+    assert_eq!(file.metadata(), &expected);
+    // Written and read back, in the same order.
+    let mut bytes = Vec::new();
+    write(
+        &mut bytes,
+        std::iter::empty::<(&str, crate::TensorView<'_>)>(),
+        file.metadata(),
+    )
+    .unwrap();
+    assert_eq!(
+        SafetensorsFile::from_bytes(&bytes).unwrap().metadata(),
+        &expected
+    );
+
+    let error = refused(r#"{"__metadata__":{"k":"1","k":"2"}}"#, &[]);
+    assert_eq!(error.to_string(), "tensor \"__metadata__\": k: given twice");
+    // Values of other kinds, in an object or as the whole value, as before.
+    assert_eq!(
+        refused(r#"{"__metadata__":{"k":[1,{"x":null}]}}"#, &[]).to_string(),
+        "tensor \"__metadata__\": k: [1,{\"x\":null}] is not a string"
+    );
+    for (value, shown) in [
+        ("[1,2]", "[1,2]"),
+        ("true", "true"),
+        ("-3", "-3"),
+        ("1.5", "1.5"),
+        ("\"pt\"", "\"pt\""),
+    ] {
+        assert_eq!(
+            refused(&format!(r#"{{"__metadata__":{value}}}"#), &[]).to_string(),
+            format!("tensor \"__metadata__\": __metadata__: {shown} is not an object of strings")
+        );
+    }
+}
+
+/// `TensorView::as_bytes`, the writer's way to a tensor's bytes (public, over `unsafe`): the
+/// compact bytes of a C-contiguous host tensor, packed or padded as its flag says, and a
+/// refusal for what is not one range of host memory, before anything is read.
+#[test]
+fn as_bytes_gives_a_compact_host_tensors_bytes_and_refuses_the_rest() {
+    // Six float4s packed in three bytes; the same six padded, one byte each.
+    let packed: Vec<u8> = vec![0x21, 0x43, 0x65];
+    let f4 = tensor_of_bytes(packed, DataType::FLOAT4_E2M1FN, Device::CPU, &[2, 3], false);
+    assert_eq!(f4.view().as_bytes().unwrap(), &[0x21, 0x43, 0x65]);
+    let padded: Vec<u8> = vec![1, 2, 3, 4, 5, 6];
+    let f4 = tensor_of_bytes(padded, DataType::FLOAT4_E2M1FN, Device::CPU, &[6], true);
+    assert_eq!(f4.view().as_bytes().unwrap(), &[1, 2, 3, 4, 5, 6]);
+    // Extent-1 dimensions may carry any stride: still one compact range.
+    let row = Export::new(vec![1u16, 2], &[1, 2])
+        .strides(&[7, 1])
+        .into_versioned()
+        .unwrap();
+    assert_eq!(row.view().as_bytes().unwrap(), &[1, 0, 2, 0]);
+    // No elements, however large the other extent: no bytes.
+    let empty = Export::new(Vec::<u64>::new(), &[0, isize::MAX as usize])
+        .into_versioned()
+        .unwrap();
+    assert_eq!(empty.view().as_bytes().unwrap(), &[] as &[u8]);
+
+    // Strided layouts are not one range of the tensor's bytes: refused.
+    let transposed = Export::new(vec![1i32, 3, 2, 4], &[2, 2])
+        .strides(&[1, 2])
+        .into_versioned()
+        .unwrap();
+    assert!(matches!(
+        transposed.view().as_bytes(),
+        Err(Error::NotContiguous { order: "C", .. })
+    ));
+    let every_other = Export::new(vec![1u8, 0, 2, 0], &[2])
+        .strides(&[2])
+        .into_versioned()
+        .unwrap();
+    assert!(matches!(
+        every_other.view().as_bytes(),
+        Err(Error::NotContiguous { .. })
+    ));
+    // Device memory is never read by the host.
+    let gpu = Device::new(DeviceType::CUDA, 0);
+    let on_gpu = tensor_of_bytes(vec![0u8; 4], DataType::FLOAT32, gpu, &[1], false);
+    assert!(matches!(
+        on_gpu.view().as_bytes(),
+        Err(Error::NotHostReadable { device }) if device == gpu
+    ));
 }
 
 #[test]

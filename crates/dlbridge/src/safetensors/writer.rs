@@ -1,6 +1,9 @@
-//! Writing safetensors files from any host tensors: laid out as the format's reference writer
-//! lays them out (largest alignment first, then by name; the header padded to 8 bytes), so
-//! that every tensor of the file starts aligned for its type.
+//! Writing safetensors files from any host tensors: largest alignment first, then by name, the
+//! header padded with spaces to a multiple of 8 bytes, so that every tensor of the file starts
+//! aligned for its type. The format's reference writer (the `safetensors` crate) pads the same
+//! way and orders by its list of types, widest first, which aligns every tensor too; within a
+//! width the two orders differ (it writes U64 before I64), and both files are the same to a
+//! reader.
 
 use std::cmp::Reverse;
 use std::collections::HashSet;
@@ -55,7 +58,8 @@ impl Bytes<'_> {
 /// let mut bytes = Vec::new();
 /// let written = safetensors::write(&mut bytes, [("w", weight.view())], &[])?;
 /// assert_eq!(written as usize, bytes.len());
-/// assert_eq!(SafetensorsFile::from_bytes(&bytes)?.tensor("w")?.view().as_slice::<i64>()?, &[1, 2, 3]);
+/// let file = SafetensorsFile::from_bytes(&bytes)?;
+/// assert_eq!(file.tensor("w")?.view().as_slice::<i64>()?, &[1, 2, 3]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn write<'t, N: AsRef<str>>(
@@ -111,9 +115,10 @@ pub fn write<'t, N: AsRef<str>>(
     Ok(written)
 }
 
-/// Writes a safetensors file at `path` as [`write`] does, into a new file beside it that then
-/// replaces `path` (renamed over it): a file that is mapped ([`SafetensorsFile::open`]) is
-/// never truncated under its mapping, and a failed write leaves `path` as it was.
+/// Writes a safetensors file at `path` as [`write`](fn@write) does, into a new file beside it
+/// that then replaces `path` (renamed over it): a file that is mapped
+/// ([`SafetensorsFile::open`]) is never truncated under its mapping, and a failed write leaves
+/// `path` as it was.
 ///
 /// [`SafetensorsFile::open`]: super::SafetensorsFile::open
 pub fn save<'t, N: AsRef<str>>(
