@@ -2,7 +2,7 @@
 //! a file can break, each message naming the tensor, the field and the value.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::device::Device;
 use crate::dtype::DataType;
@@ -198,6 +198,19 @@ pub enum SafetensorsError {
         /// Why.
         source: crate::error::Error,
     },
+}
+
+impl SafetensorsError {
+    /// The error of an I/O `operation` on `path` (empty where the caller wrote to a stream), as
+    /// `map_err` takes it.
+    pub(super) fn io(operation: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_owned();
+        move |source| SafetensorsError::Io {
+            operation,
+            path,
+            source,
+        }
+    }
 }
 
 /// Writes a shape as `[2, 3]`.

@@ -158,13 +158,8 @@ impl SafetensorsFile {
     /// [`SafetensorsFile::read`].
     pub unsafe fn open(path: impl AsRef<Path>) -> Result<Self, SafetensorsError> {
         let path = path.as_ref();
-        let io_error = |operation, source| SafetensorsError::Io {
-            operation,
-            path: path.to_owned(),
-            source,
-        };
-        let file = File::open(path).map_err(|source| io_error("open", source))?;
-        let len = file_len(&file).map_err(|source| io_error("open", source))?;
+        let file = File::open(path).map_err(SafetensorsError::io("open", path))?;
+        let len = file_len(&file).map_err(SafetensorsError::io("open", path))?;
         if len < 8 {
             return Err(SafetensorsError::FileTooShort {
                 file_len: len as u64,
@@ -172,7 +167,7 @@ impl SafetensorsFile {
         }
         // SAFETY: the caller's contract, passed on.
         let storage =
-            unsafe { Storage::mapped(&file, len) }.map_err(|source| io_error("map", source))?;
+            unsafe { Storage::mapped(&file, len) }.map_err(SafetensorsError::io("map", path))?;
         Self::checked(storage)
     }
 
@@ -180,15 +175,10 @@ impl SafetensorsFile {
     /// change, at the cost of reading all of it (one copy, from the file into memory).
     pub fn read(path: impl AsRef<Path>) -> Result<Self, SafetensorsError> {
         let path = path.as_ref();
-        let io_error = |operation, source| SafetensorsError::Io {
-            operation,
-            path: path.to_owned(),
-            source,
-        };
-        let mut file = File::open(path).map_err(|source| io_error("open", source))?;
-        let len = file_len(&file).map_err(|source| io_error("open", source))?;
+        let mut file = File::open(path).map_err(SafetensorsError::io("open", path))?;
+        let len = file_len(&file).map_err(SafetensorsError::io("open", path))?;
         let storage = Storage::heap(len, |bytes| file.read_exact(bytes))
-            .map_err(|source| io_error("read", source))?;
+            .map_err(SafetensorsError::io("read", path))?;
         Self::checked(storage)
     }
 
@@ -199,11 +189,7 @@ impl SafetensorsFile {
             target.copy_from_slice(bytes);
             Ok(())
         })
-        .map_err(|source| SafetensorsError::Io {
-            operation: "copy",
-            path: Default::default(),
-            source,
-        })?;
+        .map_err(SafetensorsError::io("copy", Path::new("")))?;
         Self::checked(storage)
     }
 

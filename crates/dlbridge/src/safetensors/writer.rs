@@ -35,11 +35,20 @@ enum Bytes<'t> {
     Copied(ManagedTensor),
 }
 
-impl Bytes<'_> {
-    fn get(&self) -> Result<&[u8], crate::error::Error> {
-        match self {
+impl Entry<'_> {
+    /// The tensor's compact bytes; an error names the tensor.
+    fn bytes(&self) -> Result<&[u8], SafetensorsError> {
+        match &self.bytes {
             Bytes::Borrowed(bytes) => Ok(bytes),
-            Bytes::Copied(tensor) => tensor.view().as_bytes(),
+            Bytes::Copied(tensor) => {
+                tensor
+                    .view()
+                    .as_bytes()
+                    .map_err(|source| SafetensorsError::Tensor {
+                        name: self.name.clone(),
+                        source,
+                    })
+            }
         }
     }
 }
@@ -89,29 +98,16 @@ pub fn write<'t, N: AsRef<str>>(
     let mut written = 0u64;
     let mut put = |bytes: &[u8]| {
         written += bytes.len() as u64;
-        out.write_all(bytes).map_err(|source| SafetensorsError::Io {
-            operation: "write",
-            path: PathBuf::new(),
-            source,
-        })
+        out.write_all(bytes)
+            .map_err(SafetensorsError::io("write", Path::new("")))
     };
     put(&(header.len() as u64).to_le_bytes())?;
     put(header.as_bytes())?;
     for entry in &entries {
-        let bytes = entry
-            .bytes
-            .get()
-            .map_err(|source| SafetensorsError::Tensor {
-                name: entry.name.clone(),
-                source,
-            })?;
-        put(bytes)?;
+        put(entry.bytes()?)?;
     }
-    out.flush().map_err(|source| SafetensorsError::Io {
-        operation: "write",
-        path: PathBuf::new(),
-        source,
-    })?;
+    out.flush()
+        .map_err(SafetensorsError::io("write", Path::new("")))?;
     Ok(written)
 }
 
@@ -140,19 +136,9 @@ pub fn save<'t, N: AsRef<str>>(
     };
     let result = write(BufWriter::new(&file), tensors, metadata)
         .map_err(with_path)
-        .and_then(|_| {
-            file.sync_all().map_err(|source| SafetensorsError::Io {
-                operation: "write",
-                path: path.to_owned(),
-                source,
-            })
-        })
+        .and_then(|_| file.sync_all().map_err(SafetensorsError::io("write", path)))
         .and_then(|()| {
-            std::fs::rename(&temporary, path).map_err(|source| SafetensorsError::Io {
-                operation: "replace",
-                path: path.to_owned(),
-                source,
-            })
+            std::fs::rename(&temporary, path).map_err(SafetensorsError::io("replace", path))
         });
     if result.is_err() {
         let _ = std::fs::remove_file(&temporary);
@@ -173,11 +159,7 @@ fn create_beside(path: &Path) -> Result<(PathBuf, File), SafetensorsError> {
         .write(true)
         .create_new(true)
         .open(&temporary)
-        .map_err(|source| SafetensorsError::Io {
-            operation: "create",
-            path: temporary.clone(),
-            source,
-        })?;
+        .map_err(SafetensorsError::io("create", &temporary))?;
     Ok((temporary, file))
 }
 
@@ -252,14 +234,7 @@ fn header_text(
         if header.len() > 1 {
             header.push(',');
         }
-        let len = entry
-            .bytes
-            .get()
-            .map_err(|source| SafetensorsError::Tensor {
-                name: entry.name.clone(),
-                source,
-            })?
-            .len() as u64;
+        let len = entry.bytes()?.len() as u64;
         let shape: Vec<String> = entry
             .shape
             .iter()
